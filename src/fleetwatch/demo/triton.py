@@ -1,0 +1,548 @@
+"""A real Triton Inference Server for tests and the demo.
+
+`TritonServer` runs the ``tritonserver`` binary bundled in the ``nvidia-pytriton`` wheel (Triton
+2.51, CPU only) on a Python-backend model repository (by default the demo repository next to this
+file: ``ranker``, ``streamer``, ``faulty``). It binds HTTP, gRPC and metrics to free loopback
+ports, loads models explicitly and waits until each is ready.
+
+It applies the two fixes the wheel needs (see ``research/REAL_COMPONENTS.md``): the Python
+backend stub must load the running interpreter's ``libpython`` (``LD_LIBRARY_PATH`` starts with
+``sysconfig.get_config_var("LIBDIR")``, then ``site-packages/nvidia_pytriton.libs``), and the
+running interpreter's ``bin`` directory goes first on ``PATH`` so the stub finds the same
+site-packages (numpy).
+
+Example::
+
+    with TritonServer(["ranker"]) as server:
+        print(server.metrics_url)
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+__all__ = [
+    "DEFAULT_MODEL_REPOSITORY",
+    "DEMO_MODELS",
+    "LOOPBACK",
+    "TritonInstallation",
+    "TritonServer",
+    "TritonStartError",
+    "find_triton_installation",
+]
+
+#: The demo model repository shipped with fleetwatch.
+DEFAULT_MODEL_REPOSITORY = Path(__file__).resolve().parent / "model_repository"
+#: The models of the demo repository, in load order.
+DEMO_MODELS: tuple[str, ...] = ("ranker", "streamer", "faulty")
+#: The only address the server binds to.
+LOOPBACK = "127.0.0.1"
+
+_LOG_TAIL_LINES = 40
+_POLL_INTERVAL_S = 0.1
+
+
+class TritonStartError(RuntimeError):
+    """tritonserver could not be found, exited early or did not become ready in time.
+
+    The message ends with the tail of the server log when there is one.
+    """
+
+
+@dataclass(frozen=True)
+class TritonInstallation:
+    """The parts of the ``nvidia-pytriton`` wheel that `TritonServer` needs (absolute paths)."""
+
+    binary: Path
+    """``pytriton/tritonserver/bin/tritonserver``."""
+    python_backend: Path
+    """``pytriton/tritonserver/backends/python`` (``libtriton_python.so`` and its utils)."""
+    stub: Path
+    """The ``triton_python_backend_stub`` built for the running Python's major.minor."""
+    libs: Path
+    """``site-packages/nvidia_pytriton.libs`` (the wheel's bundled shared libraries)."""
+
+
+def find_triton_installation() -> TritonInstallation:
+    """Locate tritonserver, the Python backend and the matching stub in the installed wheel.
+
+    Raises:
+        TritonStartError: ``pytriton`` is not installed (``pip install 'fleetwatch[triton]'``), a
+            file is missing, or the wheel has no stub for the running Python version.
+    """
+    spec = importlib.util.find_spec("pytriton")
+    if spec is None or not spec.submodule_search_locations:
+        raise TritonStartError(
+            "the 'pytriton' package is not installed; install the 'triton' extra "
+            "(pip install 'fleetwatch[triton]', which pins nvidia-pytriton==0.7.0)"
+        )
+    package = Path(next(iter(spec.submodule_search_locations))).resolve()
+    root = package / "tritonserver"
+    python_version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    stubs = root / "python_backend_stubs"
+    installation = TritonInstallation(
+        binary=root / "bin" / "tritonserver",
+        python_backend=root / "backends" / "python",
+        stub=stubs / python_version / "triton_python_backend_stub",
+        libs=package.parent / "nvidia_pytriton.libs",
+    )
+    if not installation.stub.is_file():
+        available = sorted(p.name for p in stubs.iterdir()) if stubs.is_dir() else []
+        raise TritonStartError(
+            f"the installed pytriton has no Python backend stub for Python {python_version} "
+            f"(looked for {installation.stub}; available: {', '.join(available) or 'none'})"
+        )
+    required = [
+        installation.binary,
+        installation.python_backend / "libtriton_python.so",
+        installation.python_backend / "triton_python_backend_utils.py",
+    ]
+    missing = [str(path) for path in required if not path.is_file()]
+    if missing:
+        raise TritonStartError(f"incomplete pytriton installation, missing: {', '.join(missing)}")
+    return installation
+
+
+def _free_ports(count: int) -> list[int]:
+    """Return ``count`` distinct TCP ports that were free on the loopback interface just now."""
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((LOOPBACK, 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+# Servers still running at interpreter exit are stopped, so no tritonserver outlives a test run.
+_LIVE_SERVERS: weakref.WeakSet[TritonServer] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_live_servers() -> None:
+    for server in list(_LIVE_SERVERS):
+        with contextlib.suppress(Exception):
+            server.stop()
+
+
+class TritonServer:
+    """A tritonserver process on free loopback ports, serving a Python-backend model repository.
+
+    Use it as a context manager (``with TritonServer() as server: ...``) or call `start` and
+    `stop`. Models are loaded in explicit model-control mode; `start` returns once every model
+    in ``models`` reports ready.
+
+    Args:
+        models: names of the models to load at start-up (default: the three demo models).
+        model_repository: the model repository directory (default: `DEFAULT_MODEL_REPOSITORY`).
+        summary_latencies: enable Triton's ``*_summary_us`` latency summaries
+            (``--metrics-config=summary_latencies=true``).
+        metrics_interval_ms: how often Triton refreshes its polled metrics (CPU, pending
+            requests), in milliseconds.
+        start_timeout_s: upper bound for `start`, in seconds.
+        stop_timeout_s: how long `stop` waits after SIGTERM before it sends SIGKILL, in seconds.
+        exit_timeout_s: ``--exit-timeout-secs``: how long tritonserver itself waits for
+            in-flight requests on shutdown, in seconds.
+        workdir: where the backend directory and the log go. Default: a fresh temporary
+            directory, removed by `stop` unless ``keep_workdir`` is true. A given ``workdir`` is
+            never removed.
+        keep_workdir: keep the temporary directory (and so the log) after `stop`.
+        extra_args: more ``tritonserver`` arguments, appended as given.
+    """
+
+    def __init__(
+        self,
+        models: Sequence[str] = DEMO_MODELS,
+        model_repository: str | os.PathLike[str] | None = None,
+        *,
+        summary_latencies: bool = True,
+        metrics_interval_ms: int = 1000,
+        start_timeout_s: float = 60.0,
+        stop_timeout_s: float = 15.0,
+        exit_timeout_s: int = 5,
+        workdir: str | os.PathLike[str] | None = None,
+        keep_workdir: bool = False,
+        extra_args: Sequence[str] = (),
+    ) -> None:
+        if isinstance(models, str):
+            raise TypeError("models must be a sequence of model names, not a string")
+        self.models: tuple[str, ...] = tuple(models)
+        self.model_repository = Path(
+            model_repository if model_repository is not None else DEFAULT_MODEL_REPOSITORY
+        ).resolve()
+        self.summary_latencies = summary_latencies
+        self.metrics_interval_ms = metrics_interval_ms
+        self.start_timeout_s = start_timeout_s
+        self.stop_timeout_s = stop_timeout_s
+        self.exit_timeout_s = exit_timeout_s
+        self.extra_args: tuple[str, ...] = tuple(extra_args)
+        self._given_workdir = Path(workdir) if workdir is not None else None
+        self._keep_workdir = keep_workdir
+        self._workdir: Path | None = None
+        self._log_path: Path | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._ports: tuple[int, int, int] | None = None
+        self._lock = threading.Lock()
+
+    # -- addresses ---------------------------------------------------------------------------
+
+    def _port(self, index: int) -> int:
+        if self._ports is None:
+            raise RuntimeError("the server has not been started")
+        return self._ports[index]
+
+    @property
+    def http_port(self) -> int:
+        """The HTTP/REST port (KServe v2 protocol)."""
+        return self._port(0)
+
+    @property
+    def grpc_port(self) -> int:
+        """The gRPC port (KServe v2 protocol)."""
+        return self._port(1)
+
+    @property
+    def metrics_port(self) -> int:
+        """The Prometheus metrics port."""
+        return self._port(2)
+
+    @property
+    def http_url(self) -> str:
+        """Base URL of the HTTP API, e.g. ``http://127.0.0.1:40123`` (no trailing slash)."""
+        return f"http://{LOOPBACK}:{self.http_port}"
+
+    @property
+    def http_address(self) -> str:
+        """``host:port`` of the HTTP API, the form ``tritonclient.http`` expects."""
+        return f"{LOOPBACK}:{self.http_port}"
+
+    @property
+    def grpc_url(self) -> str:
+        """``host:port`` of the gRPC API, the form ``tritonclient.grpc`` (and gRPC) expects."""
+        return f"{LOOPBACK}:{self.grpc_port}"
+
+    @property
+    def grpc_address(self) -> str:
+        """Same as `grpc_url`."""
+        return self.grpc_url
+
+    @property
+    def metrics_url(self) -> str:
+        """URL of Triton's Prometheus exposition, e.g. ``http://127.0.0.1:40125/metrics``."""
+        return f"http://{LOOPBACK}:{self.metrics_port}/metrics"
+
+    @property
+    def log_path(self) -> Path:
+        """The file that receives tritonserver's stdout and stderr."""
+        if self._log_path is None:
+            raise RuntimeError("the server has not been started")
+        return self._log_path
+
+    @property
+    def pid(self) -> int | None:
+        """The tritonserver process id, or None when not started."""
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def running(self) -> bool:
+        """True while the tritonserver process is alive."""
+        return self._process is not None and self._process.poll() is None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> TritonServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> TritonServer:
+        """Start tritonserver and wait until every requested model is ready.
+
+        Waits at most ``start_timeout_s`` seconds. If the chosen ports were taken in the
+        meantime, it retries with new ones (up to three attempts in all).
+
+        Returns:
+            self.
+
+        Raises:
+            TritonStartError: the wheel is missing or incomplete, the model repository does not
+                exist, tritonserver exited, or a model was not ready in time. The message
+                carries the log tail; the process is stopped before raising.
+            RuntimeError: the server is already running.
+        """
+        with self._lock:
+            if self.running:
+                raise RuntimeError("the server is already running")
+            installation = find_triton_installation()
+            if not self.model_repository.is_dir():
+                raise TritonStartError(f"model repository not found: {self.model_repository}")
+            self._prepare_workdir(installation)
+            deadline = time.monotonic() + self.start_timeout_s
+            try:
+                for attempt in range(3):
+                    http_port, grpc_port, metrics_port = _free_ports(3)
+                    self._ports = (http_port, grpc_port, metrics_port)
+                    self._spawn(installation)
+                    try:
+                        self._wait_ready(self.models, deadline)
+                        break
+                    except TritonStartError:
+                        port_clash = "address already in use" in _tail(self.log_path).lower()
+                        self._terminate()
+                        if not port_clash or attempt == 2 or time.monotonic() >= deadline:
+                            raise
+            except BaseException:
+                self._terminate()
+                self._cleanup_workdir()
+                raise
+            _LIVE_SERVERS.add(self)
+            return self
+
+    def stop(self) -> None:
+        """Stop tritonserver: SIGTERM, then SIGKILL to its process group after ``stop_timeout_s``.
+
+        Idempotent. Removes the temporary working directory unless it was given or
+        ``keep_workdir`` is set.
+        """
+        with self._lock:
+            self._terminate()
+            self._cleanup_workdir()
+            _LIVE_SERVERS.discard(self)
+
+    def _prepare_workdir(self, installation: TritonInstallation) -> None:
+        if self._given_workdir is not None:
+            workdir = self._given_workdir.resolve()
+            workdir.mkdir(parents=True, exist_ok=True)
+        else:
+            workdir = Path(tempfile.mkdtemp(prefix="fleetwatch-triton-"))
+        self._workdir = workdir
+        backend = workdir / "backends" / "python"
+        backend.mkdir(parents=True, exist_ok=True)
+        for source in (
+            installation.python_backend / "libtriton_python.so",
+            installation.python_backend / "triton_python_backend_utils.py",
+            installation.stub,
+        ):
+            shutil.copy2(source, backend / source.name)
+        self._log_path = workdir / "tritonserver.log"
+
+    def _cleanup_workdir(self) -> None:
+        if self._workdir is not None and self._given_workdir is None and not self._keep_workdir:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+        self._workdir = None
+
+    def _environment(self, installation: TritonInstallation) -> dict[str, str]:
+        env = dict(os.environ)
+        library_dirs = [sysconfig.get_config_var("LIBDIR") or "", str(installation.libs)]
+        if env.get("LD_LIBRARY_PATH"):
+            library_dirs.append(env["LD_LIBRARY_PATH"])
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(d for d in library_dirs if d)
+        bin_dir = str(Path(sys.executable).parent)
+        env["PATH"] = os.pathsep.join(p for p in (bin_dir, env.get("PATH", "")) if p)
+        # Do not write __pycache__ into the (possibly packaged) model repository.
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        return env
+
+    def command(self, installation: TritonInstallation | None = None) -> list[str]:
+        """The tritonserver command line for the current ports (for logs and debugging)."""
+        installation = installation or find_triton_installation()
+        if self._workdir is None:
+            raise RuntimeError("the server has not been started")
+        args = [
+            str(installation.binary),
+            f"--model-repository={self.model_repository}",
+            f"--backend-directory={self._workdir / 'backends'}",
+            "--model-control-mode=explicit",
+            *(f"--load-model={model}" for model in self.models),
+            f"--http-address={LOOPBACK}",
+            f"--http-port={self.http_port}",
+            f"--grpc-address={LOOPBACK}",
+            f"--grpc-port={self.grpc_port}",
+            f"--metrics-address={LOOPBACK}",
+            f"--metrics-port={self.metrics_port}",
+            "--allow-gpu-metrics=false",
+            "--allow-cpu-metrics=true",
+            f"--metrics-interval-ms={self.metrics_interval_ms}",
+            f"--exit-timeout-secs={self.exit_timeout_s}",
+        ]
+        if self.summary_latencies:
+            args.append("--metrics-config=summary_latencies=true")
+        args.extend(self.extra_args)
+        return args
+
+    def _spawn(self, installation: TritonInstallation) -> None:
+        command = self.command(installation)
+        with open(self.log_path, "ab") as log:
+            log.write(("$ " + " ".join(command) + "\n").encode())
+            log.flush()
+            self._process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self._environment(installation),
+                cwd=self._workdir,
+                # Own process group: a terminal's Ctrl-C does not reach it, and a forced stop
+                # can kill tritonserver together with its Python backend stubs.
+                start_new_session=True,
+            )
+
+    def _terminate(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=self.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                # The group is the one `_spawn` created: tritonserver and its backend stubs.
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+
+    # -- model control -----------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, timeout_s: float) -> tuple[int, bytes]:
+        request = urllib.request.Request(self.http_url + path, method=method)
+        if method == "POST":
+            request.data = b"{}"
+            request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=timeout_s) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+        except (urllib.error.URLError, OSError):
+            return 0, b""
+
+    def is_model_ready(self, name: str, version: str | None = None) -> bool:
+        """True when ``/v2/models/<name>[/versions/<version>]/ready`` answers 200."""
+        path = f"/v2/models/{name}" + (f"/versions/{version}" if version else "") + "/ready"
+        return self._request("GET", path, timeout_s=2.0)[0] == 200
+
+    def _wait_ready(self, models: Sequence[str], deadline: float) -> None:
+        pending = list(models)
+        while pending:
+            if self._process is None or self._process.poll() is not None:
+                code = self._process.returncode if self._process is not None else None
+                raise TritonStartError(
+                    f"tritonserver exited with code {code} before {', '.join(pending)} "
+                    f"became ready; log {self.log_path}:\n{_tail(self.log_path)}"
+                )
+            pending = [m for m in pending if not self.is_model_ready(m)]
+            if not pending:
+                return
+            if time.monotonic() >= deadline:
+                raise TritonStartError(
+                    f"{', '.join(pending)} not ready after {self.start_timeout_s:g} s; "
+                    f"log {self.log_path}:\n{_tail(self.log_path)}"
+                )
+            time.sleep(_POLL_INTERVAL_S)
+
+    def load_model(self, name: str, timeout_s: float = 60.0) -> None:
+        """Load (or reload) ``name`` from the repository and wait until it is ready.
+
+        A reload restarts the model's Triton counters at 0.
+
+        Raises:
+            TritonStartError: Triton refused the load, or the model is not ready within
+                ``timeout_s`` seconds (the message carries Triton's error or the log tail).
+            RuntimeError: the server is not running.
+        """
+        if not self.running:
+            raise RuntimeError("the server is not running")
+        deadline = time.monotonic() + timeout_s
+        status, body = self._request("POST", f"/v2/repository/models/{name}/load", timeout_s)
+        if status != 200:
+            raise TritonStartError(
+                f"loading {name!r} failed (HTTP {status}): {_error_text(body)}\n"
+                f"{_tail(self.log_path)}"
+            )
+        self._wait_ready([name], deadline)
+
+    def unload_model(self, name: str, timeout_s: float = 30.0) -> None:
+        """Unload ``name`` and wait (at most ``timeout_s`` seconds) until it is no longer ready.
+
+        Raises:
+            TritonStartError: Triton refused the unload or the model stayed ready.
+            RuntimeError: the server is not running.
+        """
+        if not self.running:
+            raise RuntimeError("the server is not running")
+        deadline = time.monotonic() + timeout_s
+        status, body = self._request("POST", f"/v2/repository/models/{name}/unload", timeout_s)
+        if status != 200:
+            raise TritonStartError(
+                f"unloading {name!r} failed (HTTP {status}): {_error_text(body)}"
+            )
+        while self.is_model_ready(name):
+            if time.monotonic() >= deadline:
+                raise TritonStartError(f"{name!r} still ready {timeout_s:g} s after unload")
+            time.sleep(_POLL_INTERVAL_S)
+
+    # -- observation -------------------------------------------------------------------------
+
+    def metrics_text(self, timeout_s: float = 5.0) -> str:
+        """GET `metrics_url` and return the Prometheus text exposition (format 0.0.4).
+
+        Raises:
+            urllib.error.URLError: the metrics endpoint did not answer.
+        """
+        request = urllib.request.Request(
+            self.metrics_url, headers={"Accept": "text/plain; version=0.0.4"}
+        )
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return response.read().decode("utf-8")
+
+    def log_tail(self, lines: int = _LOG_TAIL_LINES) -> str:
+        """The last ``lines`` lines of the server log ("" if there is none)."""
+        return _tail(self.log_path, lines) if self._log_path is not None else ""
+
+    def __repr__(self) -> str:
+        state = f"pid={self.pid}, http={self.http_url}" if self.running else "stopped"
+        return f"TritonServer(models={list(self.models)!r}, {state})"
+
+
+def _error_text(body: bytes) -> str:
+    try:
+        return str(json.loads(body).get("error", body.decode(errors="replace")))
+    except (ValueError, AttributeError):
+        return body.decode(errors="replace")
