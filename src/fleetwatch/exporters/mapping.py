@@ -1,0 +1,462 @@
+"""The mapping engine: declarative source tables in, normalized families out.
+
+A source adapter (``triton``, ``vllm``, ``dcgm``, …) is only data: a :class:`SourceTable`
+of :class:`Rule` rows plus label renames and value maps. This module compiles a table
+into a lookup from upstream sample name to rules, and :class:`Normalizer` applies it to
+an exposition: parse → map → aggregate, caching the mapping of every raw series key
+(label sets repeat on every scrape, so steady-state cost is one dict lookup per line).
+
+Aggregation when two upstream series land on one normalized series:
+
+* same rule priority, different upstream series → **summed** (Triton per-GPU instance
+  series with ``gpu_uuid`` dropped; dcgm FB free + used + reserved = total);
+* different priority → the **lower priority number wins** (version aliases such as
+  vLLM ``kv_cache_usage_perc`` over ``gpu_cache_usage_perc``);
+* the same upstream series twice (a duplicated family) → the **last** sample wins.
+
+Counter values pass through unchanged (only unit-scaled), so counter resets reach
+Prometheus, whose ``rate()`` handles them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from fleetwatch.exporters.parser import (
+    ExpositionError,
+    LabelPairs,
+    Metadata,
+    format_value,
+    iter_samples,
+    render_labels,
+    split_key,
+)
+from fleetwatch.labels.schema import CORE_LABEL_ORDER, METRICS, METRICS_BY_NAME, MetricDef
+
+SourceType = str  # "counter" | "gauge" | "histogram" | "summary"
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+#: Sample-name suffixes by upstream type (prometheus-cpp writes counters without _total,
+#: prometheus_client with it; both are accepted).
+_SUFFIXES = {
+    "counter": ("", "_total"),
+    "gauge": ("",),
+    "histogram": ("_bucket", "_sum", "_count"),
+    "summary": ("", "_sum", "_count"),
+}
+_IGNORED_SUFFIXES = ("_created",)
+
+
+@dataclass(frozen=True)
+class ValueMap:
+    """Turns the value of one upstream label into normalized labels.
+
+    ``source_label`` is consumed (removed); ``table`` maps its value to labels to add;
+    ``missing`` applies when the label is absent (e.g. Triton before r24.08 has no
+    ``reason``); ``unknown`` when the value is not in the table (``{value}`` is replaced
+    by the lower-cased value).
+    """
+
+    source_label: str
+    table: Mapping[str, Mapping[str, str]]
+    missing: Mapping[str, str] = field(default_factory=dict)
+    unknown: Mapping[str, str] = field(default_factory=dict)
+    keep_as: str | None = None
+
+    def apply(self, labels: dict[str, str]) -> None:
+        if self.source_label not in labels:
+            labels.update(self.missing)
+            return
+        raw = labels.pop(self.source_label)
+        if self.keep_as:
+            labels[self.keep_as] = raw
+        mapped = self.table.get(raw)
+        if mapped is None:
+            mapped = {k: v.replace("{value}", raw.lower()) for k, v in self.unknown.items()}
+        labels.update(mapped)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of a mapping table: an upstream family feeding a normalized family.
+
+    * ``source`` — upstream family name as written on the wire in text format 0.0.4;
+      ``source_type`` — its type (decides which sample suffixes belong to it).
+    * ``target`` — normalized family (must exist in :mod:`fleetwatch.labels.schema`).
+    * ``part`` — for histogram/summary sources, take only this sample (``"_sum"`` or
+      ``"_count"``) and treat it as a scalar.
+    * ``as_samples`` — for scalar sources feeding a histogram/summary target: the target
+      sample suffixes (with extra labels) it becomes, e.g. Triton's success counter is
+      the ``_count`` and ``_bucket{le="+Inf"}`` of the request-duration histogram.
+    * ``divide``/``multiply`` — unit conversion of the value (µs → s is ``divide=1e6``);
+      ``le_divide`` converts histogram bounds.
+    * ``match`` — only series whose label equals the value; the label is consumed.
+    * ``const`` — labels added; ``drop`` — labels removed (colliding series are summed).
+    * ``value_map`` — name of a :class:`ValueMap` of the table.
+    * ``runtime`` — fixed ``runtime`` label (else the target's per-model runtime).
+    * ``priority`` — lower wins when two rules produce the same series (aliases).
+    * ``negative_is_nan`` — the source uses negative values as "no data" sentinels.
+    * ``since`` — provenance: which upstream versions expose ``source``.
+    """
+
+    source: str
+    source_type: SourceType
+    target: str
+    part: str | None = None
+    as_samples: tuple[tuple[str, LabelPairs], ...] = (("", ()),)
+    divide: float = 1.0
+    multiply: float = 1.0
+    le_divide: float = 1.0
+    match: LabelPairs = ()
+    const: LabelPairs = ()
+    drop: tuple[str, ...] = ()
+    value_map: str | None = None
+    runtime: str | None = None
+    priority: int = 0
+    negative_is_nan: bool = False
+    since: str = ""
+
+
+@dataclass(frozen=True)
+class SourceTable:
+    """A source adapter as data: rules, label renames, value maps and name aliases.
+
+    ``backend`` is the value of the ``backend`` label; ``label_renames`` maps upstream
+    label names to schema labels; ``label_defaults`` are added when absent (vLLM's
+    ``dp_rank="0"`` before 0.8.3); ``name_prefix_aliases`` rewrites sample-name prefixes
+    before lookup (vLLM's OpenMetrics ``vllm_`` spelling → ``vllm:``).
+    """
+
+    kind: str
+    backend: str
+    rules: tuple[Rule, ...]
+    label_renames: Mapping[str, str] = field(default_factory=dict)
+    label_defaults: Mapping[str, str] = field(default_factory=dict)
+    value_maps: Mapping[str, ValueMap] = field(default_factory=dict)
+    name_prefix_aliases: tuple[tuple[str, str], ...] = ()
+    description: str = ""
+
+    def combine(self, *others: SourceTable, kind: str | None = None) -> SourceTable:
+        """A table with this table's settings and the rules/value maps of all tables."""
+        rules = self.rules + tuple(r for t in others for r in t.rules)
+        vmaps = dict(self.value_maps)
+        for t in others:
+            vmaps.update(t.value_maps)
+        return SourceTable(
+            kind=kind or self.kind, backend=self.backend, rules=rules,
+            label_renames=self.label_renames, label_defaults=self.label_defaults,
+            value_maps=MappingProxyType(vmaps),
+            name_prefix_aliases=self.name_prefix_aliases
+            + tuple(a for t in others for a in t.name_prefix_aliases),
+            description=self.description,
+        )
+
+
+@dataclass
+class TargetContext:
+    """Per-target facts the mapping needs: how to label the series it produces.
+
+    ``runtime_for(model)`` gives the ``runtime`` label of a model (Triton reads it from
+    ``/v2/models/<m>/config``); ``extra_labels`` are constant labels from configuration.
+    """
+
+    runtime_for: Callable[[str], str] = lambda _model: "unknown"
+    extra_labels: LabelPairs = ()
+    model_version: str | None = None
+
+
+# Output slot: (family index, series prefix, divide, multiply, priority, nan-if-negative)
+_Slot = tuple[int, str, float, float, int, bool]
+_FAMILY_ORDER = {m.name: i for i, m in enumerate(METRICS)}
+
+
+@dataclass
+class _Entry:
+    """Compiled mapping of one raw upstream series key."""
+
+    slots: tuple[_Slot, ...] = ()
+    unmapped_family: str | None = None
+    error: str | None = None
+    model: tuple[str, str, str, str] | None = None  # (model, version, backend, runtime)
+    passthrough_family: str | None = None
+
+
+@dataclass
+class Normalized:
+    """The normalized state of one upstream exposition.
+
+    ``families[i]`` maps a rendered series prefix (``name{labels}``) to
+    ``[value, priority, upstream_key]`` for family ``METRICS[i]``. ``models`` are the
+    ``(model, model_version, backend, runtime)`` seen; ``unmapped`` the upstream family
+    names no rule knows; ``meta.invalid`` the skipped lines.
+    """
+
+    families: list[dict[str, list]]
+    models: set[tuple[str, str, str, str]]
+    unmapped: set[str]
+    meta: Metadata
+    passthrough: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def series_count(self) -> int:
+        return sum(len(f) for f in self.families)
+
+    def samples(self) -> Iterable[tuple[str, float]]:
+        """Yield ``(series_prefix, value)`` for every normalized sample, schema order."""
+        for fam in self.families:
+            for prefix, slot in fam.items():
+                yield prefix, slot[0]
+
+
+class Normalizer:
+    """Applies one :class:`SourceTable` to successive expositions of one upstream target.
+
+    Thread-compatible, not thread-safe: use one instance per target. ``passthrough=True``
+    re-emits upstream families that no rule knows, unchanged.
+    """
+
+    #: The compiled-series cache is cleared when it grows past this many entries per
+    #: sample line of the last exposition (label churn, e.g. timestamps in label values).
+    CACHE_SLACK = 3
+
+    def __init__(self, table: SourceTable, ctx: TargetContext | None = None,
+                 passthrough: bool = False) -> None:
+        self.table = table
+        self.ctx = ctx or TargetContext()
+        self.passthrough = passthrough
+        self._cache: dict[str, _Entry] = {}
+        self._by_sample: dict[str, list[tuple[Rule, str]]] = {}
+        self._known_families: set[str] = set()
+        self._created_bases: set[str] = set()
+        self._source_types: dict[str, str] = {}
+        for rule in table.rules:
+            self._source_types[rule.source] = rule.source_type
+            self._created_bases.add(rule.source)
+            if rule.source.endswith("_total"):
+                self._created_bases.add(rule.source[:-6])
+            if rule.target not in METRICS_BY_NAME:
+                raise ValueError(f"rule for {rule.source}: unknown target {rule.target}")
+            self._known_families.add(rule.source)
+            suffixes = (rule.part,) if rule.part else _SUFFIXES[rule.source_type]
+            for suffix in suffixes:
+                self._by_sample.setdefault(rule.source + suffix, []).append((rule, suffix))
+
+    def invalidate(self) -> None:
+        """Forget compiled series (call when the context, e.g. a model's runtime, changes)."""
+        self._cache.clear()
+
+    # -- hot path -------------------------------------------------------------------
+    def normalize(self, text: str) -> Normalized:
+        """Normalize one exposition body. Never raises on bad input (see ``meta.invalid``)."""
+        meta = Metadata()
+        families: list[dict[str, list]] = [{} for _ in METRICS]
+        models: set[tuple[str, str, str, str]] = set()
+        unmapped: set[str] = set()
+        passthrough: dict[str, list[str]] = {}
+        cache = self._cache
+        compile_entry = self._compile
+        for key, tok, lineno in iter_samples(text, meta):
+            entry = cache.get(key)
+            if entry is None:
+                entry = compile_entry(key, meta)
+                cache[key] = entry
+            if entry.error is not None:
+                meta.bad(lineno, entry.error, key)
+                continue
+            if not entry.slots:
+                if entry.unmapped_family is not None:
+                    unmapped.add(entry.unmapped_family)
+                    if self.passthrough:
+                        passthrough.setdefault(entry.unmapped_family, []).append(
+                            f"{key} {tok}")
+                continue
+            if "_" in tok:
+                meta.bad(lineno, f"invalid sample value {tok!r}", key)
+                continue
+            try:
+                value = float(tok)
+            except ValueError:
+                meta.bad(lineno, f"invalid sample value {tok!r}", key)
+                continue
+            if entry.model is not None:
+                models.add(entry.model)
+            for fam_idx, prefix, div, mul, prio, neg_nan in entry.slots:
+                v = value
+                if div != 1.0:
+                    v = v / div
+                if mul != 1.0:
+                    v = v * mul
+                if neg_nan and v < 0:
+                    v = math.nan
+                fam = families[fam_idx]
+                cur = fam.get(prefix)
+                if cur is None:
+                    fam[prefix] = [v, prio, key]
+                elif prio < cur[1] or cur[2] == key:
+                    cur[0], cur[1], cur[2] = v, prio, key
+                elif prio == cur[1]:
+                    cur[0] += v
+                    cur[2] = None  # an aggregate of several upstream series
+        if len(cache) > self.CACHE_SLACK * max(meta.sample_lines, 1000):
+            cache.clear()
+        return Normalized(families, models, unmapped, meta, passthrough)
+
+    # -- slow path: once per distinct upstream series --------------------------------
+    def _compile(self, key: str, meta: Metadata) -> _Entry:
+        try:
+            name, pairs = split_key(key)
+        except ExpositionError as exc:
+            return _Entry(error=str(exc))
+        for old, new in self.table.name_prefix_aliases:
+            if name.startswith(old):
+                name = new + name[len(old):]
+                break
+        candidates = self._by_sample.get(name)
+        if not candidates:
+            if name.endswith(_IGNORED_SUFFIXES) and name[:-8] in self._created_bases:
+                return _Entry()  # prometheus_client's _created samples: not data
+            fam = self._family_of(name, meta)
+            if fam in self._source_types:
+                typ = self._source_types[fam]
+                if name[len(fam):] in _SUFFIXES[typ]:
+                    return _Entry()  # a sample of a known family that no rule uses
+                return _Entry(error=f"{name} is not a sample of {typ} family {fam} "
+                                    f"(expected suffixes {', '.join(_SUFFIXES[typ])})")
+            return _Entry(unmapped_family=fam)
+        labels = dict(pairs)
+        slots: list[_Slot] = []
+        model_id = None
+        for rule, suffix in candidates:
+            if any(labels.get(k) != v for k, v in rule.match):
+                continue
+            out = self._map_labels(rule, labels)
+            if out is None:
+                continue
+            target = rule.target
+            tdef = METRICS_BY_NAME[target]
+            if rule.part or rule.source_type in ("counter", "gauge"):
+                samples = rule.as_samples
+            else:
+                samples = ((suffix, ()),)
+            # Unit conversion applies to values in the unit (sums, quantiles, gauges,
+            # counters), never to observation counts (_count, _bucket).
+            scaled = (rule.source_type in ("counter", "gauge") or suffix == "_sum"
+                      or (rule.source_type == "summary" and suffix == ""))
+            div, mul = (rule.divide, rule.multiply) if scaled else (1.0, 1.0)
+            for t_suffix, extra in samples:
+                sample_labels = dict(out)
+                sample_labels.update(extra)
+                if t_suffix == "_bucket" and rule.le_divide != 1.0 and "le" in labels \
+                        and not extra:
+                    sample_labels["le"] = _scale_bound(labels["le"], rule.le_divide)
+                prefix = target + t_suffix + render_labels(_ordered(sample_labels, tdef))
+                slots.append((_FAMILY_ORDER[target], prefix, div, mul,
+                              rule.priority, rule.negative_is_nan))
+            if tdef.per_model and "model" in out:
+                model_id = (out["model"], out.get("model_version", ""), out["backend"],
+                            out.get("runtime", "unknown"))
+        if not slots:
+            fam = self._family_of(name, meta)
+            return _Entry(unmapped_family=fam)
+        return _Entry(slots=tuple(slots), model=model_id)
+
+    def _map_labels(self, rule: Rule, labels: dict[str, str]) -> dict[str, str] | None:
+        renames = self.table.label_renames
+        out: dict[str, str] = {}
+        for k, v in labels.items():
+            if k in ("le", "quantile"):
+                out[k] = v
+                continue
+            out[renames.get(k, k)] = v
+        for k, _ in rule.match:
+            out.pop(renames.get(k, k), None)
+        for k, v in self.table.label_defaults.items():
+            out.setdefault(k, v)
+        if rule.value_map:
+            self.table.value_maps[rule.value_map].apply(out)
+        for k in rule.drop:
+            out.pop(k, None)
+        out.update(rule.const)
+        out["backend"] = self.table.backend
+        tdef = METRICS_BY_NAME[rule.target]
+        if tdef.per_model:
+            if self.ctx.model_version is not None:
+                out.setdefault("model_version", self.ctx.model_version)
+            if "model" in out:
+                out["runtime"] = rule.runtime or self.ctx.runtime_for(out["model"])
+        else:
+            for k in ("model", "model_version", "runtime"):
+                out.pop(k, None)
+        out.update(self.ctx.extra_labels)
+        return out
+
+    def _family_of(self, name: str, meta: Metadata) -> str:
+        """Best guess of the upstream family a sample name belongs to."""
+        if name in meta.types:
+            return name
+        for suffix in ("_bucket", "_sum", "_count", "_total", "_created", "_info"):
+            if name.endswith(suffix):
+                base = name[: -len(suffix)]
+                if base in meta.types or base in self._known_families:
+                    return base
+        return name
+
+
+def _ordered(labels: Mapping[str, str], tdef: MetricDef) -> LabelPairs:
+    """Core labels first, then the metric's own labels (schema order), then any other
+    labels alphabetically, ``quantile``/``le`` last."""
+    head = [(k, labels[k]) for k in CORE_LABEL_ORDER if k in labels]
+    own = [k for k in tdef.labels if k in labels and k not in CORE_LABEL_ORDER
+           and k not in ("le", "quantile")]
+    head += [(k, labels[k]) for k in own]
+    tail_keys = sorted(k for k in labels if k not in CORE_LABEL_ORDER
+                       and k not in ("le", "quantile") and k not in own)
+    tail = [(k, labels[k]) for k in tail_keys]
+    last = [(k, labels[k]) for k in ("quantile", "le") if k in labels]
+    return tuple(head + tail + last)
+
+
+def _scale_bound(bound: str, divide: float) -> str:
+    try:
+        value = float(bound)
+    except ValueError:
+        return bound
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return format_value(value / divide)
+
+
+def render(normalized: Iterable[Normalized], extra_families: Mapping[str, list[str]] = _EMPTY,
+           ) -> str:
+    """Render normalized expositions (several targets) as one text-format 0.0.4 body.
+
+    Families come in schema order, each with one HELP/TYPE; ``extra_families`` (e.g. the
+    registry's ``modelserver_model_info``) adds pre-rendered series lines to a family.
+    Pass-through families follow, unchanged.
+    """
+    items = list(normalized)
+    out: list[str] = []
+    for i, mdef in enumerate(METRICS):
+        lines: list[str] = []
+        for n in items:
+            fam = n.families[i]
+            if fam:
+                lines.extend(f"{p} {format_value(s[0])}" for p, s in fam.items())
+        lines.extend(extra_families.get(mdef.name, ()))
+        if not lines:
+            continue
+        out.append(f"# HELP {mdef.name} {mdef.help}")
+        out.append(f"# TYPE {mdef.name} {mdef.type}")
+        out.extend(lines)
+    for n in items:
+        for fam_name, lines in n.passthrough.items():
+            typ = n.meta.types.get(fam_name)
+            if fam_name in n.meta.helps:
+                out.append(f"# HELP {fam_name} {n.meta.helps[fam_name]}")
+            if typ:
+                out.append(f"# TYPE {fam_name} {typ}")
+            out.extend(lines)
+    return "\n".join(out) + "\n" if out else ""

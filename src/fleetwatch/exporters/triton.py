@@ -1,0 +1,194 @@
+"""Triton Inference Server core metrics (``nv_*`` on ``:8002/metrics``) → normalized schema.
+
+Source: METRIC_CATALOG §1 (triton-inference-server/core ``src/metrics.cc``,
+``metric_model_reporter.cc``; docs ``user_guide/metrics.md``). Conversions:
+
+* ``*_duration_us`` counters are cumulative microseconds of **successful** requests →
+  ``_sum`` (seconds) of a histogram whose ``_count`` and ``+Inf`` bucket are
+  ``nv_inference_request_success``: a mean, never a distribution (no fake buckets).
+* ``*_summary_us`` summaries stay summaries (µs → s), one series per ``gpu_uuid``.
+* per-model counters drop ``gpu_uuid`` and are summed over GPUs (Triton splits instance
+  series by GPU but reports failures and pending requests without it).
+* ``reason`` (r24.08+) → ``error_type``; absent before r24.08 → ``other``.
+* ``namespace`` (r24.05+ model namespacing) → ``model_namespace``.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from fleetwatch.exporters.mapping import Rule, SourceTable, ValueMap
+
+US = 1e6  # microseconds per second
+_INF = (("le", "+Inf"),)
+_COUNT_PARTS = (("_count", ()), ("_bucket", _INF))
+
+
+def _success(target: str, *const: tuple[str, str]) -> Rule:
+    """The success counter as the request count of a mean-only histogram."""
+    return Rule("nv_inference_request_success", "counter", target, as_samples=_COUNT_PARTS,
+                const=const, drop=("gpu_uuid",), since="all versions")
+
+
+def _duration_sum(source: str, target: str, *const: tuple[str, str], since: str) -> Rule:
+    return Rule(source, "counter", target, as_samples=(("_sum", ()),), divide=US, const=const,
+                drop=("gpu_uuid",), since=since)
+
+
+def _summary(source: str, target: str, *const: tuple[str, str], since: str) -> Rule:
+    return Rule(source, "summary", target, divide=US, const=const, since=since)
+
+
+_PHASES = ("compute_input", "compute_infer", "compute_output")
+
+FAILURE_REASONS = ValueMap(
+    source_label="reason",
+    table=MappingProxyType({
+        "REJECTED": {"error_type": "rejected"},
+        "CANCELED": {"error_type": "cancelled"},
+        "BACKEND": {"error_type": "backend"},
+        "OTHER": {"error_type": "other"},
+    }),
+    missing=MappingProxyType({"error_type": "other"}),
+    unknown=MappingProxyType({"error_type": "other"}),
+)
+
+RULES: tuple[Rule, ...] = (
+    # requests
+    Rule("nv_inference_request_success", "counter", "modelserver_requests_total",
+         const=(("outcome", "success"),), drop=("gpu_uuid",), since="all versions"),
+    Rule("nv_inference_request_failure", "counter", "modelserver_requests_total",
+         const=(("outcome", "error"),), drop=("gpu_uuid",), value_map="triton_reason",
+         since="all versions; reason label r24.08+"),
+    Rule("nv_inference_count", "counter", "modelserver_batch_items_total", drop=("gpu_uuid",),
+         since="all versions"),
+    Rule("nv_inference_exec_count", "counter", "modelserver_batch_executions_total",
+         drop=("gpu_uuid",), since="all versions"),
+    Rule("nv_inference_pending_request_count", "gauge", "modelserver_requests_active",
+         const=(("state", "waiting"),), drop=("gpu_uuid",), since="r23.09+"),
+    Rule("nv_model_load_duration_secs", "gauge", "modelserver_model_load_duration_seconds",
+         drop=("gpu_uuid",), since="r24.11+"),
+    # latency: means from µs counters (count = successes)
+    _success("modelserver_request_duration_seconds"),
+    _duration_sum("nv_inference_request_duration_us", "modelserver_request_duration_seconds",
+                  since="all versions"),
+    _success("modelserver_queue_duration_seconds"),
+    _duration_sum("nv_inference_queue_duration_us", "modelserver_queue_duration_seconds",
+                  since="all versions"),
+    *(_success("modelserver_phase_duration_seconds", ("phase", p)) for p in _PHASES),
+    *(_duration_sum(f"nv_inference_{p}_duration_us", "modelserver_phase_duration_seconds",
+                    ("phase", p), since="all versions") for p in _PHASES),
+    # latency: summaries (opt-in summary_latencies=true, r23.05+)
+    _summary("nv_inference_request_summary_us", "modelserver_request_duration_summary_seconds",
+             since="r23.05+, --metrics-config summary_latencies=true"),
+    _summary("nv_inference_queue_summary_us", "modelserver_queue_duration_summary_seconds",
+             since="r23.05+, --metrics-config summary_latencies=true"),
+    *(_summary(f"nv_inference_{p}_summary_us", "modelserver_phase_duration_summary_seconds",
+               ("phase", p), since="r23.05+, --metrics-config summary_latencies=true")
+      for p in _PHASES),
+    # first-response histogram (ms) = TTFT for decoupled models
+    Rule("nv_inference_first_response_histogram_ms", "histogram",
+         "modelserver_time_to_first_token_seconds", divide=1e3, le_divide=1e3,
+         drop=("gpu_uuid",), since="r24.11+, histogram_latencies=true"),
+    # response cache, current names (r22.02+) and the older per-model names
+    Rule("nv_cache_num_hits_per_model", "counter", "modelserver_response_cache_lookups_total",
+         const=(("result", "hit"),), drop=("gpu_uuid",), since="r22.02+"),
+    Rule("nv_cache_num_misses_per_model", "counter",
+         "modelserver_response_cache_lookups_total", const=(("result", "miss"),),
+         drop=("gpu_uuid",), since="r22.02+"),
+    Rule("nv_cache_hit_duration_per_model", "counter",
+         "modelserver_response_cache_lookup_duration_seconds_total", divide=US,
+         const=(("result", "hit"),), drop=("gpu_uuid",), since="r23.03+"),
+    Rule("nv_cache_miss_duration_per_model", "counter",
+         "modelserver_response_cache_lookup_duration_seconds_total", divide=US,
+         const=(("result", "miss"),), drop=("gpu_uuid",), since="r23.03+ (lookup + insert)"),
+    Rule("nv_cache_hit_lookup_duration_per_model", "counter",
+         "modelserver_response_cache_lookup_duration_seconds_total", divide=US,
+         const=(("result", "hit"),), drop=("gpu_uuid",), priority=1,
+         since="r22.02–r23.02 (old name)"),
+    Rule("nv_cache_miss_lookup_duration_per_model", "counter",
+         "modelserver_response_cache_lookup_duration_seconds_total", divide=US,
+         const=(("result", "miss"),), drop=("gpu_uuid",), priority=1,
+         since="r22.02–r23.02 (old name; summed with insertion)"),
+    Rule("nv_cache_miss_insertion_duration_per_model", "counter",
+         "modelserver_response_cache_lookup_duration_seconds_total", divide=US,
+         const=(("result", "miss"),), drop=("gpu_uuid",), priority=1,
+         since="r22.02–r23.02 (old name; summed with lookup)"),
+    _summary("nv_cache_hit_summary_per_model",
+             "modelserver_response_cache_lookup_duration_summary_seconds", ("result", "hit"),
+             since="r23.05+, summaries and cache enabled"),
+    _summary("nv_cache_miss_summary_per_model",
+             "modelserver_response_cache_lookup_duration_summary_seconds", ("result", "miss"),
+             since="r23.05+, summaries and cache enabled"),
+    # GPU (DCGM inside Triton), per gpu_uuid
+    Rule("nv_gpu_utilization", "gauge", "modelserver_gpu_utilization_ratio",
+         since="all versions (ratio 0–1)"),
+    Rule("nv_gpu_memory_total_bytes", "gauge", "modelserver_gpu_memory_total_bytes",
+         since="all versions"),
+    Rule("nv_gpu_memory_used_bytes", "gauge", "modelserver_gpu_memory_used_bytes",
+         since="all versions"),
+    Rule("nv_gpu_power_usage", "gauge", "modelserver_gpu_power_watts", since="all versions"),
+    Rule("nv_gpu_power_limit", "gauge", "modelserver_gpu_power_limit_watts",
+         since="all versions"),
+    Rule("nv_energy_consumption", "counter", "modelserver_gpu_energy_joules_total",
+         since="all versions (J since Triton start)"),
+    # host
+    Rule("nv_cpu_utilization", "gauge", "modelserver_cpu_utilization_ratio", since="r22.09+"),
+    Rule("nv_cpu_memory_total_bytes", "gauge", "modelserver_cpu_memory_total_bytes",
+         since="r22.09+"),
+    Rule("nv_cpu_memory_used_bytes", "gauge", "modelserver_cpu_memory_used_bytes",
+         since="r22.09+"),
+    Rule("nv_pinned_memory_pool_total_bytes", "gauge",
+         "modelserver_pinned_memory_pool_total_bytes", since="24.01+"),
+    Rule("nv_pinned_memory_pool_used_bytes", "gauge",
+         "modelserver_pinned_memory_pool_used_bytes", since="24.01+"),
+)
+
+LABEL_RENAMES = MappingProxyType({
+    "model": "model",
+    "version": "model_version",
+    "namespace": "model_namespace",
+})
+
+TABLE = SourceTable(
+    kind="triton_core",
+    backend="triton",
+    rules=RULES,
+    label_renames=LABEL_RENAMES,
+    value_maps=MappingProxyType({"triton_reason": FAILURE_REASONS}),
+    description="Triton Inference Server core metrics (nv_*), r20.x–r26.x",
+)
+
+#: Triton model-config ``backend``/``platform`` values → ``runtime`` label values.
+RUNTIME_BY_CONFIG = MappingProxyType({
+    "python": "python",
+    "onnxruntime": "onnxruntime",
+    "onnxruntime_onnx": "onnxruntime",
+    "pytorch": "pytorch",
+    "pytorch_libtorch": "pytorch",
+    "tensorrt": "tensorrt",
+    "tensorrt_plan": "tensorrt",
+    "tensorflow": "tensorflow",
+    "tensorflow_savedmodel": "tensorflow",
+    "tensorflow_graphdef": "tensorflow",
+    "openvino": "openvino",
+    "fil": "fil",
+    "vllm": "vllm",
+    "tensorrtllm": "tensorrt_llm",
+    "ensemble": "ensemble",
+})
+
+
+def runtime_from_model_config(config: dict) -> str:
+    """``runtime`` label from a Triton model configuration (``/v2/models/<m>/config`` JSON).
+
+    Uses ``backend`` (e.g. ``python``, ``onnxruntime``, ``vllm``, ``tensorrtllm``), else
+    ``platform`` (e.g. ``onnxruntime_onnx``, ``ensemble``); ``unknown`` when neither is set.
+    A Python-backend model whose ``parameters`` name a TensorRT-LLM or vLLM engine keeps
+    ``python`` (the config does not say more).
+    """
+    for key in ("backend", "platform"):
+        value = str(config.get(key) or "").strip().lower()
+        if value:
+            return RUNTIME_BY_CONFIG.get(value, value)
+    return "unknown"
