@@ -1,0 +1,176 @@
+"""The ``fleetwatch`` command line: thin — parse arguments, call the library, map errors to
+exit codes (0 ok, 1 runtime failure, 2 bad input or configuration, with a message naming
+the file and the field)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from fleetwatch import __version__
+from fleetwatch.config import ConfigError, load_config
+from fleetwatch.labels.registry import Registry, RegistryError, load_registry
+
+EXIT_BAD_INPUT = 2
+
+
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+    click.echo(f"fleetwatch: error: {message}", err=True)
+    sys.exit(code)
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(level=getattr(logging, level.upper()),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _registry(path: str | None) -> Registry:
+    if not path:
+        return Registry()
+    try:
+        return load_registry(path)
+    except RegistryError as exc:
+        _fail(str(exc))
+        raise  # unreachable
+
+
+@click.group()
+@click.version_option(__version__, prog_name="fleetwatch")
+def main() -> None:
+    """fleetwatch: one metric schema, SLOs and autoscaling signals for Triton, vLLM and
+    dcgm-exporter."""
+
+
+@main.command()
+@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
+              help="Sidecar configuration YAML.")
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["debug", "info", "warning", "error"]))
+def serve(config_path: str, log_level: str) -> None:
+    """Run the sidecar: scrape the targets, serve /metrics, /healthz, /readyz."""
+    from fleetwatch.exporters.server import run_sidecar
+
+    _setup_logging(log_level)
+    try:
+        cfg = load_config(config_path)
+    except ConfigError as exc:
+        _fail(str(exc))
+    registry = _registry(cfg.registry)
+    asyncio.run(run_sidecar(cfg, registry))
+
+
+@main.command()
+@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
+              help="Sidecar configuration YAML.")
+def validate(config_path: str) -> None:
+    """Validate a sidecar configuration and the registry it names."""
+    try:
+        cfg = load_config(config_path)
+    except ConfigError as exc:
+        _fail(str(exc))
+    registry = _registry(cfg.registry)
+    click.echo(f"{config_path}: ok ({len(cfg.targets)} targets, "
+               f"{len(registry.entries)} registry entries)")
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--source", type=click.Choice(["auto", "triton", "vllm", "dcgm"]),
+              default="auto", show_default=True, help="Which server produced the exposition.")
+@click.option("--registry", "registry_path", type=click.Path(dir_okay=False),
+              help="Model registry YAML (adds modelserver_model_info).")
+@click.option("--passthrough", is_flag=True, help="Re-emit upstream families no mapping knows.")
+@click.option("--runtime", default=None, help="runtime label for models (default: unknown).")
+def normalize(file: str, source: str, registry_path: str | None, passthrough: bool,
+              runtime: str | None) -> None:
+    """Print the normalized exposition of a captured /metrics body (FILE, or - for stdin).
+
+    A summary (source, series, unmapped families, skipped lines) goes to stderr.
+    """
+    from fleetwatch.exporters.mapping import Normalizer, TargetContext, render
+    from fleetwatch.exporters.sources import TABLES, detect_kind
+
+    try:
+        raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    except OSError as exc:
+        _fail(f"{file}: cannot read: {exc.strerror or exc}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        _fail(f"{file}: not UTF-8 text (byte {exc.start}): not a Prometheus exposition")
+    if "\x00" in text:
+        _fail(f"{file}: binary data (NUL byte): not a Prometheus exposition")
+    if text.lstrip()[:1] == "<":
+        _fail(f"{file}: looks like HTML, not a Prometheus exposition")
+    registry = _registry(registry_path)
+    kind = detect_kind(text) if source == "auto" else source
+    ctx = TargetContext(runtime_for=lambda _m: runtime or "unknown")
+    result = Normalizer(TABLES[kind], ctx, passthrough).normalize(text)
+    extra = {"modelserver_model_info": registry.info_lines(result.models)}
+    sys.stdout.write(render([result], extra))
+    meta = result.meta
+    click.echo(f"{file}: source={kind} samples={meta.sample_lines} "
+               f"series={result.series_count} unmapped_families={len(result.unmapped)} "
+               f"skipped_lines={len(meta.invalid)}", err=True)
+    for bad in meta.invalid[:5]:
+        click.echo(f"{file}:{bad.lineno}: skipped: {bad.reason}", err=True)
+    if kind == "unknown":
+        click.echo(f"{file}: no mapping for this server's metrics; nothing normalized "
+                   "(--passthrough re-emits them)", err=True)
+    if meta.sample_lines == 0 and meta.invalid and not meta.types:
+        _fail(f"{file}: no Prometheus metric lines found")
+
+
+@main.command()
+@click.option("--markdown", is_flag=True, help="Print docs/metrics.md instead of a table.")
+def schema(markdown: bool) -> None:
+    """Print the normalized metric schema and which upstream metrics feed it."""
+    if markdown:
+        from fleetwatch.schema_doc import metrics_markdown
+
+        sys.stdout.write(metrics_markdown())
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    from fleetwatch.labels.schema import METRICS, SELF_METRICS, series_labels
+    from fleetwatch.schema_doc import feeds
+
+    f = feeds()
+    table = Table(title="fleetwatch normalized schema", show_lines=False)
+    for col in ("metric", "type", "unit", "labels", "sources"):
+        table.add_column(col)
+    for m in METRICS + SELF_METRICS:
+        sources = sorted({s for s, _ in f.get(m.name, [])}) or ["fleetwatch"]
+        extra = [lab for lab in series_labels(m) if lab not in
+                 ("model", "model_version", "model_namespace", "backend", "runtime",
+                  "dp_rank")]
+        table.add_row(m.name, m.type, m.unit, ", ".join(extra), ", ".join(sources))
+    Console().print(table)
+
+
+@main.command()
+@click.option("--duration", type=float, default=600.0, show_default=True,
+              help="Stop after this many seconds (the load is bounded too).")
+@click.option("--port", type=int, default=9810, show_default=True,
+              help="Sidecar port (0 = any free port).")
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["debug", "info", "warning", "error"]))
+def demo(duration: float, port: int, log_level: str) -> None:
+    """Run the sidecar on an embedded default: a real local Triton with demo models and
+    bounded load, plus the vLLM-format emulator (a test double), side by side."""
+    from fleetwatch.demo.run import run_demo
+
+    _setup_logging(log_level)
+    try:
+        run_demo(duration=duration, port=port)
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

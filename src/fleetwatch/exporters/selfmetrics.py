@@ -1,0 +1,66 @@
+"""fleetwatch's own health metrics (``fleetwatch_upstream_*``), exposed with prometheus_client.
+
+A custom collector reads the scraper's target states at collection time, so the values are
+always current; names, help and labels come from :data:`fleetwatch.labels.schema.SELF_METRICS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, ProcessCollector
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from fleetwatch.exporters.scraper import Scraper
+from fleetwatch.labels.schema import METRICS_BY_NAME
+
+#: Every scrape error reason, so each appears at 0 before it first happens.
+ERROR_REASONS = ("timeout", "connection", "http_status", "not_metrics", "empty", "decode",
+                 "parse", "too_large", "internal")
+
+
+def _family(name: str) -> Metric:
+    mdef = METRICS_BY_NAME[name]
+    base = name[:-6] if mdef.type == "counter" else name
+    cls = CounterMetricFamily if mdef.type == "counter" else GaugeMetricFamily
+    return cls(base, mdef.help, labels=list(mdef.labels))
+
+
+class UpstreamCollector(Collector):
+    """Collects ``fleetwatch_upstream_*`` from a :class:`Scraper`."""
+
+    def __init__(self, scraper: Scraper) -> None:
+        self.scraper = scraper
+
+    def collect(self) -> Iterator[Metric]:
+        up = _family("fleetwatch_upstream_up")
+        dur = _family("fleetwatch_upstream_scrape_duration_seconds")
+        errs = _family("fleetwatch_upstream_scrape_errors_total")
+        last = _family("fleetwatch_upstream_last_success_timestamp_seconds")
+        series = _family("fleetwatch_upstream_series")
+        unmapped = _family("fleetwatch_upstream_unmapped_families")
+        invalid = _family("fleetwatch_upstream_invalid_lines_total")
+        ready = _family("fleetwatch_upstream_model_ready")
+        for name, st in self.scraper.states.items():
+            up.add_metric([name], 1.0 if st.up else 0.0)
+            dur.add_metric([name], st.duration)
+            for reason in ERROR_REASONS:
+                errs.add_metric([name, reason], float(st.errors.get(reason, 0)))
+            if st.last_success is not None:
+                last.add_metric([name], st.last_success)
+            n = st.normalized if st.up else None
+            series.add_metric([name], float(n.series_count if n else 0))
+            unmapped.add_metric([name], float(len(n.unmapped) if n else 0))
+            invalid.add_metric([name], float(st.invalid_lines_total))
+            for model, ok in sorted(st.models_ready.items()):
+                ready.add_metric([name, model], 1.0 if ok else 0.0)
+        yield from (up, dur, errs, last, series, unmapped, invalid, ready)
+
+
+def self_registry(scraper: Scraper) -> CollectorRegistry:
+    """A registry with the upstream collector and the sidecar's own process metrics."""
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(UpstreamCollector(scraper))
+    ProcessCollector(registry=reg)
+    return reg

@@ -1,0 +1,104 @@
+"""The sidecar's HTTP server: ``/metrics``, ``/healthz``, ``/readyz``.
+
+* ``/metrics`` — the latest normalized exposition (text format 0.0.4) followed by
+  fleetwatch's own metrics; ``extra_routes`` lets the SLO engine add its own.
+* ``/healthz`` — liveness: 200 while the process serves (never depends on upstreams).
+* ``/readyz`` — readiness: 200 only when every *required* target answered its last scrape
+  and all its models report ready (Triton ``/v2/models/<m>/ready``, vLLM ``/health``);
+  503 otherwise, with a JSON body saying which target or model is not ready. LLMs take
+  minutes to load, hence readiness apart from liveness.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from fleetwatch.config import SidecarConfig
+from fleetwatch.exporters.scraper import Scraper
+from fleetwatch.exporters.selfmetrics import self_registry
+from fleetwatch.labels.registry import Registry
+
+log = logging.getLogger("fleetwatch.server")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def readiness(scraper: Scraper) -> tuple[bool, dict]:
+    """``(ready, detail)`` for /readyz; detail lists every target's state."""
+    detail: dict = {"targets": {}}
+    ready = True
+    for name, st in scraper.states.items():
+        not_ready = sorted(m for m, ok in st.models_ready.items() if not ok)
+        t_ready = st.up and not not_ready
+        detail["targets"][name] = {
+            "required": st.target.required, "up": st.up, "kind": st.kind,
+            "error": st.last_error, "models_not_ready": not_ready, "ready": t_ready,
+        }
+        if st.target.required and not t_ready:
+            ready = False
+    detail["ready"] = ready
+    return ready, detail
+
+
+def make_app(scraper: Scraper,
+             extra_routes: dict[str, Handler] | None = None,
+             extra_metrics: Callable[[], bytes] | None = None) -> web.Application:
+    """Build the aiohttp application around a running :class:`Scraper`."""
+    registry = self_registry(scraper)
+
+    async def metrics(_request: web.Request) -> web.Response:
+        body = scraper.body + generate_latest(registry)
+        if extra_metrics is not None:
+            body += extra_metrics()
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def healthz(_request: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def readyz(_request: web.Request) -> web.Response:
+        ok, detail = readiness(scraper)
+        return web.json_response(detail, status=200 if ok else 503)
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    for path, handler in (extra_routes or {}).items():
+        app.router.add_get(path, handler)
+    return app
+
+
+async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
+                      stop: asyncio.Event | None = None,
+                      on_ready: Callable[[int], None] | None = None) -> None:
+    """Serve until ``stop`` is set or SIGINT/SIGTERM arrives.
+
+    ``on_ready(port)`` is called once the HTTP socket listens (port 0 picks a free one).
+    """
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+    async with Scraper(cfg, registry) as scraper:
+        app = make_app(scraper)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, cfg.listen.address, cfg.listen.port)
+        await site.start()
+        port = runner.addresses[0][1] if runner.addresses else cfg.listen.port
+        log.info("serving on http://%s:%d/metrics (%d targets, every %.1f s)",
+                 cfg.listen.address, port, len(cfg.targets), cfg.scrape.interval_seconds)
+        if on_ready:
+            on_ready(port)
+        try:
+            await scraper.run(stop)
+        finally:
+            await runner.cleanup()
