@@ -24,6 +24,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -35,7 +36,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import weakref
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +59,7 @@ DEMO_MODELS: tuple[str, ...] = ("ranker", "streamer", "faulty")
 #: The only address the server binds to.
 LOOPBACK = "127.0.0.1"
 
-_LOG_TAIL_LINES = 40
+_LOG_TAIL_LINES = 25
 _POLL_INTERVAL_S = 0.1
 
 
@@ -138,15 +139,26 @@ def _free_ports(count: int) -> list[int]:
 
 
 def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    """The log's error lines (glog ``E<date>``, at most 10), then its last ``lines`` lines.
+
+    The start-up options table and the CPU-only "CudaDriverHelper" error are left out.
+    """
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
-    return "\n".join(text.splitlines()[-lines:])
+    useful = [
+        line
+        for line in text.splitlines()
+        if line.strip() and not line.startswith(("|", "+-")) and "CudaDriverHelper" not in line
+    ]
+    tail = useful[-lines:]
+    errors = [line for line in useful[: len(useful) - len(tail)] if re.match(r"E\d{4} ", line)]
+    return "\n".join([*errors[:10], "...", *tail] if errors else tail)
 
 
 # Servers still running at interpreter exit are stopped, so no tritonserver outlives a test run.
-_LIVE_SERVERS: weakref.WeakSet[TritonServer] = weakref.WeakSet()
+_LIVE_SERVERS: set[TritonServer] = set()
 
 
 @atexit.register
@@ -214,6 +226,9 @@ class TritonServer:
         self._process: subprocess.Popen[bytes] | None = None
         self._ports: tuple[int, int, int] | None = None
         self._lock = threading.Lock()
+        # Names this server's Python-backend shared-memory regions, so `stop` can remove the
+        # ones a crashed tritonserver leaves in /dev/shm without touching anyone else's.
+        self._shm_prefix = f"fleetwatch_{uuid.uuid4().hex[:12]}_"
 
     # -- addresses ---------------------------------------------------------------------------
 
@@ -321,10 +336,10 @@ class TritonServer:
                     self._ports = (http_port, grpc_port, metrics_port)
                     self._spawn(installation)
                     try:
-                        self._wait_ready(self.models, deadline)
+                        self._wait_ready(self.models, deadline, self.start_timeout_s)
                         break
                     except TritonStartError:
-                        port_clash = "address already in use" in _tail(self.log_path).lower()
+                        port_clash = "already in use" in _tail(self.log_path)
                         self._terminate()
                         if not port_clash or attempt == 2 or time.monotonic() >= deadline:
                             raise
@@ -338,8 +353,10 @@ class TritonServer:
     def stop(self) -> None:
         """Stop tritonserver: SIGTERM, then SIGKILL to its process group after ``stop_timeout_s``.
 
-        Idempotent. Removes the temporary working directory unless it was given or
-        ``keep_workdir`` is set.
+        A graceful stop takes about 2 s (tritonserver unloads its models first). If tritonserver
+        had already died, its leftover backend stubs are killed. Also removes this server's
+        Python-backend shared-memory regions from /dev/shm, and the temporary working directory
+        unless it was given or ``keep_workdir`` is set. Idempotent.
         """
         with self._lock:
             self._terminate()
@@ -401,6 +418,7 @@ class TritonServer:
             "--allow-cpu-metrics=true",
             f"--metrics-interval-ms={self.metrics_interval_ms}",
             f"--exit-timeout-secs={self.exit_timeout_s}",
+            f"--backend-config=python,shm-region-prefix-name={self._shm_prefix}",
         ]
         if self.summary_latencies:
             args.append("--metrics-config=summary_latencies=true")
@@ -433,10 +451,20 @@ class TritonServer:
             try:
                 process.wait(timeout=self.stop_timeout_s)
             except subprocess.TimeoutExpired:
-                # The group is the one `_spawn` created: tritonserver and its backend stubs.
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(process.pid, signal.SIGKILL)
+                self._kill_group(process)
                 process.wait(timeout=10)
+        else:
+            # tritonserver died on its own: its backend stubs may still be running.
+            self._kill_group(process)
+        for region in Path("/dev/shm").glob(f"{self._shm_prefix}*"):
+            with contextlib.suppress(OSError):
+                region.unlink()
+
+    @staticmethod
+    def _kill_group(process: subprocess.Popen[bytes]) -> None:
+        """SIGKILL the process group `_spawn` created (tritonserver and its backend stubs)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
 
     # -- model control -----------------------------------------------------------------------
 
@@ -458,22 +486,22 @@ class TritonServer:
         path = f"/v2/models/{name}" + (f"/versions/{version}" if version else "") + "/ready"
         return self._request("GET", path, timeout_s=2.0)[0] == 200
 
-    def _wait_ready(self, models: Sequence[str], deadline: float) -> None:
+    def _wait_ready(self, models: Sequence[str], deadline: float, timeout_s: float) -> None:
         pending = list(models)
         while pending:
             if self._process is None or self._process.poll() is not None:
                 code = self._process.returncode if self._process is not None else None
                 raise TritonStartError(
                     f"tritonserver exited with code {code} before {', '.join(pending)} "
-                    f"became ready; log {self.log_path}:\n{_tail(self.log_path)}"
+                    f"became ready; tritonserver log:\n{_tail(self.log_path)}"
                 )
             pending = [m for m in pending if not self.is_model_ready(m)]
             if not pending:
                 return
             if time.monotonic() >= deadline:
                 raise TritonStartError(
-                    f"{', '.join(pending)} not ready after {self.start_timeout_s:g} s; "
-                    f"log {self.log_path}:\n{_tail(self.log_path)}"
+                    f"{', '.join(pending)} not ready after {timeout_s:g} s; "
+                    f"tritonserver log:\n{_tail(self.log_path)}"
                 )
             time.sleep(_POLL_INTERVAL_S)
 
@@ -496,13 +524,17 @@ class TritonServer:
                 f"loading {name!r} failed (HTTP {status}): {_error_text(body)}\n"
                 f"{_tail(self.log_path)}"
             )
-        self._wait_ready([name], deadline)
+        self._wait_ready([name], deadline, timeout_s)
 
     def unload_model(self, name: str, timeout_s: float = 30.0) -> None:
-        """Unload ``name`` and wait (at most ``timeout_s`` seconds) until it is no longer ready.
+        """Unload ``name`` and wait (at most ``timeout_s`` seconds) until it is fully unloaded.
+
+        Triton answers the unload request at once and stops the model in the background
+        (about 1 s for a Python-backend model); this waits until the repository index no
+        longer shows any version of ``name`` as READY, LOADING or UNLOADING.
 
         Raises:
-            TritonStartError: Triton refused the unload or the model stayed ready.
+            TritonStartError: Triton refused the unload or the model did not finish unloading.
             RuntimeError: the server is not running.
         """
         if not self.running:
@@ -513,10 +545,29 @@ class TritonServer:
             raise TritonStartError(
                 f"unloading {name!r} failed (HTTP {status}): {_error_text(body)}"
             )
-        while self.is_model_ready(name):
+        busy = {"READY", "LOADING", "UNLOADING"}
+        while any(
+            entry.get("state") in busy
+            for entry in self.repository_index()
+            if entry.get("name") == name
+        ):
             if time.monotonic() >= deadline:
-                raise TritonStartError(f"{name!r} still ready {timeout_s:g} s after unload")
+                raise TritonStartError(f"{name!r} still not unloaded {timeout_s:g} s after unload")
             time.sleep(_POLL_INTERVAL_S)
+
+    def repository_index(self) -> list[dict[str, str]]:
+        """Triton's repository index: one entry per model (and loaded version) with its state.
+
+        Entries look like ``{"name": "faulty", "version": "1", "state": "READY"}``; models never
+        loaded have only a name.
+
+        Raises:
+            TritonStartError: the index request failed.
+        """
+        status, body = self._request("POST", "/v2/repository/index", timeout_s=5.0)
+        if status != 200:
+            raise TritonStartError(f"repository index failed (HTTP {status}): {_error_text(body)}")
+        return list(json.loads(body))
 
     # -- observation -------------------------------------------------------------------------
 
