@@ -92,6 +92,7 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
     A summary (source, series, unmapped families, skipped lines) goes to stderr.
     """
     from fleetwatch.exporters.mapping import Normalizer, TargetContext, render
+    from fleetwatch.exporters.parser import describe_if_not_metrics
     from fleetwatch.exporters.sources import TABLES, detect_kind
 
     try:
@@ -121,8 +122,10 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
     if kind == "unknown":
         click.echo(f"{file}: no mapping for this server's metrics; nothing normalized "
                    "(--passthrough re-emits them)", err=True)
-    if meta.sample_lines == 0 and meta.invalid and not meta.types:
-        _fail(f"{file}: no Prometheus metric lines found")
+    if result.series_count == 0:
+        problem = describe_if_not_metrics(text)
+        if problem:
+            _fail(f"{file}: {problem}")
 
 
 @main.command()

@@ -184,6 +184,8 @@ def parse_label_block(block: str) -> LabelPairs:
         lname = s[i:eq].strip()
         if not _LABEL_NAME_RE.match(lname):
             raise ExpositionError(f"invalid label name {lname!r}")
+        if lname.startswith("__"):
+            raise ExpositionError(f"reserved label name {lname!r} (leading '__')")
         j = eq + 1
         while j < n and s[j] in " \t":
             j += 1
@@ -273,3 +275,16 @@ def parse_exposition(text: str) -> tuple[list[tuple[str, LabelPairs, float]], Me
         except ExpositionError as exc:
             meta.bad(lineno, str(exc), key)
     return out, meta
+
+
+def describe_if_not_metrics(text: str) -> str | None:
+    """None when ``text`` holds at least one valid sample or HELP/TYPE line; otherwise why
+    it is not a Prometheus exposition (first problem and its line number). Slow path: call
+    it only when normalizing produced nothing."""
+    samples, meta = parse_exposition(text)
+    if samples or meta.types or meta.helps:
+        return None
+    if meta.invalid:
+        first = meta.invalid[0]
+        return f"no Prometheus metric lines ({first.reason} at line {first.lineno})"
+    return "no Prometheus metric lines"

@@ -26,6 +26,7 @@ import aiohttp
 
 from fleetwatch.config import SidecarConfig, Target
 from fleetwatch.exporters.mapping import Normalized, Normalizer, TargetContext, render
+from fleetwatch.exporters.parser import describe_if_not_metrics
 from fleetwatch.exporters.sources import TABLES, detect_kind
 from fleetwatch.exporters.triton import runtime_from_model_config
 from fleetwatch.labels.registry import Registry
@@ -196,9 +197,10 @@ class Scraper:
             st.normalizer = Normalizer(TABLES[kind], ctx, self.cfg.passthrough_unmapped)
             st.kind = kind
         n = st.normalizer.normalize(text)
-        if n.meta.sample_lines == 0 and n.meta.invalid and not n.meta.types:
-            raise ScrapeError("parse", f"no metric lines: {n.meta.invalid[0].reason} at "
-                                       f"line {n.meta.invalid[0].lineno}")
+        if n.series_count == 0:
+            problem = describe_if_not_metrics(text)
+            if problem:
+                raise ScrapeError("parse", problem)
         return n
 
     def _mark_up(self, st: TargetState, n: Normalized) -> None:
@@ -237,7 +239,7 @@ class Scraper:
             unknown = [m for m in observed if m not in st.runtimes]
             learned = await asyncio.gather(*(self._triton_runtime(base, m) for m in unknown))
             changed = False
-            for m, rt in zip(unknown, learned):
+            for m, rt in zip(unknown, learned, strict=True):
                 if rt is not None:
                     st.runtimes[m] = rt
                     changed = True
@@ -246,7 +248,7 @@ class Scraper:
             names = t.models or observed
             ready = await asyncio.gather(*(self._get_ok(f"{base}/v2/models/{m}/ready")
                                            for m in names))
-            st.models_ready = dict(zip(names, ready))
+            st.models_ready = dict(zip(names, ready, strict=True))
         elif st.kind == "vllm":
             url = str(t.health_url) if t.health_url else _sibling(str(t.url), "/health")
             ok = await self._get_ok(url)

@@ -1,0 +1,237 @@
+"""Behaviour of the mappings: conversions, aliases, aggregation, hostile input (table-driven)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from tests.helpers import fixture_files
+
+from fleetwatch.exporters.mapping import Normalizer, TargetContext, render
+from fleetwatch.exporters.parser import parse_exposition
+from fleetwatch.exporters.sources import TABLES, detect_kind
+
+
+def normalized(text: str, kind: str | None = None, **ctx) -> dict[tuple, float]:
+    """Normalize and return {(sample name, sorted labels): value}."""
+    kind = kind or detect_kind(text)
+    body = render([Normalizer(TABLES[kind], TargetContext(**ctx)).normalize(text)])
+    samples, meta = parse_exposition(body)
+    assert not meta.invalid, meta.invalid
+    return {(n, tuple(sorted(labels))): v for n, labels, v in samples}
+
+
+def pick(result: dict, name: str, **labels) -> float:
+    """The one value of ``name`` whose labels include ``labels``."""
+    hits = [v for (n, lab), v in result.items()
+            if n == name and all((k, val) in lab for k, val in labels.items())]
+    assert len(hits) == 1, f"{name}{labels}: {len(hits)} matches in {sorted(result)}"
+    return hits[0]
+
+
+TRITON = """# TYPE nv_inference_request_success counter
+nv_inference_request_success{model="m",version="1",gpu_uuid="GPU-a"} 10
+nv_inference_request_success{model="m",version="1",gpu_uuid="GPU-b"} 5
+# TYPE nv_inference_request_failure counter
+nv_inference_request_failure{model="m",version="1",reason="BACKEND"} 3
+nv_inference_request_failure{model="m",version="1",reason="REJECTED"} 1
+nv_inference_request_failure{model="m",version="1",reason="CANCELED"} 0
+# TYPE nv_inference_request_duration_us counter
+nv_inference_request_duration_us{model="m",version="1",gpu_uuid="GPU-a"} 2000000
+nv_inference_request_duration_us{model="m",version="1",gpu_uuid="GPU-b"} 1000000
+# TYPE nv_inference_queue_summary_us summary
+nv_inference_queue_summary_us_count{model="m",version="1"} 15
+nv_inference_queue_summary_us_sum{model="m",version="1"} 4500
+nv_inference_queue_summary_us{model="m",version="1",quantile="0.99"} 900
+# TYPE nv_inference_first_response_histogram_ms histogram
+nv_inference_first_response_histogram_ms_bucket{model="s",version="1",le="100"} 8
+nv_inference_first_response_histogram_ms_bucket{model="s",version="1",le="+Inf"} 9
+nv_inference_first_response_histogram_ms_sum{model="s",version="1"} 1500
+nv_inference_first_response_histogram_ms_count{model="s",version="1"} 9
+# TYPE nv_inference_pending_request_count gauge
+nv_inference_pending_request_count{model="m",version="1",namespace="prod"} 4
+# TYPE nv_gpu_utilization gauge
+nv_gpu_utilization{gpu_uuid="GPU-a"} 0.5
+"""
+
+
+def test_triton_conversions():
+    r = normalized(TRITON, runtime_for=lambda m: "python")
+    # success summed over gpu_uuid (which per-model series drop)
+    assert pick(r, "modelserver_requests_total", outcome="success") == 15
+    assert pick(r, "modelserver_requests_total", error_type="backend") == 3
+    assert pick(r, "modelserver_requests_total", error_type="rejected") == 1
+    assert pick(r, "modelserver_requests_total", error_type="cancelled") == 0
+    # µs counters → seconds sum; count and +Inf bucket = successes: mean only
+    assert pick(r, "modelserver_request_duration_seconds_sum", model="m") == 3.0
+    assert pick(r, "modelserver_request_duration_seconds_count", model="m") == 15
+    assert pick(r, "modelserver_request_duration_seconds_bucket", model="m", le="+Inf") == 15
+    assert not [k for k in r if k[0] == "modelserver_request_duration_seconds_bucket"
+                and ("le", "+Inf") not in k[1]], "no invented buckets"
+    # summaries stay summaries: quantile and sum in seconds, count unscaled
+    assert pick(r, "modelserver_queue_duration_summary_seconds", quantile="0.99") == 0.0009
+    assert pick(r, "modelserver_queue_duration_summary_seconds_sum") == 0.0045
+    assert pick(r, "modelserver_queue_duration_summary_seconds_count") == 15
+    # ms histogram → seconds, bounds too
+    assert pick(r, "modelserver_time_to_first_token_seconds_bucket", le="0.1") == 8
+    assert pick(r, "modelserver_time_to_first_token_seconds_sum") == 1.5
+    # Triton namespace renamed; runtime from context
+    assert pick(r, "modelserver_requests_active", model_namespace="prod", state="waiting",
+                runtime="python") == 4
+    assert pick(r, "modelserver_gpu_utilization_ratio", gpu_uuid="GPU-a",
+                backend="triton") == 0.5
+
+
+def test_triton_failure_without_reason_before_24_08():
+    r = normalized("nv_inference_request_failure{model=\"m\",version=\"1\"} 2\n", "triton")
+    assert pick(r, "modelserver_requests_total", outcome="error", error_type="other") == 2
+
+
+VLLM_OLD_AND_NEW = """# TYPE vllm:gpu_cache_usage_perc gauge
+vllm:gpu_cache_usage_perc{model_name="l",engine="0"} 0.25
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{model_name="l",engine="0"} 0.5
+# TYPE vllm:gpu_prefix_cache_hits_total counter
+vllm:gpu_prefix_cache_hits_total{model_name="l",engine="0"} 7
+"""
+
+
+@pytest.mark.parametrize("text", [VLLM_OLD_AND_NEW,
+                                  "\n".join(reversed(VLLM_OLD_AND_NEW.splitlines())) + "\n"])
+def test_vllm_new_name_wins_over_deprecated_alias_in_any_order(text):
+    r = normalized(text, "vllm")
+    assert pick(r, "modelserver_kv_cache_usage_ratio", model="l") == 0.5
+    # only the old name present → used
+    assert pick(r, "modelserver_prefix_cache_hits_total", cache_tier="local") == 7
+
+
+def test_vllm_colon_bug_spelling_equals_text_format():
+    text = (
+        "# TYPE vllm:num_requests_running gauge\n"
+        'vllm:num_requests_running{model_name="l",engine="1"} 3\n'
+        "# TYPE vllm:request_success counter\n"
+        'vllm:request_success_total{model_name="l",engine="1",finished_reason="abort"} 2\n'
+    )
+    om = text.replace("\nvllm:", "\nvllm_")
+    assert normalized(text, "vllm") == normalized(om, "vllm")
+    r = normalized(om, "vllm")
+    assert pick(r, "modelserver_requests_active", dp_rank="1", state="running") == 3
+    assert pick(r, "modelserver_requests_total", outcome="error", error_type="cancelled",
+                finish_reason="abort") == 2
+
+
+def test_vllm_without_engine_label_gets_dp_rank_0():
+    r = normalized('vllm:num_requests_waiting{model_name="l"} 1\n', "vllm")
+    assert pick(r, "modelserver_requests_active", dp_rank="0", state="waiting") == 1
+
+
+def test_vllm_v0_hit_rate_sentinel_is_nan_not_minus_one():
+    r = normalized('vllm:gpu_prefix_cache_hit_rate{model_name="l"} -1.0\n', "vllm")
+    assert math.isnan(pick(r, "modelserver_prefix_cache_hit_ratio"))
+
+
+def test_dcgm_conversions():
+    text = """DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-x",Hostname="h",modelName="L4",pod="p",namespace="ns"} 91
+DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-x",Hostname="h",modelName="L4",pod="p",namespace="ns"} 1024
+DCGM_FI_DEV_FB_FREE{gpu="0",UUID="GPU-x",Hostname="h",modelName="L4",pod="p",namespace="ns"} 3072
+DCGM_FI_DEV_FB_RESERVED{gpu="0",UUID="GPU-x",Hostname="h",modelName="L4",pod="p",namespace="ns"} 512
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",UUID="GPU-x",Hostname="h",modelName="L4",pod="p",namespace="ns"} 123456
+"""
+    r = normalized(text, "dcgm")
+    assert pick(r, "modelserver_gpu_utilization_ratio", gpu_uuid="GPU-x", hostname="h",
+                pod_name="p", pod_namespace="ns", gpu_model="L4") == 0.91
+    assert pick(r, "modelserver_gpu_memory_used_bytes") == 1024 * 2**20
+    assert pick(r, "modelserver_gpu_memory_total_bytes") == (1024 + 3072 + 512) * 2**20
+    assert pick(r, "modelserver_gpu_energy_joules_total") == 123.456
+    lowercase = text.replace("Hostname", "hostname")
+    assert normalized(lowercase, "dcgm") == r
+
+
+def test_trtllm_category_labels_and_old_names():
+    text = """nv_trt_llm_request_metrics{model="t",request_type="scheduled",version="1"} 4
+nv_trt_llm_request_metrics{model="t",request_type="waiting",version="1"} 2
+nv_trt_llm_request_statistics{model="t",request_type="scheduled",version="1"} 99
+nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction",model="t",version="1"} 0.4
+nv_llm_output_token_len_sum{model="t",response_metric_type="total_output_tokens",version="1"} 500
+nv_llm_output_token_len_count{model="t",response_metric_type="total_output_tokens",version="1"} 5
+"""
+    r = normalized(text, "triton")
+    assert pick(r, "modelserver_requests_active", state="running", runtime="tensorrt_llm") == 4
+    assert pick(r, "modelserver_requests_active", state="waiting") == 2
+    assert pick(r, "modelserver_kv_cache_usage_ratio") == 0.4
+    assert pick(r, "modelserver_tokens_total", token_type="output") == 500
+
+
+def test_counter_reset_passes_through():
+    n = Normalizer(TABLES["triton"])
+    line = 'nv_inference_request_success{model="m",version="1"} %d\n'
+    values = []
+    for v in (100, 150, 3):  # model reloaded: counter restarted
+        body = render([n.normalize(line % v)])
+        samples, _ = parse_exposition(body)
+        values.append(next(val for name, lab, val in samples
+                           if name == "modelserver_requests_total"))
+    assert values == [100, 150, 3]
+
+
+def test_hostile_label_values_survive_and_stay_escaped():
+    hostile = 'quote\\" back\\\\slash new\\nline ünïcødé } { #'
+    text = f'nv_inference_request_success{{model="{hostile}",version="1"}} 7\n'
+    r = normalized(text, "triton")
+    assert pick(r, "modelserver_requests_total", model='quote" back\\slash new\nline ünïcødé } { #') == 7
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("NaN", math.nan), ("+Inf", math.inf), ("-Inf", -math.inf),
+    ("1.8446744073709552e+19", 1.8446744073709552e19), ("9223372036854775807", 2.0**63),
+])
+def test_special_and_huge_values(value, expected):
+    r = normalized(f'vllm:num_requests_running{{model_name="l"}} {value}\n', "vllm")
+    got = pick(r, "modelserver_requests_active")
+    assert (math.isnan(got) and math.isnan(expected)) or got == expected
+
+
+def test_duplicated_and_interleaved_families_do_not_double_count():
+    text = """# TYPE nv_inference_count counter
+nv_inference_count{model="m",version="1"} 5
+# TYPE nv_inference_exec_count counter
+nv_inference_exec_count{model="m",version="1"} 2
+nv_inference_count{model="m",version="1"} 6
+# TYPE nv_inference_count counter
+nv_inference_count{model="m",version="1"} 6
+"""
+    r = normalized(text, "triton")
+    assert pick(r, "modelserver_batch_items_total") == 6  # last sample of the series wins
+    assert pick(r, "modelserver_batch_executions_total") == 2
+
+
+def test_malformed_lines_are_counted_and_good_lines_kept():
+    text = ('nv_inference_request_success{model="m",version="1"} 4\n'
+            'nv_inference_request_success{model="m",version="1" 4\n'
+            'nv_inference_count{model="m",version="1"} four\n'
+            'nv_inference_exec_count{model="m",version="1"} 1_000\n')
+    n = Normalizer(TABLES["triton"]).normalize(text)
+    assert [b.lineno for b in n.meta.invalid] == [2, 3, 4]
+    assert n.series_count > 0
+
+
+def test_unmapped_families_are_counted_and_passed_through_on_request():
+    text = "# TYPE custom_thing gauge\ncustom_thing{a=\"1\"} 3\nnv_inference_count{model=\"m\",version=\"1\"} 1\n"
+    n = Normalizer(TABLES["triton"]).normalize(text)
+    assert n.unmapped == {"custom_thing"}
+    assert "custom_thing" not in render([n])
+    p = Normalizer(TABLES["triton"], passthrough=True).normalize(text)
+    assert '# TYPE custom_thing gauge\ncustom_thing{a="1"} 3' in render([p])
+
+
+@pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.name)
+def test_every_fixture_normalizes_to_valid_exposition(path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = path.read_text(encoding="utf-8")
+    n = Normalizer(TABLES[detect_kind(text)]).normalize(text)
+    body = render([n])
+    fams = list(text_string_to_metric_families(body))  # the reference parser accepts it
+    assert len({f.name for f in fams}) == len(fams), "each family appears once"
+    for f in fams:
+        assert f.name.startswith("modelserver_")

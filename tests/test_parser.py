@@ -1,0 +1,135 @@
+"""The fast parser agrees with prometheus_client's parser and survives hostile input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
+from tests.helpers import fixture_files
+
+from fleetwatch.exporters.parser import (
+    ExpositionError,
+    Metadata,
+    iter_samples,
+    parse_exposition,
+    parse_label_block,
+    render_labels,
+    split_key,
+)
+
+
+def _reference(text: str) -> list[tuple[str, tuple, float]]:
+    out = []
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out.append((s.name, tuple(sorted(s.labels.items())), s.value))
+    return out
+
+
+def _ours(text: str) -> list[tuple[str, tuple, float]]:
+    samples, _ = parse_exposition(text)
+    return [(n, tuple(sorted(labels)), v) for n, labels, v in samples]
+
+
+def _canon(samples, types):
+    """prometheus_client renames counter samples without _total (even a sample of another
+    family that strays into a counter family); compare names without that suffix."""
+    out = []
+    for name, labels, value in samples:
+        if name.endswith("_total"):
+            name = name[:-6]
+        out.append((name, labels, "nan" if math.isnan(value) else float(value)))
+    return sorted(out, key=repr)
+
+
+@pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.name)
+def test_agrees_with_prometheus_client_on_every_fixture(path):
+    text = path.read_text(encoding="utf-8")
+    try:
+        reference = _reference(text)
+    except (ValueError, TypeError, IndexError) as exc:
+        # prometheus_client rejects the whole body; we must still read every good line.
+        ours, meta = parse_exposition(text)
+        assert ours or meta.invalid, f"reference rejected it ({exc}); we found nothing"
+        pytest.skip(f"prometheus_client rejects this fixture: {exc}")
+    ours, meta = parse_exposition(text)
+    types = dict(meta.types)
+    ref_types = {}
+    for fam in text_string_to_metric_families(text):
+        ref_types[fam.name] = fam.type
+    theirs = _canon(reference, {**types, **ref_types})
+    mine = _canon([(n, tuple(sorted(lab)), v) for n, lab, v in ours], {**types, **ref_types})
+    # prometheus_client drops OpenMetrics-style _created samples of counters in some
+    # versions; compare everything else exactly.
+    assert [s for s in mine if not s[0].endswith("_created")] == \
+        [s for s in theirs if not s[0].endswith("_created")]
+
+
+def test_escapes_and_odd_spacing():
+    name, labels = split_key('m{a="x\\"y",b="back\\\\slash", c="new\\nline",d="}{",}')
+    assert name == "m"
+    assert labels == (("a", 'x"y'), ("b", "back\\slash"), ("c", "new\nline"), ("d", "}{"))
+
+
+@pytest.mark.parametrize("bad", [
+    'm{a="unterminated}',
+    'm{a=unquoted}',
+    'm{a="1",a="2"}',
+    'm{1a="x"}',
+    'm{a="bad\\escape"}',
+    'm{__name__="x"}',
+    '1m{a="x"}',
+])
+def test_invalid_label_sets_raise(bad):
+    with pytest.raises(ExpositionError):
+        split_key(bad)
+
+
+def test_malformed_lines_are_reported_not_raised():
+    text = "\n".join([
+        "# TYPE good counter",
+        "good 1",
+        "novalue",
+        'broken{a="1" 2',
+        "toomany 1 2 3",
+        "good_total 2 1700000000000",
+        'with_exemplar_total{a="1"} 3 # {trace_id="abc"} 1.0',
+        "",
+    ])
+    meta = Metadata()
+    keys = [(k, v) for k, v, _ in iter_samples(text, meta)]
+    assert keys == [("good", "1"), ("good_total", "2"), ('with_exemplar_total{a="1"}', "3")]
+    assert [b.lineno for b in meta.invalid] == [3, 4, 5]
+
+
+label_values = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30)
+label_names = st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,10}", fullmatch=True).filter(
+    lambda n: not n.startswith("__"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(label_names, label_values, max_size=5),
+       st.floats(allow_nan=False) | st.sampled_from([math.inf, -math.inf]))
+def test_render_then_parse_round_trips_and_matches_reference(labels, value):
+    pairs = tuple(labels.items())
+    line = f"metric{render_labels(pairs)} {value!r}".replace("inf", "Inf")
+    samples, meta = parse_exposition(line + "\n")
+    assert not meta.invalid
+    assert samples == [("metric", pairs, value)]
+    ref = _reference(line + "\n")
+    assert ref == [("metric", tuple(sorted(labels.items())), value)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_never_raises_on_arbitrary_text(text):
+    samples, meta = parse_exposition(text)
+    assert isinstance(samples, list)
+    assert meta.sample_lines >= len(samples)
+
+
+def test_label_block_allows_trailing_comma_and_spaces():
+    assert parse_label_block('{ a = "1" , b="2", }') == (("a", "1"), ("b", "2"))

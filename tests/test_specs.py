@@ -1,0 +1,99 @@
+"""Registry and sidecar configuration: strict validation with errors naming file and field."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from tests.helpers import ROOT
+
+from fleetwatch.config import ConfigError, load_config
+from fleetwatch.labels.registry import RegistryError, load_registry
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_registry_lookup_first_match_and_globs():
+    reg = load_registry(ROOT / "tests" / "data" / "registry.yaml")
+    assert reg.lookup("ranker", "2").description.startswith("Canary")
+    assert reg.lookup("ranker", "1").description == ""
+    assert reg.lookup("emulated-llm", "").team == "genai"
+    assert reg.lookup("nobody", "1") is None
+    line = reg.info_lines([("ranker", "2", "triton", "python")])[0]
+    assert line == ('modelserver_model_info{model="ranker",model_version="2",backend="triton",'
+                    'runtime="python",team="search",owner="alice@example.com",'
+                    'oncall="search-oncall",latency_tier="interactive"} 1')
+
+
+@pytest.mark.parametrize("body,expected", [
+    ("models:\n  - name: a\n    team: t\n    oncall: o\n", "models[0] (name 'a'): field 'owner': Field required"),
+    ("models:\n  - name: a\n    team: t\n    owner: x\n    oncall: o\n    colour: red\n",
+     "models[0] (name 'a'): field 'colour': unknown field"),
+    ("models:\n  - {name: a, team: t, owner: '', oncall: o}\n", "field 'owner'"),
+    ("models: [\n", "not valid YAML"),
+    ("", "empty registry"),
+    ("teams: []\n", "field 'models'"),
+])
+def test_registry_errors_name_file_entry_field(tmp_path, body, expected):
+    p = write(tmp_path, "reg.yaml", body)
+    with pytest.raises(RegistryError) as err:
+        load_registry(p)
+    assert str(p) in str(err.value)
+    assert expected in str(err.value)
+
+
+@pytest.mark.parametrize("body,expected", [
+    ("targets: []\n", "targets: List should have at least 1 item"),
+    ("targets:\n  - {name: a, url: 'http://x/metrics', kind: sglang}\n", "targets[0].kind"),
+    ("targets:\n  - {name: a}\n", "targets[0].url: Field required"),
+    ("targets:\n  - {name: a, url: 'not a url'}\n", "targets[0].url"),
+    ("targets:\n  - {name: a, url: 'http://x/m'}\n  - {name: a, url: 'http://y/m'}\n",
+     "repeated: a"),
+    ("scrape: {interval_seconds: 1, timeout_seconds: 5}\ntargets:\n  - {name: a, url: 'http://x/m'}\n",
+     "scrape: Value error, timeout_seconds must not exceed interval_seconds"),
+    ("listen: {port: 70000}\ntargets:\n  - {name: a, url: 'http://x/m'}\n", "listen.port"),
+    ("targets:\n  - {name: a, url: 'http://x/m', colour: red}\n", "targets[0].colour: unknown field"),
+])
+def test_config_errors_name_file_and_field(tmp_path, body, expected):
+    p = write(tmp_path, "sidecar.yaml", body)
+    with pytest.raises(ConfigError) as err:
+        load_config(p)
+    assert str(p) in str(err.value)
+    assert expected in str(err.value)
+
+
+def test_validate_cli_exit_codes(tmp_path):
+    reg = write(tmp_path, "reg.yaml", "models:\n  - {name: a, team: t, owner: o, oncall: c}\n")
+    good = write(tmp_path, "ok.yaml",
+                 f"registry: {reg.name}\ntargets:\n  - {{name: a, url: 'http://127.0.0.1:1/metrics'}}\n")
+    bad_reg = write(tmp_path, "badreg.yaml", "models:\n  - {name: a}\n")
+    bad = write(tmp_path, "bad.yaml",
+                f"registry: {bad_reg.name}\ntargets:\n  - {{name: a, url: 'http://h/m'}}\n")
+    cli = [sys.executable, "-m", "fleetwatch.cli", "validate", "--config"]
+    ok = subprocess.run([*cli, str(good)], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert "1 registry entries" in ok.stdout
+    ko = subprocess.run([*cli, str(bad)], capture_output=True, text=True)
+    assert ko.returncode == 2
+    assert f"{bad_reg}: models[0] (name 'a'): field 'team': Field required" in ko.stderr
+
+
+def test_normalize_cli_on_unreadable_input(tmp_path):
+    cli = [sys.executable, "-m", "fleetwatch.cli", "normalize"]
+    missing = subprocess.run([*cli, str(tmp_path / "nope.prom")], capture_output=True, text=True)
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
+    binary = write(tmp_path, "b.prom", "")
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    res = subprocess.run([*cli, str(binary)], capture_output=True, text=True)
+    assert res.returncode == 2 and "not UTF-8" in res.stderr
+    html = write(tmp_path, "h.prom", "<!doctype html><html></html>")
+    res = subprocess.run([*cli, str(html)], capture_output=True, text=True)
+    assert res.returncode == 2 and "HTML" in res.stderr
+    garbage = write(tmp_path, "g.prom", "this is not\nan exposition at all {\n")
+    res = subprocess.run([*cli, str(garbage)], capture_output=True, text=True)
+    assert res.returncode == 2 and "no Prometheus metric lines" in res.stderr
