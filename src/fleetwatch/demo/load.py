@@ -35,6 +35,7 @@ __all__ = [
     "Protocol",
     "default_inputs",
     "faulty_inputs",
+    "faulty_is_negative",
     "ranker_inputs",
     "run_demo_load",
     "send_requests",
@@ -412,19 +413,25 @@ def stream_requests(
                 request_id = f"fleetwatch-{index}"
                 infer_inputs = _infer_inputs(module, make_inputs(index))
                 started = time.perf_counter()
-                client.async_stream_infer(
-                    model,
-                    infer_inputs,
-                    model_version=model_version,
-                    request_id=request_id,
-                    enable_empty_final_response=True,
-                )
-                error, first_s, count = _read_stream(responses, request_id, started, timeout_s)
+                try:
+                    client.async_stream_infer(
+                        model,
+                        infer_inputs,
+                        model_version=model_version,
+                        request_id=request_id,
+                        enable_empty_final_response=True,
+                    )
+                except Exception as send_error:  # the stream is closed or broken
+                    error: str | None = f"{type(send_error).__name__}: {send_error}"
+                    first_s, count = None, 0
+                else:
+                    error, first_s, count = _read_stream(responses, request_id, started, timeout_s)
                 if error is None:
                     run.success(time.perf_counter() - started, first_s, count)
                     continue
                 run.failure(error, first_s, count)
-                # A broken or stuck stream: cancel what is in flight and open a new one.
+                # A broken or stuck stream: cancel what is in flight and open a new one. If the
+                # server is gone this raises, which ends the worker (and the run) with the error.
                 client.stop_stream(cancel_requests=True)
                 responses = queue.Queue()
                 client.start_stream(callback=functools.partial(_enqueue, responses))
