@@ -5,6 +5,7 @@ the file and the field)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 from pathlib import Path
@@ -169,10 +170,8 @@ def demo(duration: float, port: int, log_level: str) -> None:
     from fleetwatch.demo.run import run_demo
 
     _setup_logging(log_level)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         run_demo(duration=duration, port=port)
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

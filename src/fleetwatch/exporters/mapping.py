@@ -96,7 +96,8 @@ class Rule:
     * ``match`` — only series whose label equals the value; the label is consumed.
     * ``const`` — labels added; ``drop`` — labels removed (colliding series are summed).
     * ``value_map`` — name of a :class:`ValueMap` of the table.
-    * ``runtime`` — fixed ``runtime`` label (else the target's per-model runtime).
+    * ``runtime`` — the ``runtime`` label when the target cannot tell (the model
+      configuration read from the server, or the target's configured runtime, win).
     * ``priority`` — lower wins when two rules produce the same series (aliases).
     * ``negative_is_nan`` — the source uses negative values as "no data" sentinels.
     * ``since`` — provenance: which upstream versions expose ``source``.
@@ -386,7 +387,10 @@ class Normalizer:
             if self.ctx.model_version is not None:
                 out.setdefault("model_version", self.ctx.model_version)
             if "model" in out:
-                out["runtime"] = rule.runtime or self.ctx.runtime_for(out["model"])
+                runtime = self.ctx.runtime_for(out["model"])
+                if runtime == "unknown" and rule.runtime:
+                    runtime = rule.runtime
+                out["runtime"] = runtime
         else:
             for k in ("model", "model_version", "runtime"):
                 out.pop(k, None)

@@ -147,6 +147,9 @@ class Scraper:
         try:
             text = await self._fetch(st.target)
             normalized = await asyncio.to_thread(self._normalize, st, text)
+            if await self._learn_runtimes(st, normalized):
+                # new models: label them with their runtime from the first scrape on
+                normalized = await asyncio.to_thread(self._normalize, st, text)
         except ScrapeError as exc:
             self._mark_down(st, exc.reason, str(exc))
         except Exception as exc:  # unexpected: still never crash the sidecar
@@ -236,15 +239,6 @@ class Scraper:
         observed = sorted({m[0] for m in n.models}) if n else []
         if st.kind == "triton" and t.api_url:
             base = str(t.api_url).rstrip("/")
-            unknown = [m for m in observed if m not in st.runtimes]
-            learned = await asyncio.gather(*(self._triton_runtime(base, m) for m in unknown))
-            changed = False
-            for m, rt in zip(unknown, learned, strict=True):
-                if rt is not None:
-                    st.runtimes[m] = rt
-                    changed = True
-            if changed and st.normalizer is not None:
-                st.normalizer.invalidate()
             names = t.models or observed
             ready = await asyncio.gather(*(self._get_ok(f"{base}/v2/models/{m}/ready")
                                            for m in names))
@@ -255,6 +249,27 @@ class Scraper:
             st.models_ready = {m: ok for m in (t.models or observed or ["(engine)"])}
         else:
             st.models_ready = {}
+
+    async def _learn_runtimes(self, st: TargetState, n: Normalized) -> bool:
+        """Read the runtime of models not seen before from Triton's model configuration
+        (``/v2/models/<m>/config``); True when one was learned (the caller re-normalizes).
+        A model whose configuration cannot be read is retried on the next scrape."""
+        t = st.target
+        if st.kind != "triton" or not t.api_url:
+            return False
+        unknown = sorted({m[0] for m in n.models} - st.runtimes.keys())
+        if not unknown:
+            return False
+        base = str(t.api_url).rstrip("/")
+        learned = await asyncio.gather(*(self._triton_runtime(base, m) for m in unknown))
+        changed = False
+        for m, rt in zip(unknown, learned, strict=True):
+            if rt is not None:
+                st.runtimes[m] = rt
+                changed = True
+        if changed and st.normalizer is not None:
+            st.normalizer.invalidate()
+        return changed
 
     async def _triton_runtime(self, base: str, model: str) -> str | None:
         assert self._session is not None
