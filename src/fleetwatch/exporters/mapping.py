@@ -169,33 +169,50 @@ class TargetContext:
     model_version: str | None = None
 
 
-# Output slot: (family index, series prefix, divide, multiply, priority, nan-if-negative)
-_Slot = tuple[int, str, float, float, int, bool]
 _FAMILY_ORDER = {m.name: i for i, m in enumerate(METRICS)}
+# Slots of a compiled series: where its value goes.
+_Direct = tuple[int, str]  # (family index, series prefix): value copied as is
+_Scaled = tuple[int, str, float, float, bool]  # + divide, multiply, negative-is-NaN
+_Shared = tuple[int, str, float, float, bool, int]  # + priority: may meet other series
 
 
 @dataclass
 class _Entry:
     """Compiled mapping of one raw upstream series key."""
 
-    slots: tuple[_Slot, ...] = ()
+    direct: tuple[_Direct, ...] = ()
+    scaled: tuple[_Scaled, ...] = ()
+    shared: tuple[_Shared, ...] = ()
     unmapped_family: str | None = None
     error: str | None = None
     model: tuple[str, str, str, str] | None = None  # (model, version, backend, runtime)
-    passthrough_family: str | None = None
+
+    @property
+    def mapped(self) -> bool:
+        return bool(self.direct or self.scaled or self.shared)
+
+
+def value_of(v: float | str) -> float:
+    """A normalized sample value as a float (values copied unscaled stay upstream text)."""
+    return v if v.__class__ is float else float(v)
+
+
+def _text_of(v: float | str) -> str:
+    return v if v.__class__ is str else format_value(v)  # type: ignore[arg-type]
 
 
 @dataclass
 class Normalized:
     """The normalized state of one upstream exposition.
 
-    ``families[i]`` maps a rendered series prefix (``name{labels}``) to
-    ``[value, priority, upstream_key]`` for family ``METRICS[i]``. ``models`` are the
+    ``families[i]`` maps a rendered series prefix (``name{labels}``) to its value for
+    family ``METRICS[i]``: a float, or the upstream's own number text when the value was
+    copied unscaled (use :func:`value_of`). ``models`` are the
     ``(model, model_version, backend, runtime)`` seen; ``unmapped`` the upstream family
     names no rule knows; ``meta.invalid`` the skipped lines.
     """
 
-    families: list[dict[str, list]]
+    families: list[dict[str, float | str]]
     models: set[tuple[str, str, str, str]]
     unmapped: set[str]
     meta: Metadata
@@ -208,8 +225,8 @@ class Normalized:
     def samples(self) -> Iterable[tuple[str, float]]:
         """Yield ``(series_prefix, value)`` for every normalized sample, schema order."""
         for fam in self.families:
-            for prefix, slot in fam.items():
-                yield prefix, slot[0]
+            for prefix, v in fam.items():
+                yield prefix, value_of(v)
 
 
 class Normalizer:
@@ -229,6 +246,9 @@ class Normalizer:
         self.ctx = ctx or TargetContext()
         self.passthrough = passthrough
         self._cache: dict[str, _Entry] = {}
+        self._owner: dict[str, str] = {}  # normalized series → first upstream key seen
+        self._shared: set[str] = set()  # normalized series fed by several upstream series
+        self._stale: set[str] = set()  # upstream keys to compile again
         self._by_sample: dict[str, list[tuple[Rule, str]]] = {}
         self._known_families: set[str] = set()
         self._created_bases: set[str] = set()
@@ -248,61 +268,81 @@ class Normalizer:
     def invalidate(self) -> None:
         """Forget compiled series (call when the context, e.g. a model's runtime, changes)."""
         self._cache.clear()
+        self._owner.clear()
 
     # -- hot path -------------------------------------------------------------------
     def normalize(self, text: str) -> Normalized:
         """Normalize one exposition body. Never raises on bad input (see ``meta.invalid``)."""
+        result = self._normalize(text)
+        if self._stale:
+            # A series met another on one normalized series after the first had been
+            # compiled as alone: compile that one again, now knowing, and redo this
+            # exposition (the rest of the cache is warm, so this costs a steady cycle).
+            for key in self._stale:
+                self._cache.pop(key, None)
+            self._stale.clear()
+            result = self._normalize(text)
+        if len(self._cache) > self.CACHE_SLACK * max(result.meta.sample_lines, 1000):
+            self._cache.clear()
+            self._owner.clear()
+        return result
+
+    def _normalize(self, text: str) -> Normalized:
         meta = Metadata()
-        families: list[dict[str, list]] = [{} for _ in METRICS]
+        families: list[dict[str, float | str]] = [{} for _ in METRICS]
         models: set[tuple[str, str, str, str]] = set()
         unmapped: set[str] = set()
         passthrough: dict[str, list[str]] = {}
+        agg: dict[str, list] = {}
         cache = self._cache
         compile_entry = self._compile
+        add_model = models.add
+        bad = meta.bad
         for key, tok, lineno in iter_samples(text, meta):
             entry = cache.get(key)
             if entry is None:
                 entry = compile_entry(key, meta)
                 cache[key] = entry
             if entry.error is not None:
-                meta.bad(lineno, entry.error, key)
+                bad(lineno, entry.error, key)
                 continue
-            if not entry.slots:
-                if entry.unmapped_family is not None:
-                    unmapped.add(entry.unmapped_family)
-                    if self.passthrough:
-                        passthrough.setdefault(entry.unmapped_family, []).append(
-                            f"{key} {tok}")
+            if entry.unmapped_family is not None:
+                unmapped.add(entry.unmapped_family)
+                if self.passthrough:
+                    passthrough.setdefault(entry.unmapped_family, []).append(f"{key} {tok}")
                 continue
             if "_" in tok:
-                meta.bad(lineno, f"invalid sample value {tok!r}", key)
+                bad(lineno, f"invalid sample value {tok!r}", key)
                 continue
             try:
                 value = float(tok)
             except ValueError:
-                meta.bad(lineno, f"invalid sample value {tok!r}", key)
+                bad(lineno, f"invalid sample value {tok!r}", key)
                 continue
             if entry.model is not None:
-                models.add(entry.model)
-            for fam_idx, prefix, div, mul, prio, neg_nan in entry.slots:
-                v = value
-                if div != 1.0:
-                    v = v / div
-                if mul != 1.0:
-                    v = v * mul
+                add_model(entry.model)
+            if entry.direct:
+                # finite values keep the upstream's text; NaN/±Inf get canonical spelling
+                out: float | str = tok if value - value == 0 else value
+                for fam_idx, prefix in entry.direct:
+                    families[fam_idx][prefix] = out
+            for fam_idx, prefix, div, mul, neg_nan in entry.scaled:
+                v = value / div * mul
+                families[fam_idx][prefix] = math.nan if neg_nan and v < 0 else v
+            for fam_idx, prefix, div, mul, neg_nan, prio in entry.shared:
+                v = value / div * mul
                 if neg_nan and v < 0:
                     v = math.nan
-                fam = families[fam_idx]
-                cur = fam.get(prefix)
+                cur = agg.get(prefix)
                 if cur is None:
-                    fam[prefix] = [v, prio, key]
+                    agg[prefix] = [v, prio, key, fam_idx]
                 elif prio < cur[1] or cur[2] == key:
                     cur[0], cur[1], cur[2] = v, prio, key
                 elif prio == cur[1]:
                     cur[0] += v
                     cur[2] = None  # an aggregate of several upstream series
-        if len(cache) > self.CACHE_SLACK * max(meta.sample_lines, 1000):
-            cache.clear()
+        for prefix, (v, _prio, _key, fam_idx) in agg.items():
+            families[fam_idx][prefix] = v
         return Normalized(families, models, unmapped, meta, passthrough)
 
     # -- slow path: once per distinct upstream series --------------------------------
@@ -328,7 +368,9 @@ class Normalizer:
                                     f"(expected suffixes {', '.join(_SUFFIXES[typ])})")
             return _Entry(unmapped_family=fam)
         labels = dict(pairs)
-        slots: list[_Slot] = []
+        direct: list[_Direct] = []
+        scaled_slots: list[_Scaled] = []
+        shared: list[_Shared] = []
         model_id = None
         for rule, suffix in candidates:
             if any(labels.get(k) != v for k, v in rule.match):
@@ -354,15 +396,25 @@ class Normalizer:
                         and not extra:
                     sample_labels["le"] = _scale_bound(labels["le"], rule.le_divide)
                 prefix = target + t_suffix + render_labels(_ordered(sample_labels, tdef))
-                slots.append((_FAMILY_ORDER[target], prefix, div, mul,
-                              rule.priority, rule.negative_is_nan))
+                fam_idx = _FAMILY_ORDER[target]
+                owner = self._owner.setdefault(prefix, key)
+                if owner != key and prefix not in self._shared:
+                    self._shared.add(prefix)
+                    self._stale.add(owner)  # the owner was compiled as alone
+                if prefix in self._shared:
+                    shared.append((fam_idx, prefix, div, mul, rule.negative_is_nan,
+                                   rule.priority))
+                elif div != 1.0 or mul != 1.0 or rule.negative_is_nan:
+                    scaled_slots.append((fam_idx, prefix, div, mul, rule.negative_is_nan))
+                else:
+                    direct.append((fam_idx, prefix))
             if tdef.per_model and "model" in out:
                 model_id = (out["model"], out.get("model_version", ""), out["backend"],
                             out.get("runtime", "unknown"))
-        if not slots:
-            fam = self._family_of(name, meta)
-            return _Entry(unmapped_family=fam)
-        return _Entry(slots=tuple(slots), model=model_id)
+        if not (direct or scaled_slots or shared):
+            return _Entry(unmapped_family=self._family_of(name, meta))
+        return _Entry(direct=tuple(direct), scaled=tuple(scaled_slots), shared=tuple(shared),
+                      model=model_id)
 
     def _map_labels(self, rule: Rule, labels: dict[str, str]) -> dict[str, str] | None:
         renames = self.table.label_renames
@@ -448,7 +500,7 @@ def render(normalized: Iterable[Normalized], extra_families: Mapping[str, list[s
         for n in items:
             fam = n.families[i]
             if fam:
-                lines.extend(f"{p} {format_value(s[0])}" for p, s in fam.items())
+                lines.extend(f"{p} {_text_of(v)}" for p, v in fam.items())
         lines.extend(extra_families.get(mdef.name, ()))
         if not lines:
             continue
