@@ -156,7 +156,7 @@ nv_llm_output_token_len_sum{model="t",response_metric_type="total_output_tokens"
 nv_llm_output_token_len_count{model="t",response_metric_type="total_output_tokens",version="1"} 5
 """
     r = normalized(text, "triton")
-    assert pick(r, "modelserver_requests_active", state="running", runtime="tensorrt_llm") == 4
+    assert pick(r, "modelserver_requests_active", state="running") == 4
     assert pick(r, "modelserver_requests_active", state="waiting") == 2
     assert pick(r, "modelserver_kv_cache_usage_ratio") == 0.4
     assert pick(r, "modelserver_tokens_total", token_type="output") == 500
@@ -235,3 +235,26 @@ def test_every_fixture_normalizes_to_valid_exposition(path):
     assert len({f.name for f in fams}) == len(fams), "each family appears once"
     for f in fams:
         assert f.name.startswith("modelserver_")
+
+
+def test_backend_histogram_wins_over_triton_mean_only_form_for_the_same_model():
+    text = """nv_inference_request_success{model="llm",version="1"} 10
+nv_inference_request_duration_us{model="llm",version="1"} 9000000
+vllm:e2e_request_latency_seconds_bucket{model="llm",version="1",le="1.0"} 4
+vllm:e2e_request_latency_seconds_bucket{model="llm",version="1",le="+Inf"} 9
+vllm:e2e_request_latency_seconds_sum{model="llm",version="1"} 8.5
+vllm:e2e_request_latency_seconds_count{model="llm",version="1"} 9
+nv_inference_request_success{model="cls",version="1"} 3
+nv_inference_request_duration_us{model="cls",version="1"} 30000
+"""
+    r = normalized(text, "triton")
+    # the LLM: the vLLM backend's histogram, whole and consistent (not summed with Triton's)
+    assert pick(r, "modelserver_request_duration_seconds_count", model="llm") == 9
+    assert pick(r, "modelserver_request_duration_seconds_sum", model="llm") == 8.5
+    assert pick(r, "modelserver_request_duration_seconds_bucket", model="llm", le="+Inf") == 9
+    assert pick(r, "modelserver_request_duration_seconds_bucket", model="llm", le="1.0") == 4
+    # the classic model keeps Triton's mean-only form
+    assert pick(r, "modelserver_request_duration_seconds_count", model="cls") == 3
+    assert pick(r, "modelserver_request_duration_seconds_sum", model="cls") == 0.03
+    # queue time still comes from Triton for both
+    assert pick(r, "modelserver_queue_duration_seconds_count", model="llm") == 10

@@ -13,6 +13,7 @@ from tests.helpers import fixture_files
 from fleetwatch.exporters.parser import (
     ExpositionError,
     Metadata,
+    format_value,
     iter_samples,
     parse_exposition,
     parse_label_block,
@@ -115,7 +116,7 @@ label_names = st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,10}", fullmatch=True).filt
        st.floats(allow_nan=False) | st.sampled_from([math.inf, -math.inf]))
 def test_render_then_parse_round_trips_and_matches_reference(labels, value):
     pairs = tuple(labels.items())
-    line = f"metric{render_labels(pairs)} {value!r}".replace("inf", "Inf")
+    line = f"metric{render_labels(pairs)} {format_value(value)}"
     samples, meta = parse_exposition(line + "\n")
     assert not meta.invalid
     assert samples == [("metric", pairs, value)]

@@ -14,12 +14,12 @@ import logging
 import aiohttp
 import pytest
 from aiohttp import web
+from tests.helpers import FIXTURES
 
 from fleetwatch.config import parse_config
 from fleetwatch.exporters.parser import parse_exposition
 from fleetwatch.exporters.scraper import Scraper
 from fleetwatch.exporters.server import make_app, readiness
-from tests.helpers import FIXTURES
 
 VLLM_BODY = (FIXTURES / "vllm" / "v0.33.0-statlogger-cpu-generated.prom").read_text()
 TRITON_BODY = (FIXTURES / "triton" /

@@ -5,7 +5,9 @@ Source: METRIC_CATALOG §1 (triton-inference-server/core ``src/metrics.cc``,
 
 * ``*_duration_us`` counters are cumulative microseconds of **successful** requests →
   ``_sum`` (seconds) of a histogram whose ``_count`` and ``+Inf`` bucket are
-  ``nv_inference_request_success``: a mean, never a distribution (no fake buckets).
+  ``nv_inference_request_success``: a mean, never a distribution (no fake buckets). When
+  a backend publishes a real latency histogram for the same model (the vLLM backend's
+  e2e and TTFT histograms), that one is used instead (rule priority).
 * ``*_summary_us`` summaries stay summaries (µs → s), one series per ``gpu_uuid``.
 * per-model counters drop ``gpu_uuid`` and are summed over GPUs (Triton splits instance
   series by GPU but reports failures and pending requests without it).
@@ -24,15 +26,16 @@ _INF = (("le", "+Inf"),)
 _COUNT_PARTS = (("_count", ()), ("_bucket", _INF))
 
 
-def _success(target: str, *const: tuple[str, str]) -> Rule:
+def _success(target: str, *const: tuple[str, str], priority: int = 0) -> Rule:
     """The success counter as the request count of a mean-only histogram."""
     return Rule("nv_inference_request_success", "counter", target, as_samples=_COUNT_PARTS,
-                const=const, drop=("gpu_uuid",), since="all versions")
+                const=const, drop=("gpu_uuid",), priority=priority, since="all versions")
 
 
-def _duration_sum(source: str, target: str, *const: tuple[str, str], since: str) -> Rule:
+def _duration_sum(source: str, target: str, *const: tuple[str, str], since: str,
+                  priority: int = 0) -> Rule:
     return Rule(source, "counter", target, as_samples=(("_sum", ()),), divide=US, const=const,
-                drop=("gpu_uuid",), since=since)
+                drop=("gpu_uuid",), priority=priority, since=since)
 
 
 def _summary(source: str, target: str, *const: tuple[str, str], since: str) -> Rule:
@@ -69,9 +72,11 @@ RULES: tuple[Rule, ...] = (
     Rule("nv_model_load_duration_secs", "gauge", "modelserver_model_load_duration_seconds",
          drop=("gpu_uuid",), since="r24.11+"),
     # latency: means from µs counters (count = successes)
-    _success("modelserver_request_duration_seconds"),
+    # (priority 1: a backend's own latency histogram with buckets, e.g. the vLLM backend's
+    # e2e histogram for the same model, wins over the mean-only form)
+    _success("modelserver_request_duration_seconds", priority=1),
     _duration_sum("nv_inference_request_duration_us", "modelserver_request_duration_seconds",
-                  since="all versions"),
+                  since="all versions", priority=1),
     _success("modelserver_queue_duration_seconds"),
     _duration_sum("nv_inference_queue_duration_us", "modelserver_queue_duration_seconds",
                   since="all versions"),
@@ -89,7 +94,8 @@ RULES: tuple[Rule, ...] = (
     # first-response histogram (ms) = TTFT for decoupled models
     Rule("nv_inference_first_response_histogram_ms", "histogram",
          "modelserver_time_to_first_token_seconds", divide=1e3, le_divide=1e3,
-         drop=("gpu_uuid",), since="r24.11+, histogram_latencies=true"),
+         drop=("gpu_uuid",), priority=1,
+         since="r24.11+, histogram_latencies=true (a vLLM-backend TTFT of the model wins)"),
     # response cache, current names (r22.02+) and the older per-model names
     Rule("nv_cache_num_hits_per_model", "counter", "modelserver_response_cache_lookups_total",
          const=(("result", "hit"),), drop=("gpu_uuid",), since="r22.02+"),

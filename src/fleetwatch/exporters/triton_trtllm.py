@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from fleetwatch.exporters.mapping import Rule, SourceTable
 
-_RT = "tensorrt_llm"
+# The runtime label comes from the model's Triton configuration (backend "tensorrtllm"),
+# like every other series of the model, so the rules set none.
+_RT = None
 _REQ = "request_type"
 _KV = "kv_cache_block_type"
 
