@@ -450,7 +450,13 @@ class Normalizer:
         return out
 
     def _family_of(self, name: str, meta: Metadata) -> str:
-        """Best guess of the upstream family a sample name belongs to."""
+        """Best guess of the upstream family a sample name belongs to (prometheus_client's
+        ``X_created`` gauges count as part of family ``X``)."""
+        if name.endswith("_created"):
+            base = name[:-8]
+            for fam in (base, base + "_total"):
+                if fam in meta.types:
+                    return fam
         if name in meta.types:
             return name
         for suffix in ("_bucket", "_sum", "_count", "_total", "_created", "_info"):
