@@ -49,9 +49,11 @@ def main() -> None:
 @main.command()
 @click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
               help="Sidecar configuration YAML.")
+@click.option("--slos", "slos_path", type=click.Path(dir_okay=False),
+              help="SLO file: run the SLO engine (/slo, /autoscaling, fleetwatch_slo_*).")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
-def serve(config_path: str, log_level: str) -> None:
+def serve(config_path: str, slos_path: str | None, log_level: str) -> None:
     """Run the sidecar: scrape the targets, serve /metrics, /healthz, /readyz."""
     from fleetwatch.exporters.server import run_sidecar
 
@@ -61,7 +63,57 @@ def serve(config_path: str, log_level: str) -> None:
     except ConfigError as exc:
         _fail(str(exc))
     registry = _registry(cfg.registry)
-    asyncio.run(run_sidecar(cfg, registry))
+    slos = _slo_file(slos_path) if slos_path else None
+    asyncio.run(run_sidecar(cfg, registry, slos=slos))
+
+
+def _slo_file(path: str):
+    from fleetwatch.slo.spec import SLOSpecError, load_slo_file
+
+    try:
+        return load_slo_file(path)
+    except SLOSpecError as exc:
+        _fail(str(exc))
+
+
+@main.group()
+def slo() -> None:
+    """SLO files and reports."""
+
+
+@slo.command("validate")
+@click.argument("file", type=click.Path(dir_okay=False))
+def slo_validate(file: str) -> None:
+    """Validate an SLO file (exit 2 with the file, SLO and field on error)."""
+    f = _slo_file(file)
+    for s in f.slos:
+        factors = ", ".join(f"{w.name} {w.factor(s.period_seconds):.3g}x" for w in f.windows)
+        bands = ", ".join(format(b, "g") for b in s.concurrency.bands)
+        click.echo(f"{s.name}: {s.sli.kind}, objective {s.objective:g}, envelope "
+                   f"{s.concurrency.envelope:g}, bands [{bands}]; burn thresholds {factors}")
+    click.echo(f"{file}: ok ({len(f.slos)} SLOs)")
+
+
+@slo.command("report")
+@click.option("--prometheus", "prom_url", required=True,
+              help="Prometheus base URL, e.g. http://127.0.0.1:9090")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--timeout", type=float, default=10.0, show_default=True)
+def slo_report(prom_url: str, as_json: bool, timeout: float) -> None:
+    """Per SLO and model: budget remaining, burn rates by window and band, capacity and
+    state, read from a Prometheus that scrapes the sidecars."""
+    from fleetwatch.slo.report import ReportError, fetch_report, render_table
+
+    try:
+        report = fetch_report(prom_url, timeout=timeout)
+    except ReportError as exc:
+        _fail(str(exc), code=1)
+    if as_json:
+        import json
+
+        click.echo(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        render_table(report)
 
 
 @main.command()

@@ -1,4 +1,5 @@
-"""The sidecar's HTTP server: ``/metrics``, ``/healthz``, ``/readyz``.
+"""The sidecar's HTTP server: ``/metrics``, ``/healthz``, ``/readyz`` (+ the SLO engine's
+``/slo`` and ``/autoscaling`` when SLOs are configured).
 
 * ``/metrics`` — the latest normalized exposition (text format 0.0.4) followed by
   fleetwatch's own metrics; ``extra_routes`` lets the SLO engine add its own.
@@ -24,6 +25,9 @@ from fleetwatch.config import SidecarConfig
 from fleetwatch.exporters.scraper import Scraper
 from fleetwatch.exporters.selfmetrics import self_registry
 from fleetwatch.labels.registry import Registry
+from fleetwatch.slo.engine import SLOEngine
+from fleetwatch.slo.export import slo_registry
+from fleetwatch.slo.spec import SLOFile
 
 log = logging.getLogger("fleetwatch.server")
 
@@ -75,12 +79,47 @@ def make_app(scraper: Scraper,
     return app
 
 
+def slo_routes(engine: SLOEngine) -> tuple[dict[str, Handler], Callable[[], bytes]]:
+    """HTTP routes and the extra /metrics body of the SLO engine.
+
+    * ``/slo`` — per SLO and model: state and its explanation, budget, burn rates by
+      window and band, capacity (JSON);
+    * ``/autoscaling`` — KEDA metrics-api JSON, one object per model: ``signal``, its
+      ``components``, ``capacity``, ``concurrency``, ``state``;
+    * ``/autoscaling/{model}`` — one model (all its versions): ``signal`` is the largest
+      of its versions' signals; KEDA ``valueLocation: signal``.
+    """
+    registry = slo_registry(engine)
+
+    async def slo(_request: web.Request) -> web.Response:
+        return web.json_response({"updated": engine.last_update, "slos": engine.status()})
+
+    async def autoscaling(_request: web.Request) -> web.Response:
+        return web.json_response({"updated": engine.last_update,
+                                  "models": engine.autoscaling()})
+
+    async def autoscaling_model(request: web.Request) -> web.Response:
+        model = request.match_info["model"]
+        items = [o for o in engine.autoscaling() if o["model"] == model]
+        if not items:
+            return web.json_response({"error": f"no such model: {model}"}, status=404)
+        return web.json_response({"model": model, "signal": max(o["signal"] for o in items),
+                                  "versions": items})
+
+    routes: dict[str, Handler] = {"/slo": slo, "/autoscaling": autoscaling,
+                                  "/autoscaling/{model}": autoscaling_model}
+    return routes, lambda: generate_latest(registry)
+
+
 async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
                       stop: asyncio.Event | None = None,
-                      on_ready: Callable[[int], None] | None = None) -> None:
+                      on_ready: Callable[[int], None] | None = None,
+                      slos: SLOFile | None = None) -> None:
     """Serve until ``stop`` is set or SIGINT/SIGTERM arrives.
 
     ``on_ready(port)`` is called once the HTTP socket listens (port 0 picks a free one).
+    With ``slos``, the SLO engine runs on every snapshot and its metrics and endpoints
+    are served too.
     """
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -88,7 +127,12 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, stop.set)
     async with Scraper(cfg, registry) as scraper:
-        app = make_app(scraper)
+        routes, extra = None, None
+        if slos is not None:
+            engine = SLOEngine(slos, registry)
+            scraper.subscribers.append(engine.update)
+            routes, extra = slo_routes(engine)
+        app = make_app(scraper, routes, extra)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, cfg.listen.address, cfg.listen.port)

@@ -88,7 +88,9 @@ LABELS: tuple[LabelDef, ...] = (
              ("stop", "length", "abort", "error", "repetition")),
     LabelDef("token_type", "Input (prompt) or output (generated) tokens.", ("input", "output"),
              otel="gen_ai.token.type"),
-    LabelDef("state", "Request state inside the server.", ("running", "waiting"),
+    LabelDef("state", "Request state inside the server (modelserver_requests_active); SLO "
+             "state (fleetwatch_slo_state).", ("running", "waiting", "ok", "regression",
+                                               "overload", "no_data", "misconfigured"),
              otel="modelserver.request.state"),
     LabelDef("phase", "Processing phase; different backends have different phase sets, "
              "compare within a backend.",
@@ -119,8 +121,15 @@ LABELS: tuple[LabelDef, ...] = (
     LabelDef("oncall", "On-call rotation or pager target (model registry)."),
     LabelDef("latency_tier", "Latency tier (model registry), e.g. interactive, batch."),
     LabelDef("target", "Upstream target name from the sidecar configuration."),
+    LabelDef("slo", "SLO name (SLO file)."),
+    LabelDef("band", "Per-replica concurrency band: its upper bound (\"1\", \"2\", \"4\", …, "
+             "\"+Inf\"), or \"all\"."),
+    LabelDef("window", "Burn-rate window, e.g. 5m, 1h, 3d."),
+    LabelDef("component", "Autoscaling component.", ("concurrency", "queue_wait", "kv_cache",
+                                                     "gpu_memory")),
     LabelDef("reason", "Why a scrape failed.", ("timeout", "connection", "http_status",
-                                                 "not_metrics", "empty", "decode", "parse")),
+                                                 "not_metrics", "empty", "decode", "parse",
+                                                 "too_large", "internal")),
 )
 
 _H = "histogram"
@@ -258,7 +267,10 @@ METRICS: tuple[MetricDef, ...] = (
               per_model=True),
 )
 
-#: Families fleetwatch computes about itself (rendered by prometheus_client).
+_MODEL_KEY = ("model", "model_version", "backend")
+_SLO_LABELS = ("slo", *_MODEL_KEY)
+
+#: Families fleetwatch computes itself (rendered by prometheus_client).
 SELF_METRICS: tuple[MetricDef, ...] = (
     MetricDef("fleetwatch_upstream_up", _G, "boolean",
               "1 when the last scrape of the target returned a usable exposition.",
@@ -283,6 +295,40 @@ SELF_METRICS: tuple[MetricDef, ...] = (
     MetricDef("fleetwatch_upstream_model_ready", _G, "boolean",
               "1 when the model reports ready (Triton /v2/models/<m>/ready, vLLM /health).",
               ("target", "model"), "stable", per_model=False),
+    # -- the SLO engine ------------------------------------------------------------
+    MetricDef("fleetwatch_slo_events_total", _C, "events",
+              "SLI events (all), by the concurrency band of the interval they happened in "
+              "(band=\"all\": every band). Sum over replicas for fleet-wide burn rates.",
+              (*_SLO_LABELS, "band"), "beta", per_model=False),
+    MetricDef("fleetwatch_slo_good_events_total", _C, "events",
+              "Good SLI events, by concurrency band (see fleetwatch_slo_events_total).",
+              (*_SLO_LABELS, "band"), "beta", per_model=False),
+    MetricDef("fleetwatch_slo_burn_rate", _G, "ratio",
+              "Error rate over the window ÷ error budget (1 = budget lasts the period), "
+              "per band and overall (band=\"all\"); NaN without events.",
+              (*_SLO_LABELS, "band", "window"), "beta", per_model=False),
+    MetricDef("fleetwatch_slo_error_budget_remaining_ratio", _G, "ratio",
+              "Share of the period's error budget left (negative when overspent).",
+              _SLO_LABELS, "beta", per_model=False),
+    MetricDef("fleetwatch_slo_capacity_concurrency", _G, "requests",
+              "Capacity at SLO: the highest per-replica concurrency band whose burn rate "
+              "stays below 1 (the declared envelope until a band has enough events).",
+              _SLO_LABELS, "beta", per_model=False),
+    MetricDef("fleetwatch_slo_state", _G, "boolean",
+              "1 for the current state of the SLO on the model: ok, regression (burn inside "
+              "the concurrency envelope: page), overload (burn only above it: scale out), "
+              "no_data, misconfigured.", (*_SLO_LABELS, "state"), "beta", per_model=False),
+    MetricDef("fleetwatch_slo_concurrency", _G, "requests",
+              "Observed per-replica concurrency of the last interval (running requests, or "
+              "Little's law from request durations).", _MODEL_KEY, "beta", per_model=False),
+    MetricDef("fleetwatch_autoscaling_signal_ratio", _G, "ratio",
+              "Autoscaling signal: the largest component; with an HPA/KEDA AverageValue "
+              "target of 1, desired replicas = ceil(sum over replicas).", _MODEL_KEY, "beta",
+              per_model=False),
+    MetricDef("fleetwatch_autoscaling_component_ratio", _G, "ratio",
+              "Autoscaling components: concurrency ÷ capacity at SLO, queue wait ÷ target, "
+              "KV-cache usage ÷ target, GPU-memory usage ÷ target.",
+              (*_MODEL_KEY, "component"), "beta", per_model=False),
 )
 
 METRICS_BY_NAME: dict[str, MetricDef] = {m.name: m for m in METRICS + SELF_METRICS}

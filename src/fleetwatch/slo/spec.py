@@ -1,0 +1,373 @@
+"""SLO specifications (YAML), validated strictly; field names follow OpenSLO where it has them.
+
+::
+
+    windows:                       # optional; default: the SRE Workbook's catalog below
+      - {long: 1h, short: 5m, budget_consumed: 0.02, severity: page}    # 14.4x for 30d
+      - {long: 6h, short: 30m, budget_consumed: 0.05, severity: page}   # 6x
+      - {long: 1d, short: 2h, budget_consumed: 0.10, severity: ticket}  # 3x
+      - {long: 3d, short: 6h, budget_consumed: 0.10, severity: ticket}  # 1x
+    capacity: {window: 6h, min_events: 200, hysteresis_updates: 3}
+    autoscaling: {queue_wait_seconds: 0.5, kv_cache_usage_ratio: 0.9,
+                  gpu_memory_usage_ratio: 0.9}
+    slos:
+      - name: llm-ttft
+        description: TTFT within 500 ms
+        selector: {models: ["llama-*"], teams: [genai], latency_tiers: [interactive]}
+        sli:
+          latency: {metric: ttft, threshold_seconds: 0.5}   # good = TTFT ≤ 0.5 s
+        objectives: [{target: 0.99}]                         # or "99%"
+        timeWindow: [{duration: 28d, isRolling: true}]
+        budgetingMethod: Occurrences
+        concurrency: {envelope: 8, bands: [1, 2, 4, 8, 16, 32]}
+
+SLI kinds: ``latency`` (events from histogram buckets of ``ttft``, ``itl``, ``tpot``,
+``request`` or ``queue``; the threshold must be a bucket boundary of the source),
+``availability`` (good = successful requests), ``timeslice`` (OpenSLO ``Timeslices``: an
+interval is good when its quantile from Triton's summaries, or its mean latency, is ≤ the
+threshold). A window's burn-rate threshold is ``budget_consumed × period / long``
+(14.4 / 6 / 3 / 1 for a 30-day period).
+
+Errors raise :class:`SLOSpecError` naming the file, the SLO and the field.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from fleetwatch.config import format_validation_error
+
+#: Normalized histogram (and summary) families behind each latency metric name.
+LATENCY_METRICS = {
+    "ttft": "modelserver_time_to_first_token_seconds",
+    "itl": "modelserver_inter_token_latency_seconds",
+    "tpot": "modelserver_time_per_output_token_seconds",
+    "request": "modelserver_request_duration_seconds",
+    "queue": "modelserver_queue_duration_seconds",
+}
+SUMMARY_METRICS = {
+    "request": "modelserver_request_duration_summary_seconds",
+    "queue": "modelserver_queue_duration_summary_seconds",
+}
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+
+
+class SLOSpecError(ValueError):
+    """An invalid SLO file; the message names the file, the SLO and the field."""
+
+
+def parse_duration(text: str | int | float) -> float:
+    """``"5m"``, ``"1h30m"``, ``"28d"``, ``"250ms"`` or a number of seconds → seconds (>0).
+
+    Raises ``ValueError`` for anything else.
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if text <= 0:
+            raise ValueError("duration must be positive")
+        return float(text)
+    s = str(text).strip()
+    pos, total = 0, 0.0
+    for m in _DURATION_RE.finditer(s):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    if pos != len(s) or not s or total <= 0:
+        raise ValueError(f"invalid duration {text!r} (use e.g. 30s, 5m, 1h, 28d)")
+    return total
+
+
+def format_duration(seconds: float) -> str:
+    """The shortest exact ``30s``/``5m``/``1h``/``3d`` form (Prometheus range style)."""
+    for unit in ("w", "d", "h", "m", "s"):
+        size = _UNITS[unit]
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{round(seconds * 1000)}ms"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+Duration = float  # seconds; YAML accepts "5m", "1h", "28d" or a number of seconds
+
+
+class BurnWindow(_Strict):
+    """One multiwindow multi-burn-rate pair: alert when both windows burn faster than
+    ``budget_consumed × period / long``."""
+
+    long: Duration
+    short: Duration
+    budget_consumed: float = Field(gt=0, le=1)
+    severity: Literal["page", "ticket"] = "page"
+
+    @field_validator("long", "short", mode="before")
+    @classmethod
+    def _dur(cls, v: object) -> float:
+        return parse_duration(v)  # type: ignore[arg-type]
+
+    @model_validator(mode="after")
+    def _short_shorter(self) -> BurnWindow:
+        if self.short >= self.long:
+            raise ValueError("short window must be shorter than long window")
+        return self
+
+    def factor(self, period_seconds: float) -> float:
+        """Burn-rate threshold for an SLO period (14.4 for 1h/2 % over 30 days)."""
+        return self.budget_consumed * period_seconds / self.long
+
+    @property
+    def name(self) -> str:
+        return f"{format_duration(self.long)}/{format_duration(self.short)}"
+
+
+DEFAULT_WINDOWS = (
+    BurnWindow(long="1h", short="5m", budget_consumed=0.02, severity="page"),
+    BurnWindow(long="6h", short="30m", budget_consumed=0.05, severity="page"),
+    BurnWindow(long="1d", short="2h", budget_consumed=0.10, severity="ticket"),
+    BurnWindow(long="3d", short="6h", budget_consumed=0.10, severity="ticket"),
+)
+
+
+class Selector(_Strict):
+    """Which registry models an SLO covers: names (globs), teams, latency tiers. Empty
+    lists match everything; all given criteria must hold."""
+
+    models: list[str] = Field(default_factory=list)
+    teams: list[str] = Field(default_factory=list)
+    latency_tiers: list[str] = Field(default_factory=list)
+
+
+class LatencySLI(_Strict):
+    """Good event: an observation of ``metric`` ≤ ``threshold_seconds`` (histogram buckets)."""
+
+    metric: Literal["ttft", "itl", "tpot", "request", "queue"]
+    threshold_seconds: float = Field(gt=0)
+
+
+class AvailabilitySLI(_Strict):
+    """Good event: a request that finished with outcome=success."""
+
+
+class TimesliceSLI(_Strict):
+    """Good time slice: the interval's ``statistic`` of ``metric`` ≤ ``threshold_seconds``.
+
+    ``statistic`` is ``mean`` (Δsum/Δcount, any source) or ``pNN`` (e.g. ``p99``: the
+    quantile from Triton's latency summaries, which needs
+    ``--metrics-config summary_latencies=true``).
+    """
+
+    metric: Literal["request", "queue"]
+    statistic: str = Field(pattern=r"^(mean|p\d{1,2}(\.\d+)?)$")
+    threshold_seconds: float = Field(gt=0)
+
+    @property
+    def quantile(self) -> str | None:
+        """The summary's ``quantile`` label value (``p99`` → ``0.99``) or None for mean."""
+        if self.statistic == "mean":
+            return None
+        return format(float(self.statistic[1:]) / 100, "g")
+
+
+class SLI(_Strict):
+    """Exactly one of ``latency``, ``availability`` or ``timeslice``."""
+
+    latency: LatencySLI | None = None
+    availability: AvailabilitySLI | None = None
+    timeslice: TimesliceSLI | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> SLI:
+        given = [k for k in ("latency", "availability", "timeslice") if getattr(self, k)]
+        if len(given) != 1:
+            raise ValueError("give exactly one of latency, availability, timeslice")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in ("latency", "availability", "timeslice") if getattr(self, k))
+
+
+class Objective(_Strict):
+    """OpenSLO objective: ``target`` as a ratio (0.99) or a percentage string ("99%")."""
+
+    target: float
+
+    @field_validator("target", mode="before")
+    @classmethod
+    def _percent(cls, v: object) -> object:
+        if isinstance(v, str) and v.strip().endswith("%"):
+            return float(v.strip()[:-1]) / 100
+        return v
+
+    @field_validator("target")
+    @classmethod
+    def _range(cls, v: float) -> float:
+        if not 0 < v < 1:
+            raise ValueError("target must be between 0 and 1 exclusive (e.g. 0.99 or '99%')")
+        return v
+
+
+class TimeWindow(_Strict):
+    """OpenSLO time window; fleetwatch supports rolling windows."""
+
+    duration: Duration
+    is_rolling: bool = Field(True, alias="isRolling")
+
+    @field_validator("duration", mode="before")
+    @classmethod
+    def _dur(cls, v: object) -> float:
+        return parse_duration(v)  # type: ignore[arg-type]
+
+    @field_validator("is_rolling")
+    @classmethod
+    def _rolling(cls, v: bool) -> bool:
+        if not v:
+            raise ValueError("only rolling windows are supported (isRolling: true)")
+        return v
+
+
+class Concurrency(_Strict):
+    """The concurrency envelope: per-replica concurrency up to which the SLO is promised,
+    and the bands (upper bounds, ascending) that condition events. Default bands: 1, 2,
+    4, … up to twice the envelope."""
+
+    envelope: float = Field(gt=0)
+    bands: list[float] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _bands(self) -> Concurrency:
+        if not self.bands:
+            bands, b = [], 1.0
+            while b < self.envelope * 2:
+                bands.append(b)
+                b *= 2
+            bands.append(b)
+            object.__setattr__(self, "bands", bands)
+        if any(b <= 0 for b in self.bands) or sorted(set(self.bands)) != list(self.bands):
+            raise ValueError("bands must be positive and strictly ascending")
+        if self.envelope > self.bands[-1]:
+            raise ValueError("envelope must not exceed the highest band")
+        return self
+
+
+class SLOSpec(_Strict):
+    """One SLO (see module docstring)."""
+
+    name: str = Field(min_length=1, pattern=r"^[a-zA-Z0-9_.:-]+$")
+    description: str = ""
+    selector: Selector = Selector()
+    sli: SLI
+    objectives: list[Objective] = Field(min_length=1, max_length=1)
+    time_window: list[TimeWindow] = Field(alias="timeWindow", min_length=1, max_length=1)
+    budgeting_method: Literal["Occurrences", "Timeslices"] = Field("Occurrences",
+                                                                   alias="budgetingMethod")
+    concurrency: Concurrency
+
+    @model_validator(mode="after")
+    def _method_matches_sli(self) -> SLOSpec:
+        timeslice = self.sli.kind == "timeslice"
+        if timeslice != (self.budgeting_method == "Timeslices"):
+            raise ValueError("budgetingMethod must be Timeslices for a timeslice SLI and "
+                             "Occurrences otherwise")
+        return self
+
+    @property
+    def objective(self) -> float:
+        return self.objectives[0].target
+
+    @property
+    def period_seconds(self) -> float:
+        return self.time_window[0].duration
+
+
+class CapacitySettings(_Strict):
+    """How capacity at SLO is learned: the burn-rate ``window`` it looks at, the events a
+    band needs before it is trusted, and how many consecutive updates a new estimate must
+    persist before it is adopted (hysteresis)."""
+
+    window: Duration = 6 * 3600.0
+    min_events: int = Field(200, ge=1)
+    hysteresis_updates: int = Field(3, ge=1)
+
+    @field_validator("window", mode="before")
+    @classmethod
+    def _dur(cls, v: object) -> float:
+        return parse_duration(v)  # type: ignore[arg-type]
+
+
+class AutoscalingSettings(_Strict):
+    """Targets of the autoscaling components (each component = observed / target)."""
+
+    queue_wait_seconds: float = Field(0.5, gt=0)
+    kv_cache_usage_ratio: float = Field(0.9, gt=0, le=1)
+    gpu_memory_usage_ratio: float = Field(0.9, gt=0, le=1)
+
+
+class SLOFile(_Strict):
+    """A whole SLO file."""
+
+    windows: list[BurnWindow] = Field(default_factory=lambda: list(DEFAULT_WINDOWS))
+    capacity: CapacitySettings = CapacitySettings()
+    autoscaling: AutoscalingSettings = AutoscalingSettings()
+    slos: list[SLOSpec] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> SLOFile:
+        names = [s.name for s in self.slos]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"SLO names must be unique; repeated: {', '.join(dupes)}")
+        return self
+
+    def all_windows(self) -> list[float]:
+        """Every distinct window length (seconds), ascending, plus the capacity window."""
+        ws = {w.long for w in self.windows} | {w.short for w in self.windows}
+        ws.add(self.capacity.window)
+        return sorted(ws)
+
+
+def parse_slo_file(data: object, source: str = "<memory>") -> SLOFile:
+    """Validate parsed YAML; raise :class:`SLOSpecError` naming source, SLO and field."""
+    if not isinstance(data, dict):
+        raise SLOSpecError(f"{source}: expected a mapping with a 'slos:' list")
+    try:
+        return SLOFile.model_validate(data)
+    except ValidationError as exc:
+        text = format_validation_error(exc, source)
+        # name the SLO: slos[2] → slos[2] (name 'llm-ttft')
+        slos = data.get("slos") if isinstance(data.get("slos"), list) else []
+
+        def named(m: re.Match) -> str:
+            i = int(m.group(1))
+            name = slos[i].get("name") if i < len(slos) and isinstance(slos[i], dict) else None
+            return f"slos[{i}]" + (f" (name {name!r})" if name else "")
+
+        raise SLOSpecError(re.sub(r"slos\[(\d+)\]", named, text)) from None
+
+
+def load_slo_file(path: str | Path) -> SLOFile:
+    """Read and validate an SLO YAML file; raises :class:`SLOSpecError`."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SLOSpecError(f"{p}: cannot read SLO file: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise SLOSpecError(f"{p}: not valid YAML: {exc}") from None
+    return parse_slo_file(data, str(p))

@@ -1,0 +1,87 @@
+"""Sliding-window event counts for many series in bounded memory.
+
+Each window of length ``W`` is a ring of ``buckets`` sub-intervals of ``W / buckets``
+seconds (multi-resolution: a 5-minute window has 5-second buckets, a 30-day one 12-hour
+buckets), with a running sum, so an update costs O(series × windows) vectorized and
+memory is ``series × windows × buckets × 2`` floats whatever the window lengths. A
+window's sum covers between ``W (1 - 1/buckets)`` and ``W`` seconds of the past.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+
+
+class RollingWindows:
+    """Good/total event counts per series over several sliding windows.
+
+    ``windows`` are lengths in seconds. Series are any hashable keys, allocated on first
+    use. Times are Unix seconds and must not go backwards (a smaller time is treated as
+    the last one).
+    """
+
+    def __init__(self, windows: Sequence[float], buckets: int = 60, capacity: int = 64) -> None:
+        self.windows = np.asarray(sorted(set(float(w) for w in windows)))
+        self.index = {float(w): i for i, w in enumerate(self.windows)}
+        self.buckets = buckets
+        self.resolution = self.windows / buckets
+        n_w = len(self.windows)
+        self._data = np.zeros((capacity, n_w, buckets, 2))
+        self._sums = np.zeros((capacity, n_w, 2))
+        self._last = np.full(n_w, -1, dtype=np.int64)
+        self.rows: dict[Hashable, int] = {}
+
+    def row(self, key: Hashable) -> int:
+        """The row of ``key`` (allocating it, growing storage ×2 when full)."""
+        r = self.rows.get(key)
+        if r is None:
+            r = len(self.rows)
+            if r >= self._data.shape[0]:
+                grow = self._data.shape[0]
+                self._data = np.concatenate([self._data, np.zeros_like(self._data[:grow])])
+                self._sums = np.concatenate([self._sums, np.zeros_like(self._sums[:grow])])
+            self.rows[key] = r
+        return r
+
+    def advance(self, t: float) -> None:
+        """Move every window's current bucket to time ``t``, expiring old buckets."""
+        idx = np.floor(t / self.resolution).astype(np.int64)
+        for w in range(len(self.windows)):
+            last = self._last[w]
+            cur = idx[w]
+            if last < 0:
+                self._last[w] = cur
+                continue
+            if cur <= last:
+                continue
+            steps = min(cur - last, self.buckets)
+            for k in range(1, steps + 1):
+                b = (last + k) % self.buckets
+                self._sums[:, w, :] -= self._data[:, w, b, :]
+                self._data[:, w, b, :] = 0.0
+            self._last[w] = cur
+
+    def add(self, t: float, rows: np.ndarray, good: np.ndarray, total: np.ndarray) -> None:
+        """Add events at time ``t``: ``good[i]``/``total[i]`` to row ``rows[i]``."""
+        self.advance(t)
+        if len(rows) == 0:
+            return
+        vals = np.stack([good, total], axis=1)
+        n = len(self.rows)
+        acc = np.zeros((n, 2))
+        np.add.at(acc, rows, vals)
+        touched = np.unique(rows)
+        for w in range(len(self.windows)):
+            b = int(self._last[w] % self.buckets)
+            self._data[touched, w, b, :] += acc[touched]
+            self._sums[touched, w, :] += acc[touched]
+
+    def sums(self) -> np.ndarray:
+        """``[rows, windows, 2]`` good/total sums (a view: copy before keeping it)."""
+        return self._sums[: len(self.rows)]
+
+    def nbytes(self) -> int:
+        """Memory held by the counts, in bytes."""
+        return self._data.nbytes + self._sums.nbytes
