@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fleetwatch.exporters.mapping import Normalized, value_of
+from fleetwatch.exporters.mapping import Normalized
 from fleetwatch.exporters.parser import split_key
 from fleetwatch.exporters.scraper import Snapshot
 from fleetwatch.labels.registry import Registry
@@ -63,6 +63,12 @@ _QUEUE = "modelserver_queue_duration_seconds"
 _KV = "modelserver_kv_cache_usage_ratio"
 _GPU_USED = "modelserver_gpu_memory_used_bytes"
 _GPU_TOTAL = "modelserver_gpu_memory_total_bytes"
+
+
+# How a normalized series feeds an interval (codes ≥ _R_COUNTERS are cumulative).
+_R_SKIP, _R_RUNNING, _R_KV, _R_QUANTILE, _R_GPU_USED, _R_GPU_TOTAL = range(6)
+_R_COUNTERS = 10
+_R_BUCKET, _R_COUNT, _R_SUM, _R_REQ_GOOD, _R_REQ_BAD, _R_SUMMARY_COUNT = range(10, 16)
 
 
 def band_label(bound: float) -> str:
@@ -127,6 +133,8 @@ class SLOModelState:
     pending_capacity: float | None = None
     pending_count: int = 0
     burning_bands: list[str] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)  # band → row of the window store
+    bands: list[tuple[float, str]] = field(default_factory=list)
     events: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     good: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     last_band: str | None = None
@@ -156,7 +164,11 @@ class SLOEngine:
         self._prev_ts: float | None = None
         self._prev: dict[str, float] = {}  # series prefix → last cumulative value
         self._prev_running: dict[ModelKey, float] = {}
-        self._parsed: dict[str, tuple[str, dict[str, str]]] = {}
+        self._readers: dict[str, tuple] = {}
+        self._row_objective: list[float] = []
+        self._row_period: list[float] = []
+        self._burn = np.zeros((0, len(self.window_lengths)))
+        self._burning = np.zeros(0, dtype=bool)
         self._bounds: dict[tuple[str, ModelKey], set[float]] = defaultdict(set)
         self._families = self._needed_families()
         self._selected: dict[tuple[str, ModelKey], bool] = {}
@@ -172,25 +184,6 @@ class SLOEngine:
                 if s.sli.timeslice.quantile is not None:
                     names.add(SUMMARY_METRICS[s.sli.timeslice.metric])
         return [i for i, m in enumerate(METRICS) if m.name in names]
-
-    def _parse(self, prefix: str) -> tuple[str, dict[str, str]]:
-        got = self._parsed.get(prefix)
-        if got is None:
-            name, pairs = split_key(prefix)
-            got = (name, dict(pairs))
-            if len(self._parsed) > 200_000:
-                self._parsed.clear()
-            self._parsed[prefix] = got
-        return got
-
-    def _delta(self, prefix: str, value: float, seen: dict[str, float]) -> float:
-        """Counter delta since the previous snapshot; a decrease is a reset (the new value
-        is the delta); a series seen for the first time contributes nothing."""
-        seen[prefix] = value
-        prev = self._prev.get(prefix)
-        if prev is None:
-            return 0.0
-        return value - prev if value >= prev else value
 
     def update(self, snap: Snapshot) -> None:
         """Account one snapshot (call for every scrape, in order)."""
@@ -219,52 +212,87 @@ class SLOEngine:
         self.last_update = ts
         self.update_seconds = time.perf_counter() - t0
 
+    def _reader(self, fam_name: str, prefix: str) -> tuple:
+        """Compile how a normalized series feeds the interval (once per series)."""
+        name, labels = split_key(prefix)
+        labels = dict(labels)
+        if fam_name == _GPU_USED:
+            return (_R_GPU_USED, None, None)
+        if fam_name == _GPU_TOTAL:
+            return (_R_GPU_TOTAL, None, None)
+        if "model" not in labels:
+            return (_R_SKIP, None, None)
+        mk = (labels["model"], labels.get("model_version", ""), labels["backend"])
+        if fam_name == _REQUESTS:
+            return (_R_REQ_GOOD if labels.get("outcome") == "success" else _R_REQ_BAD, mk, None)
+        if fam_name == _ACTIVE:
+            return (_R_RUNNING if labels.get("state") == "running" else _R_SKIP, mk, None)
+        if fam_name == _KV:
+            return (_R_KV, mk, None)
+        if name.endswith("_bucket"):
+            le = float(labels["le"])
+            self._bounds[(fam_name, mk)].add(le)
+            return (_R_BUCKET, mk, (fam_name, le))
+        if name.endswith("_sum"):
+            return (_R_SUM if not fam_name.endswith("_summary_seconds") else _R_SKIP, mk,
+                    fam_name)
+        if name.endswith("_count"):
+            summary = fam_name.endswith("_summary_seconds")
+            return (_R_SUMMARY_COUNT if summary else _R_COUNT, mk, fam_name)
+        if "quantile" in labels:
+            return (_R_QUANTILE, mk, (fam_name, labels["quantile"]))
+        return (_R_SKIP, None, None)
+
     def _read(self, n: Normalized, intervals: dict[ModelKey, _Interval],
               seen: dict[str, float]) -> tuple[float, float]:
         gpu_used = gpu_total = 0.0
+        readers = self._readers
+        prev = self._prev
         for idx in self._families:
             fam_name = METRICS[idx].name
             for prefix, raw in n.families[idx].items():
-                value = value_of(raw)
-                name, labels = self._parse(prefix)
-                if fam_name == _GPU_USED:
-                    gpu_used += value
+                r = readers.get(prefix)
+                if r is None:
+                    if len(readers) > 500_000:
+                        readers.clear()
+                    r = readers[prefix] = self._reader(fam_name, prefix)
+                code, mk, arg = r
+                if code == _R_SKIP:
                     continue
-                if fam_name == _GPU_TOTAL:
-                    gpu_total += value
-                    continue
-                if "model" not in labels:
-                    continue
-                mk = (labels["model"], labels.get("model_version", ""), labels["backend"])
-                iv = intervals[mk]
-                if fam_name == _REQUESTS:
-                    d = self._delta(prefix, value, seen)
-                    iv.total_requests += d
-                    if labels.get("outcome") == "success":
+                value = raw if raw.__class__ is float else float(raw)
+                if code >= _R_COUNTERS:  # cumulative: take the reset-aware delta
+                    seen[prefix] = value
+                    before = prev.get(prefix)
+                    d = 0.0 if before is None else (
+                        value - before if value >= before else value)
+                    iv = intervals[mk]
+                    if code == _R_BUCKET:
+                        h = iv.hists[arg[0]]
+                        h.buckets[arg[1]] = h.buckets.get(arg[1], 0.0) + d
+                    elif code == _R_COUNT:
+                        iv.hists[arg].count += d
+                    elif code == _R_SUM:
+                        iv.hists[arg].sum += d
+                    elif code == _R_REQ_GOOD:
+                        iv.total_requests += d
                         iv.good_requests += d
-                elif fam_name == _ACTIVE:
-                    if labels.get("state") == "running":
-                        iv.running_now = (iv.running_now or 0.0) + value
-                elif fam_name == _KV:
+                    elif code == _R_REQ_BAD:
+                        iv.total_requests += d
+                    else:  # _R_SUMMARY_COUNT
+                        key = (arg, "_count_delta")
+                        iv.summaries[key] = iv.summaries.get(key, 0.0) + d
+                elif code == _R_RUNNING:
+                    iv = intervals[mk]
+                    iv.running_now = (iv.running_now or 0.0) + value
+                elif code == _R_KV:
+                    iv = intervals[mk]
                     iv.kv_usage = max(iv.kv_usage or 0.0, value)
-                elif METRICS[idx].type == "summary":
-                    if "quantile" in labels:
-                        iv.summaries[(fam_name, labels["quantile"])] = value
-                    elif name.endswith("_count"):
-                        iv.summaries[(fam_name, "_count_delta")] = (
-                            iv.summaries.get((fam_name, "_count_delta"), 0.0)
-                            + self._delta(prefix, value, seen))
-                else:  # histogram samples
-                    d = self._delta(prefix, value, seen)
-                    h = iv.hists[fam_name]
-                    if name.endswith("_bucket"):
-                        le = float(labels["le"])
-                        h.buckets[le] = h.buckets.get(le, 0.0) + d
-                        self._bounds[(fam_name, mk)].add(le)
-                    elif name.endswith("_sum"):
-                        h.sum += d
-                    elif name.endswith("_count"):
-                        h.count += d
+                elif code == _R_QUANTILE:
+                    intervals[mk].summaries[arg] = value
+                elif code == _R_GPU_USED:
+                    gpu_used += value
+                elif code == _R_GPU_TOTAL:
+                    gpu_total += value
         return gpu_used, gpu_total
 
     # -- accounting -----------------------------------------------------------------
@@ -356,14 +384,43 @@ class SLOEngine:
                 for b in (band, ALL):
                     st.events[b] += total
                     st.good[b] += good
-                    rows.append(self.windows.row((slo.name, mk, b)))
+                    rows.append(self._row(st, b))
                     goods.append(good)
                     totals.append(total)
         self.windows.add(ts, np.asarray(rows, dtype=np.int64), np.asarray(goods, dtype=float),
                          np.asarray(totals, dtype=float))
-        sums = self.windows.sums()
+        self._compute_burn()
+        burning = self._burning.tolist()
+        cap_i = self.windows.index[float(self.spec.capacity.window)]
+        cap_total = self.windows.sums()[:, cap_i, 1].tolist()
+        cap_burn = self._burn[:, cap_i].tolist()
         for st in self.states.values():
-            self._judge(st, sums)
+            self._judge(st, burning, cap_total, cap_burn)
+
+    def _row(self, st: SLOModelState, band: str) -> int:
+        r = st.rows.get(band)
+        if r is None:
+            r = st.rows[band] = self.windows.row((st.slo.name, st.model, band))
+            if r == len(self._row_objective):
+                self._row_objective.append(st.slo.objective)
+                self._row_period.append(st.slo.period_seconds)
+        return r
+
+    def _compute_burn(self) -> None:
+        """Burn rates of every row and window, and which rows burn on a window pair
+        (vectorized: one pass for all SLOs, models and bands)."""
+        sums = self.windows.sums()
+        n = sums.shape[0]
+        objective = np.asarray(self._row_objective[:n])
+        period = np.asarray(self._row_period[:n])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self._burn = (1.0 - sums[:, :, 0] / sums[:, :, 1]) / (1.0 - objective)[:, None]
+        burning = np.zeros(n, dtype=bool)
+        for w in self.spec.windows:
+            factor = w.budget_consumed * period / w.long
+            li, si = self.windows.index[float(w.long)], self.windows.index[float(w.short)]
+            burning |= (self._burn[:, li] > factor) & (self._burn[:, si] > factor)
+        self._burning = burning
 
     # -- judgement ------------------------------------------------------------------
     def window_sums(self, st: SLOModelState, band: str, window: float,
@@ -378,14 +435,20 @@ class SLOEngine:
 
     def burn(self, st: SLOModelState, band: str, window: float,
              sums: np.ndarray | None = None) -> float:
-        g, t = self.window_sums(st, band, window, sums)
-        return burn_rate(g, t, st.slo.objective)
+        """Burn rate of a band (or ``"all"``) over a window length, as of the last update."""
+        row = st.rows.get(band)
+        if row is None or row >= self._burn.shape[0]:
+            return math.nan
+        return float(self._burn[row, self.windows.index[float(window)]])
 
-    def _bands(self, st: SLOModelState) -> list[tuple[float, str]]:
-        bounds = [*st.slo.concurrency.bands, math.inf]
-        return [(b, band_label(b)) for b in bounds]
+    @staticmethod
+    def _bands(st: SLOModelState) -> list[tuple[float, str]]:
+        if not st.bands:
+            st.bands = [(b, band_label(b)) for b in [*st.slo.concurrency.bands, math.inf]]
+        return st.bands
 
-    def _judge(self, st: SLOModelState, sums: np.ndarray) -> None:
+    def _judge(self, st: SLOModelState, burning_rows: list[bool], cap_total: list[float],
+               cap_burn: list[float]) -> None:
         slo = st.slo
         if st.error is not None:
             st.state = "misconfigured"
@@ -393,15 +456,9 @@ class SLOEngine:
         if not st.events:
             st.state = "no_data"
             return
-        period = slo.period_seconds
-        burning: list[tuple[float, str]] = []
-        for b, label in self._bands(st):
-            for w in self.spec.windows:
-                factor = w.factor(period)
-                if (self.burn(st, label, w.long, sums) > factor
-                        and self.burn(st, label, w.short, sums) > factor):
-                    burning.append((b, label))
-                    break
+        bands = self._bands(st)
+        burning = [(b, label) for b, label in bands
+                   if label in st.rows and burning_rows[st.rows[label]]]
         st.burning_bands = [label for _, label in burning]
         envelope = slo.concurrency.envelope
         if any(b <= envelope for b, _ in burning):
@@ -417,14 +474,14 @@ class SLOEngine:
         cap_cfg = self.spec.capacity
         estimate: float | None = None
         trusted_any = False
-        for b, label in self._bands(st):
-            if math.isinf(b):
-                break
-            g, t = self.window_sums(st, label, cap_cfg.window, sums)
-            if t < cap_cfg.min_events:
+        for b, label in bands:
+            row = st.rows.get(label)
+            if math.isinf(b) or row is None:
+                continue
+            if cap_total[row] < cap_cfg.min_events:
                 continue
             trusted_any = True
-            if burn_rate(g, t, slo.objective) < 1.0:
+            if cap_burn[row] < 1.0:
                 estimate = b
             else:
                 break

@@ -1,0 +1,118 @@
+"""Benchmark of the SLO engine: update time and memory for 100 models × 3 SLOs × 8 bands.
+
+    ./dev bench-slo        (or: python benchmarks/bench_slo.py [--updates N])
+
+Each update is one sidecar snapshot of 100 vLLM models (TTFT histogram, requests by
+finish reason, running gauge, queue histogram, KV usage), normalized by the real mapping;
+three SLOs (TTFT latency, availability, request-time mean time slice) with 8 concurrency
+bands each, over the full default window catalog (5m … 3d, 28-day period). Concurrency
+walks through all bands so every (SLO, model, band) row is live. Prints the median and
+p99 update time and the process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from fleetwatch.exporters.mapping import Normalizer  # noqa: E402
+from fleetwatch.exporters.scraper import Snapshot  # noqa: E402
+from fleetwatch.exporters.sources import TABLES  # noqa: E402
+from fleetwatch.slo.engine import SLOEngine  # noqa: E402
+from fleetwatch.slo.spec import parse_slo_file  # noqa: E402
+
+TTFT = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0,
+        7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+BANDS = [1, 2, 4, 8, 16, 32, 64, 128]
+SLOS = {"slos": [
+    {"name": "ttft", "sli": {"latency": {"metric": "ttft", "threshold_seconds": 0.5}},
+     "objectives": [{"target": 0.99}], "timeWindow": [{"duration": "28d"}],
+     "concurrency": {"envelope": 32, "bands": BANDS}},
+    {"name": "availability", "sli": {"availability": {}}, "objectives": [{"target": 0.999}],
+     "timeWindow": [{"duration": "28d"}], "concurrency": {"envelope": 32, "bands": BANDS}},
+    {"name": "request-mean", "sli": {"timeslice": {"metric": "request", "statistic": "mean",
+                                                    "threshold_seconds": 2.0}},
+     "objectives": [{"target": 0.99}], "timeWindow": [{"duration": "28d"}],
+     "budgetingMethod": "Timeslices", "concurrency": {"envelope": 32, "bands": BANDS}},
+]}
+
+
+class Fleet:
+    """Cumulative counters of 100 simulated vLLM models."""
+
+    def __init__(self, models: int = 100) -> None:
+        self.rng = random.Random(7)
+        self.models = [f"llm-{i:03d}" for i in range(models)]
+        self.cum = {m: [0.0] * (len(TTFT) + 6) for m in self.models}
+        self.step_no = 0
+
+    def exposition(self) -> str:
+        self.step_no += 1
+        lines = []
+        for i, m in enumerate(self.models):
+            c = self.cum[m]
+            n = self.rng.randint(5, 50)
+            running = BANDS[(self.step_no + i) % len(BANDS)] * 0.9
+            cum_b = 0
+            for k in range(len(TTFT)):
+                cum_b += self.rng.randint(0, n // 4)
+                c[k] += min(cum_b, n)
+            c[-6] += n
+            c[-5] += n * 0.3
+            c[-4] += n - 1
+            c[-3] += 1
+            c[-2] += n * 1.5
+            lab = f'model_name="{m}",engine="0"'
+            lines.append(f"vllm:num_requests_running{{{lab}}} {running}")
+            lines.append(f"vllm:kv_cache_usage_perc{{{lab}}} {self.rng.random()}")
+            for k, b in enumerate(TTFT):
+                lines.append(f'vllm:time_to_first_token_seconds_bucket{{{lab},le="{b}"}} {c[k]}')
+            lines.append(f'vllm:time_to_first_token_seconds_bucket{{{lab},le="+Inf"}} {c[-6]}')
+            lines.append(f"vllm:time_to_first_token_seconds_count{{{lab}}} {c[-6]}")
+            lines.append(f"vllm:time_to_first_token_seconds_sum{{{lab}}} {c[-5]}")
+            lines.append(f'vllm:request_success_total{{{lab},finished_reason="stop"}} {c[-4]}')
+            lines.append(f'vllm:request_success_total{{{lab},finished_reason="abort"}} {c[-3]}')
+            lines.append(f"vllm:e2e_request_latency_seconds_count{{{lab}}} {c[-6]}")
+            lines.append(f"vllm:e2e_request_latency_seconds_sum{{{lab}}} {c[-2]}")
+            lines.append(f'vllm:e2e_request_latency_seconds_bucket{{{lab},le="+Inf"}} {c[-6]}')
+        return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--updates", type=int, default=300)
+    args = ap.parse_args()
+    fleet = Fleet()
+    norm = Normalizer(TABLES["vllm"])
+    engine = SLOEngine(parse_slo_file(SLOS))
+    times = []
+    for i in range(args.updates + 1):  # snapshots are built one at a time, not timed
+        snap = Snapshot(1_700_000_000.0 + 5.0 * i, {"vllm": norm.normalize(
+            fleet.exposition())})
+        t0 = time.perf_counter()
+        engine.update(snap)
+        times.append(time.perf_counter() - t0)
+    times = times[1:]
+    rows = len(engine.windows.rows)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"SLO engine: 100 models x 3 SLOs x {len(BANDS)} bands (+ overall), "
+          f"{len(engine.window_lengths)} windows "
+          f"({', '.join(f'{w:g}s' for w in engine.window_lengths)}), {args.updates} updates")
+    print(f"  live (SLO, model, band) rows: {rows}; window counts: "
+          f"{engine.windows.nbytes() / 1e6:.1f} MB")
+    print(f"  update time: median {statistics.median(times) * 1e3:.1f} ms, "
+          f"p99 {sorted(times)[int(len(times) * 0.99) - 1] * 1e3:.1f} ms, "
+          f"max {max(times) * 1e3:.1f} ms")
+    print(f"  peak RSS of the whole process (engine, mapping, one snapshot): {rss:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
