@@ -222,7 +222,7 @@ def test_versions_differ_only_in_service_time() -> None:
     v1, v2 = ((model / v / "model.py").read_text().splitlines() for v in ("1", "2"))
     changed = [(a, b) for a, b in zip(v1, v2, strict=True) if a != b]
     assert [a.split()[0] for a, _ in changed] == ['"""Demo', "SERVICE_TIME_S"], changed
-    assert [b.split()[:3] for _, b in changed][1] == ["SERVICE_TIME_S", "=", "0.024"]
+    assert [b.split()[:3] for _, b in changed][1] == ["SERVICE_TIME_S", "=", "0.050"]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,144 @@
+"""The SLO engine's scenario on a real Triton: latency grows with concurrency.
+
+``slo_sim`` has one instance whose service time (8 ms) makes latency ≈ concurrency × 8 ms
+and exports an end-to-end latency histogram through Triton's custom-metrics API, named
+as Triton's vLLM backend names it. A bounded closed-loop load steps concurrency 1, 2, 4,
+8 on version 1; then version 2 (50 ms service time: slow even at concurrency 1) runs at
+concurrency 1. Windows are shortened by configuration. The test shows low burn in low
+bands and high burn in high ones, capacity at SLO within one band of the knee computed
+from the measured latencies, ``overload`` above the envelope, ``regression`` for the slow
+version at low concurrency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from fleetwatch.config import parse_config
+from fleetwatch.demo.load import step_load
+from fleetwatch.demo.triton import TritonServer
+from fleetwatch.exporters.scraper import Scraper
+from fleetwatch.slo.engine import SLOEngine
+from fleetwatch.slo.spec import parse_slo_file
+
+pytestmark = pytest.mark.triton
+
+THRESHOLD = 0.04  # seconds: a bucket boundary of slo_sim's histogram
+OBJECTIVE = 0.9
+BANDS = [1, 2, 4, 8, 16]
+SLOS = {
+    # period 10m, long 30s → burn threshold 0.05 × 600 / 30 = 1
+    "windows": [{"long": "30s", "short": "6s", "budget_consumed": 0.05, "severity": "page"}],
+    "capacity": {"window": "2m", "min_events": 100, "hysteresis_updates": 2},
+    "slos": [{
+        "name": "sim-latency", "selector": {"models": ["slo_sim"]},
+        "sli": {"latency": {"metric": "request", "threshold_seconds": THRESHOLD}},
+        "objectives": [{"target": OBJECTIVE}], "timeWindow": [{"duration": "10m"}],
+        "concurrency": {"envelope": 4, "bands": BANDS},
+    }],
+}
+STEPS = (1, 2, 4, 8)
+SECONDS_PER_STEP = 4.0
+
+
+def _run(server: TritonServer):
+    cfg = parse_config({"scrape": {"interval_seconds": 1, "timeout_seconds": 1},
+                        "targets": [{"name": "triton", "kind": "triton",
+                                     "url": server.metrics_url, "api_url": server.http_url}]})
+    engine = SLOEngine(parse_slo_file(SLOS))
+    done = threading.Event()
+    results = {}
+    history: list[dict[str, str]] = []  # state of each version after every scrape
+
+    def record(_snap):
+        history.append({s["model_version"]: s["state"] for s in engine.status()})
+
+    def load():
+        try:
+            results["v1"] = step_load(server.http_address, "slo_sim", steps=STEPS,
+                                      seconds_per_step=SECONDS_PER_STEP, model_version="1")
+            results["v2"] = step_load(server.http_address, "slo_sim", steps=(1,),
+                                      seconds_per_step=SECONDS_PER_STEP, model_version="2")
+        finally:
+            done.set()
+
+    async def scrape():
+        async with Scraper(cfg) as scraper:
+            scraper.subscribers.append(engine.update)
+            scraper.subscribers.append(record)
+            await scraper.scrape_once()
+            thread = threading.Thread(target=load, daemon=True)
+            thread.start()
+            while not done.is_set():
+                await asyncio.sleep(1.0)
+                await scraper.scrape_once()
+            await asyncio.sleep(1.2)
+            await scraper.scrape_once()
+            for _ in range(3):  # let capacity's hysteresis settle on the final data
+                await asyncio.sleep(0.3)
+                await scraper.scrape_once()
+            thread.join(timeout=5)
+
+    asyncio.run(scrape())
+    results["history"] = history
+    return engine, results
+
+
+@pytest.fixture(scope="module")
+def scenario():
+    with TritonServer(models=["slo_sim"]) as server:
+        yield _run(server)
+
+
+def _st(engine, version):
+    return next(s for s in engine.status() if s["model_version"] == version)
+
+
+def test_burn_is_low_in_low_bands_and_high_in_high_ones(scenario):
+    engine, _ = scenario
+    v1 = _st(engine, "1")
+    burn = v1["burn_rates"]["2m"]
+    print({b: burn[b] for b in ("1", "2", "4", "8", "all")}, v1["events"])
+    for band in ("1", "2", "4"):
+        assert v1["events"].get(band, 0) > 50, (band, v1["events"])
+        assert burn[band] < 1, (band, burn)
+    assert v1["events"]["8"] > 50
+    assert burn["8"] > 5, burn
+
+
+def test_capacity_within_one_band_of_the_measured_knee(scenario):
+    engine, results = scenario
+    # the knee: the highest step whose measured latencies meet the objective
+    knee = max(r.concurrency for r in results["v1"]
+               if sum(lat <= THRESHOLD for lat in r.latencies_s) / len(r.latencies_s)
+               >= OBJECTIVE)
+    capacity = _st(engine, "1")["capacity"]
+    print("knee", knee, "capacity", capacity)
+    assert BANDS.index(capacity) - BANDS.index(knee) in (-1, 0, 1)
+
+
+def test_overload_above_the_envelope_and_autoscaling_follows(scenario):
+    engine, results = scenario
+    v1_states = [h["1"] for h in results["history"] if "1" in h]
+    print(v1_states)
+    # ok while concurrency stays within the envelope, overload once it goes above it,
+    # never a page for version 1
+    first_overload = v1_states.index("overload")
+    assert set(v1_states[:first_overload]) <= {"ok", "no_data"}
+    assert "regression" not in v1_states
+    assert first_overload >= len(STEPS[:-1]) * SECONDS_PER_STEP * 0.8  # during the c=8 step
+    auto = next(a for a in engine.autoscaling() if a["model_version"] == "1")
+    assert auto["capacity"] == _st(engine, "1")["capacity"]
+    assert auto["components"]["concurrency"] == pytest.approx(
+        auto["concurrency"] / auto["capacity"])
+
+
+def test_regression_for_the_slow_version_at_low_concurrency(scenario):
+    engine, _ = scenario
+    v2 = _st(engine, "2")
+    assert v2["events"]["1"] > 20
+    assert v2["state"] == "regression", v2["explanation"]
+    assert "page the owner" in v2["explanation"]
