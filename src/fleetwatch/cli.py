@@ -226,5 +226,29 @@ def demo(duration: float, port: int, log_level: str) -> None:
         run_demo(duration=duration, port=port)
 
 
+@main.command()
+@click.option("--registry", "registry_path", required=True, type=click.Path(dir_okay=False),
+              help="Model registry YAML (teams documented on the fleet dashboard).")
+@click.option("--slos", "slos_path", required=True, type=click.Path(dir_okay=False),
+              help="SLO file: one row per SLO on the SLO dashboard.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Output directory (dashboards/, provisioning/, kubernetes/).")
+@click.option("--namespace", default="monitoring", show_default=True,
+              help="Namespace of the generated ConfigMaps.")
+def dashboards(registry_path: str, slos_path: str, out_dir: str, namespace: str) -> None:
+    """Generate the Grafana dashboards (fleet, model, SLOs, GPUs) and their provisioning."""
+    from fleetwatch.dashboards import generate
+
+    files = generate(_registry(registry_path), _slo_file(slos_path), namespace)
+    for rel, text in files.items():
+        path = Path(out_dir) / rel
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            _fail(f"{path}: cannot write: {exc.strerror or exc}", code=1)
+    click.echo(f"wrote {len(files)} files to {out_dir}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
