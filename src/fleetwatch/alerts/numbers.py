@@ -1,0 +1,75 @@
+"""Exact number and duration formatting for generated rules.
+
+Every number that reaches a rule file goes through :func:`num`: ``0.999`` stays ``0.999``
+(never ``0.9990000000000001``), ``1 - 0.999`` is ``0.001``, ``14.4`` is ``14.4``, integers
+have no ``.0`` and nothing is written in exponent form. Arithmetic on SLO numbers is done
+in :class:`~decimal.Decimal` from the shortest ``repr`` of the spec's floats, so the
+generated text is what a person would write.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, localcontext
+
+_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+
+
+def dec(x: float | int | Decimal) -> Decimal:
+    """``x`` as a Decimal of its shortest repr, rounded to 12 decimal places."""
+    d = x if isinstance(x, Decimal) else Decimal(repr(round(float(x), 12)))
+    with localcontext() as ctx:
+        ctx.prec = 40
+        return d.quantize(Decimal("1e-12")).normalize()
+
+
+def num(x: float | int | Decimal) -> str:
+    """The exact plain text of a number: ``0.999``, ``0.001``, ``14.4``, ``2``, ``0.000001``."""
+    d = dec(x)
+    if d == 0:
+        return "0"
+    text = format(d, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def percent(ratio: float | Decimal) -> str:
+    """``0.999`` → ``99.9%``."""
+    return f"{num(dec(ratio) * 100)}%"
+
+
+def error_budget(objective: float) -> Decimal:
+    """``1 - objective`` exactly (``0.999`` → ``0.001``)."""
+    return dec(Decimal(1) - dec(objective))
+
+
+def burn_factor(budget_consumed: float, period_seconds: float, long_seconds: float) -> Decimal:
+    """Burn-rate threshold ``budget_consumed × period / long`` (0.02, 30d, 1h → 14.4)."""
+    with localcontext() as ctx:
+        ctx.prec = 40
+        return dec(dec(budget_consumed) * dec(period_seconds) / dec(long_seconds))
+
+
+def window(seconds: float) -> str:
+    """A Prometheus range in the largest exact unit among d/h/m/s (``28d``, ``1h``, ``30s``).
+
+    Weeks are never used (``28d``, not ``4w``) so names read like the SLO period.
+    Raises ``ValueError`` for durations that are not whole seconds.
+    """
+    s = dec(seconds)
+    if s <= 0 or s != s.to_integral_value():
+        raise ValueError(f"window {seconds!r} s is not a positive whole number of seconds")
+    n = int(s)
+    for unit, size in _UNITS:
+        if n % size == 0:
+            return f"{n // size}{unit}"
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def human_duration(seconds: float | Decimal) -> str:
+    """A readable duration for annotations: ``2.08d``, ``50h``, ``36m`` (3 significant digits)."""
+    s = float(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= 2 * size or (unit == "m" and s >= size):
+            return f"{num(float(f'{s / size:.3g}'))}{unit}"
+    return f"{num(float(f'{s:.3g}'))}s"

@@ -1,0 +1,205 @@
+"""Recording rules, as data: the names are a contract (dashboards and alerts query them).
+
+Names follow ``level:metric:operation``. Per-model rules carry ``model, model_version,
+backend`` (plus the label noted) and aggregate over replicas and instances with
+``sum by (…)``; SLO rules carry ``slo, model, model_version, backend, band`` and are
+computed **fleet-wide** from the sidecars' event counters (``fleetwatch_slo_events_total``,
+``fleetwatch_slo_good_events_total``, summed over replicas), so they agree with each
+sidecar's in-process burn rates when one sidecar serves the model.
+
+Per-model signals (5-minute windows):
+
+* ``model:modelserver_requests:rate5m`` (+ ``outcome``),
+  ``model:modelserver_request_errors:ratio_rate5m``;
+* for each latency histogram of :data:`LATENCY_HISTOGRAMS`: ``model:<metric>:mean5m``
+  (rate of ``_sum`` ÷ rate of ``_count``) and ``:p50_5m``, ``:p90_5m``, ``:p99_5m``
+  (``histogram_quantile`` over the buckets summed by ``le``; NaN where the source has only
+  the ``+Inf`` bucket, as Triton's mean-only histograms — honest, not invented);
+* ``model:modelserver_tokens:rate5m`` (+ ``token_type``),
+  ``model:modelserver_prefix_cache_hit:ratio_rate5m`` (hits ÷ queries),
+  ``model:modelserver_requests_active:sum`` (+ ``state``),
+  ``model:modelserver_kv_cache_usage:max``,
+  ``gpu:modelserver_gpu_memory_usage:ratio`` (labels ``gpu_uuid, backend``: used ÷ total);
+* ``model:fleetwatch_slo_concurrency:sum``, ``model:fleetwatch_autoscaling_signal:sum``.
+
+SLOs: ``slo_model_band:fleetwatch_slo_burn_rate:ratio_rate<W>`` for every window ``W`` of
+:func:`burn_windows` (``band="all"`` is the overall burn):
+``(1 − Σrate(good) ÷ Σrate(all)) ÷ (1 − objective)``, and
+``slo_model:fleetwatch_slo_error_budget_remaining:ratio`` = 1 − the burn rate over the
+SLO period (band ``all``).
+
+Import the names from here (:data:`MODEL_RULES`, :func:`slo_rules`, :func:`latency`,
+:func:`burn_rate`, :func:`recorded_names`) rather than spelling them out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from fleetwatch.alerts.numbers import error_budget, num, window
+from fleetwatch.slo.spec import SLOFile, SLOSpec
+
+LatencyStat = Literal["mean", "p50", "p90", "p99"]
+
+MODEL = ("model", "model_version", "backend")
+SLO_BAND = ("slo", "model", "model_version", "backend", "band")
+SLO_MODEL = ("slo", "model", "model_version", "backend")
+
+#: Latency histograms with recorded means and quantiles.
+LATENCY_HISTOGRAMS = (
+    "modelserver_request_duration_seconds",
+    "modelserver_queue_duration_seconds",
+    "modelserver_time_to_first_token_seconds",
+    "modelserver_inter_token_latency_seconds",
+    "modelserver_time_per_output_token_seconds",
+)
+LATENCY_STATS: tuple[LatencyStat, ...] = ("mean", "p50", "p90", "p99")
+_QUANTILES = {"p50": "0.5", "p90": "0.9", "p99": "0.99"}
+
+REQUESTS_RATE = "model:modelserver_requests:rate5m"
+ERROR_RATIO = "model:modelserver_request_errors:ratio_rate5m"
+TOKENS_RATE = "model:modelserver_tokens:rate5m"
+PREFIX_CACHE_HIT_RATIO = "model:modelserver_prefix_cache_hit:ratio_rate5m"
+REQUESTS_ACTIVE = "model:modelserver_requests_active:sum"
+KV_CACHE_USAGE = "model:modelserver_kv_cache_usage:max"
+GPU_MEMORY_USAGE = "gpu:modelserver_gpu_memory_usage:ratio"
+SLO_CONCURRENCY = "model:fleetwatch_slo_concurrency:sum"
+AUTOSCALING_SIGNAL = "model:fleetwatch_autoscaling_signal:sum"
+ERROR_BUDGET_REMAINING = "slo_model:fleetwatch_slo_error_budget_remaining:ratio"
+BURN_RATE_PREFIX = "slo_model_band:fleetwatch_slo_burn_rate:ratio_rate"
+
+
+@dataclass(frozen=True)
+class RecordingRule:
+    """One recording rule: the recorded name, its PromQL, the labels of the series it
+    records and what it means."""
+
+    record: str
+    expr: str
+    labels: tuple[str, ...]
+    help: str
+    static: tuple[tuple[str, str], ...] = ()  # labels the rule sets (``slo`` on SLO rules)
+
+
+def latency(metric: str, stat: LatencyStat) -> str:
+    """``model:<metric>:mean5m`` / ``:p99_5m`` for a histogram of :data:`LATENCY_HISTOGRAMS`."""
+    if metric not in LATENCY_HISTOGRAMS:
+        raise KeyError(f"no recorded latency for {metric!r}")
+    if stat not in LATENCY_STATS:
+        raise KeyError(f"no recorded statistic {stat!r}")
+    return f"model:{metric}:{stat}5m" if stat == "mean" else f"model:{metric}:{stat}_5m"
+
+
+def burn_rate(window_seconds: float) -> str:
+    """``slo_model_band:fleetwatch_slo_burn_rate:ratio_rate<W>`` (W like 5m, 1h, 1d, 28d)."""
+    return f"{BURN_RATE_PREFIX}{window(window_seconds)}"
+
+
+def burn_windows(slos: SLOFile) -> list[float]:
+    """Windows (seconds, ascending) with a recorded burn rate: both windows of every pair
+    of the catalog, the capacity window and every SLO's period."""
+    ws = {w.long for w in slos.windows} | {w.short for w in slos.windows}
+    ws.add(slos.capacity.window)
+    ws.update(s.period_seconds for s in slos.slos)
+    return sorted(ws)
+
+
+def _by(labels: tuple[str, ...]) -> str:
+    return f"by ({', '.join(labels)})"
+
+
+def _ratio_of_rates(num_sel: str, den_sel: str, labels: tuple[str, ...] = MODEL,
+                    rng: str = "5m") -> str:
+    return (f"sum {_by(labels)} (rate({num_sel}[{rng}]))\n"
+            f"/\nsum {_by(labels)} (rate({den_sel}[{rng}]))")
+
+
+def _model_rules() -> tuple[RecordingRule, ...]:
+    rules = [
+        RecordingRule(REQUESTS_RATE,
+                      f"sum {_by((*MODEL, 'outcome'))} (rate(modelserver_requests_total[5m]))",
+                      (*MODEL, "outcome"), "Finished requests per second by outcome."),
+        RecordingRule(
+            ERROR_RATIO,
+            f"(\n  sum {_by(MODEL)} (rate(modelserver_requests_total{{outcome=\"error\"}}[5m]))\n"
+            f"  or\n  0 * sum {_by(MODEL)} (rate(modelserver_requests_total[5m]))\n)\n"
+            f"/\nsum {_by(MODEL)} (rate(modelserver_requests_total[5m]))",
+            MODEL, "Share of finished requests that failed (0 when none failed; NaN "
+                   "without requests)."),
+    ]
+    for metric in LATENCY_HISTOGRAMS:
+        rules.append(RecordingRule(
+            latency(metric, "mean"), _ratio_of_rates(f"{metric}_sum", f"{metric}_count"),
+            MODEL, f"Mean of {metric} over 5 minutes (every source)."))
+        for stat in ("p50", "p90", "p99"):
+            rules.append(RecordingRule(
+                latency(metric, stat),  # type: ignore[arg-type]
+                f"histogram_quantile({_QUANTILES[stat]}, "
+                f"sum {_by((*MODEL, 'le'))} (rate({metric}_bucket[5m])))",
+                MODEL, f"{stat} of {metric} over 5 minutes from the buckets (NaN for "
+                       "mean-only sources such as Triton)."))
+    rules += [
+        RecordingRule(TOKENS_RATE,
+                      f"sum {_by((*MODEL, 'token_type'))} (rate(modelserver_tokens_total[5m]))",
+                      (*MODEL, "token_type"), "Tokens per second by token type."),
+        RecordingRule(PREFIX_CACHE_HIT_RATIO,
+                      _ratio_of_rates("modelserver_prefix_cache_hits_total",
+                                      "modelserver_prefix_cache_queries_total"),
+                      MODEL, "Prefix-cache hit ratio (hit tokens ÷ queried tokens)."),
+        RecordingRule(REQUESTS_ACTIVE,
+                      f"sum {_by((*MODEL, 'state'))} (modelserver_requests_active)",
+                      (*MODEL, "state"), "Requests running or waiting, over all replicas."),
+        RecordingRule(KV_CACHE_USAGE, f"max {_by(MODEL)} (modelserver_kv_cache_usage_ratio)",
+                      MODEL, "Highest KV-cache usage of any replica."),
+        RecordingRule(GPU_MEMORY_USAGE,
+                      "max by (gpu_uuid, backend) (modelserver_gpu_memory_used_bytes)\n/\n"
+                      "max by (gpu_uuid, backend) (modelserver_gpu_memory_total_bytes)",
+                      ("gpu_uuid", "backend"),
+                      "GPU memory used ÷ total per GPU (max: a GPU seen by several sidecars "
+                      "counts once)."),
+        RecordingRule(SLO_CONCURRENCY, f"sum {_by(MODEL)} (fleetwatch_slo_concurrency)", MODEL,
+                      "Observed concurrency summed over replicas."),
+        RecordingRule(AUTOSCALING_SIGNAL,
+                      f"sum {_by(MODEL)} (fleetwatch_autoscaling_signal_ratio)", MODEL,
+                      "Autoscaling signal summed over replicas: desired replicas = ceil(this)."),
+    ]
+    return tuple(rules)
+
+
+#: The per-model recording rules (they do not depend on any spec).
+MODEL_RULES: tuple[RecordingRule, ...] = _model_rules()
+
+
+def burn_rate_expr(slo: SLOSpec, window_seconds: float) -> str:
+    """Fleet-wide burn rate of one SLO over one window, per model and band."""
+    sel = f'{{slo="{slo.name}"}}'
+    rng = window(window_seconds)
+    by = _by(SLO_BAND)
+    return (f"(\n  1\n  -\n  sum {by} (rate(fleetwatch_slo_good_events_total{sel}[{rng}]))\n"
+            f"  /\n  sum {by} (rate(fleetwatch_slo_events_total{sel}[{rng}]))\n)\n"
+            f"/ {num(error_budget(slo.objective))}")
+
+
+def slo_rules(slo: SLOSpec, windows: list[float]) -> tuple[RecordingRule, ...]:
+    """Burn rates of ``slo`` over ``windows`` (seconds) and its error budget remaining."""
+    out = [RecordingRule(burn_rate(w), burn_rate_expr(slo, w), SLO_BAND,
+                         f"Burn rate of SLO {slo.name} over {window(w)}, per band and overall "
+                         "(band=\"all\"), summed over replicas.", (("slo", slo.name),))
+           for w in windows]
+    period = burn_rate(slo.period_seconds)
+    out.append(RecordingRule(
+        ERROR_BUDGET_REMAINING,
+        f"1 - sum without (band) ({period}{{slo=\"{slo.name}\", band=\"all\"}})",
+        SLO_MODEL, f"Share of SLO {slo.name}'s error budget left over its "
+                   f"{window(slo.period_seconds)} period (negative when overspent).",
+        (("slo", slo.name),)))
+    return tuple(out)
+
+
+def recorded_names(slos: SLOFile) -> set[str]:
+    """Every recording-rule name generated for this SLO file."""
+    names = {r.record for r in MODEL_RULES}
+    names.update(burn_rate(w) for w in burn_windows(slos))
+    names.add(ERROR_BUDGET_REMAINING)
+    return names
