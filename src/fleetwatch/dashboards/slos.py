@@ -16,7 +16,7 @@ from fleetwatch.dashboards.common import (
 )
 from fleetwatch.dashboards.names import window
 from fleetwatch.dashboards.panels import Q
-from fleetwatch.dashboards.promql import MODEL_KEY, agg, rate, sel
+from fleetwatch.dashboards.promql import MODEL_KEY, agg, by, rate, sel
 from fleetwatch.slo.spec import LATENCY_METRICS, SLOFile, SLOSpec
 
 MODEL = {"model": "$model"}
@@ -44,6 +44,12 @@ def sli_text(slo: SLOSpec) -> str:
         return (f"intervals whose {ts.statistic} {_METRIC_TEXT[ts.metric]} ≤ "
                 f"{seconds(ts.threshold_seconds)}")
     return "successful requests"
+
+
+def covered(expr: str, slo: SLOSpec) -> str:
+    """Keep the per-model series of ``expr`` whose model the SLO covers (has a state for)."""
+    return (f"({expr}) and on {by(MODEL_KEY)} "
+            f"{sel('fleetwatch_slo_state', eq={'slo': slo.name})}")
 
 
 def _fmt_band(b: float) -> str:
@@ -163,7 +169,7 @@ def _slo_row(grid: p.Grid, slos: SLOFile, s: SLOSpec) -> None:
         f"line is the declared envelope, {_fmt_band(envelope)}.",
         [Q(agg("max", MODEL_KEY, sel("fleetwatch_slo_capacity_concurrency", eq=eq,
                                      re_=MODEL)), "capacity " + V),
-         Q(agg("max", MODEL_KEY, sel("fleetwatch_slo_concurrency", re_=MODEL)),
+         Q(covered(agg("max", MODEL_KEY, sel("fleetwatch_slo_concurrency", re_=MODEL)), s),
            "observed " + V)], p.REQUESTS,
         thresholds=p.steps((p.GREEN, None), (p.ORANGE, envelope))), 12)
     if s.sli.latency:
@@ -171,7 +177,8 @@ def _slo_row(grid: p.Grid, slos: SLOFile, s: SLOSpec) -> None:
         grid.add(p.timeseries(
             "p99 against the threshold", f"p99 of {_METRIC_TEXT[s.sli.latency.metric]} from "
             "histogram buckets over 5 minutes; the line is the SLO threshold.",
-            [Q(f"{sel(n.latency(metric, 'p99'), re_=MODEL)} >= 0", V)], p.SECONDS,
+            [Q(covered(f"{sel(n.latency(metric, 'p99'), re_=MODEL)} >= 0", s), V)],
+            p.SECONDS,
             thresholds=p.steps((p.GREEN, None),
                                (p.RED, s.sli.latency.threshold_seconds))), 12)
 

@@ -1,0 +1,339 @@
+"""Generated Grafana dashboards: golden files, structure, queried metrics, PromQL syntax.
+
+Regenerate the golden files (review the diff) with
+    .venv/bin/fleetwatch dashboards --registry src/fleetwatch/demo/registry.yaml \
+        --slos tests/golden/dashboards/slos.yaml --out tests/golden/dashboards/out
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+import subprocess
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from tests.helpers import GOLDEN
+
+from fleetwatch.cli import main
+from fleetwatch.dashboards import build_dashboards, dashboard_dict, generate
+from fleetwatch.dashboards import names as n
+from fleetwatch.dashboards.inspect import (
+    BUILTIN_VARIABLES,
+    iter_panels,
+    query_panels,
+    strings,
+    substitute,
+    variables_in,
+)
+from fleetwatch.dashboards.promql import metric_names, sel
+from fleetwatch.labels.registry import load_registry
+from fleetwatch.labels.schema import LABELS_BY_NAME, METRICS_BY_NAME
+from fleetwatch.slo.spec import load_slo_file
+
+GOLDEN_DIR = GOLDEN / "dashboards"
+OUT = GOLDEN_DIR / "out"
+REGEN = ("fleetwatch dashboards --registry src/fleetwatch/demo/registry.yaml "
+         "--slos tests/golden/dashboards/slos.yaml --out tests/golden/dashboards/out")
+REGISTRY = load_registry(resources.files("fleetwatch.demo") / "registry.yaml")
+SLOS = load_slo_file(GOLDEN_DIR / "slos.yaml")
+DASHBOARDS = {k: dashboard_dict(d) for k, d in build_dashboards(REGISTRY, SLOS).items()}
+WIDTH = 24
+
+
+def _all_queries():
+    for key, dash in DASHBOARDS.items():
+        for ref in query_panels(dash):
+            for t in ref.panel["targets"]:
+                yield key, ref, t
+
+
+# -- golden files --------------------------------------------------------------------------------
+
+
+def test_output_equals_golden_files():
+    files = generate(REGISTRY, SLOS)
+    on_disk = {str(p.relative_to(OUT)): p.read_text(encoding="utf-8")
+               for p in sorted(OUT.rglob("*")) if p.is_file()}
+    assert sorted(files) == sorted(on_disk), f"file set changed; regenerate: {REGEN}"
+    for rel, text in files.items():
+        assert text == on_disk[rel], f"{rel} differs from the golden file; regenerate: {REGEN}"
+
+
+def test_generation_is_deterministic_and_leaves_its_inputs_alone():
+    slos, registry = copy.deepcopy(SLOS), copy.deepcopy(REGISTRY)
+    assert generate(REGISTRY, SLOS) == generate(REGISTRY, SLOS)
+    assert slos == SLOS and REGISTRY.entries == registry.entries
+
+
+def test_cli_writes_the_same_files(tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(main, ["dashboards", "--registry", str(resources.files(
+        "fleetwatch.demo") / "registry.yaml"), "--slos", str(GOLDEN_DIR / "slos.yaml"),
+        "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    for rel, text in generate(REGISTRY, SLOS).items():
+        assert (tmp_path / rel).read_text(encoding="utf-8") == text
+
+
+def test_cli_rejects_a_bad_slo_file_with_exit_2(tmp_path):
+    bad = tmp_path / "slos.yaml"
+    bad.write_text("slos: [{name: x, sli: {availability: {}}, objectives: [{target: 2}], "
+                   "timeWindow: [{duration: 28d}], concurrency: {envelope: 4}}]\n")
+    res = CliRunner().invoke(main, ["dashboards", "--registry", str(resources.files(
+        "fleetwatch.demo") / "registry.yaml"), "--slos", str(bad), "--out", str(tmp_path)])
+    assert res.exit_code == 2
+    assert "slos[0] (name 'x')" in res.output and "target" in res.output
+
+
+# -- structure -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", sorted(DASHBOARDS))
+def test_panel_ids_are_unique(key):
+    ids = [ref.panel["id"] for ref in iter_panels(DASHBOARDS[key])]
+    assert all(isinstance(i, int) and i > 0 for i in ids)
+    assert len(ids) == len(set(ids))
+
+
+def _overlaps(panels):
+    cells: dict[tuple[int, int], str] = {}
+    clashes = []
+    for p in panels:
+        gp = p["gridPos"]
+        for x in range(gp["x"], gp["x"] + gp["w"]):
+            for y in range(gp["y"], gp["y"] + gp["h"]):
+                if (x, y) in cells:
+                    clashes.append((cells[(x, y)], p["title"]))
+                cells[(x, y)] = p["title"]
+    return clashes
+
+
+@pytest.mark.parametrize("key", sorted(DASHBOARDS))
+def test_grid_fits_24_columns_without_overlaps(key):
+    dash = DASHBOARDS[key]
+    for ref in iter_panels(dash):
+        gp = ref.panel["gridPos"]
+        assert gp["x"] >= 0 and gp["y"] >= 0 and gp["w"] >= 1 and gp["h"] >= 1, ref.title
+        assert gp["x"] + gp["w"] <= WIDTH, (ref.title, gp)
+        if ref.panel["type"] == "row":
+            assert (gp["x"], gp["w"], gp["h"]) == (0, WIDTH, 1)
+    top = dash["panels"]
+    assert not _overlaps(top)
+    for row in top:  # a collapsed row keeps its panels below it, as Grafana expects
+        if row["type"] == "row" and row["collapsed"]:
+            assert row["panels"] and not _overlaps(row["panels"])
+            assert min(p["gridPos"]["y"] for p in row["panels"]) == row["gridPos"]["y"] + 1
+        elif row["type"] == "row":
+            assert row["panels"] == []
+
+
+@pytest.mark.parametrize("key", sorted(DASHBOARDS))
+def test_every_variable_used_exists(key):
+    dash = DASHBOARDS[key]
+    defined = {v["name"] for v in dash["templating"]["list"]}
+    used = set()
+    for s in strings({"panels": dash["panels"], "templating": dash["templating"]}):
+        used |= variables_in(s)
+    assert used - defined - BUILTIN_VARIABLES == set()
+    # and the model-detail dashboard has the variables the spec asks for
+    if key == "model":
+        assert [v["name"] for v in dash["templating"]["list"]] == [
+            "datasource", "team", "model", "version", "backend"]
+
+
+@pytest.mark.parametrize("key", sorted(DASHBOARDS))
+def test_every_datasource_reference_resolves(key):
+    dash = DASHBOARDS[key]
+    variables = {v["name"]: v for v in dash["templating"]["list"]}
+    refs = []
+    for ref in iter_panels(dash):
+        refs.append((ref.title, ref.panel.get("datasource")))
+        refs += [(ref.title, t.get("datasource")) for t in ref.panel.get("targets", [])]
+    refs += [(v["name"], v["datasource"]) for v in variables.values() if v["type"] == "query"]
+    for where, ds in refs:
+        if ds is None:  # rows and text panels query nothing
+            continue
+        assert ds["type"] == "prometheus", where
+        (name,) = variables_in(ds["uid"])  # never a hard-coded uid
+        var = variables[name]
+        assert var["type"] == "datasource" and var["query"] == ds["type"], where
+    for ref in query_panels(dash):
+        assert ref.panel["datasource"] is not None, ref.title
+
+
+@pytest.mark.parametrize("key", sorted(DASHBOARDS))
+def test_panels_have_units_descriptions_and_queries(key):
+    for ref in iter_panels(DASHBOARDS[key]):
+        p = ref.panel
+        if p["type"] == "row":
+            continue
+        assert (p.get("description") or "").strip(), ref.title
+        if p["type"] == "text":
+            continue
+        assert p["targets"], ref.title
+        refids = [t["refId"] for t in p["targets"]]
+        assert len(refids) == len(set(refids)) and all(t["expr"] for t in p["targets"])
+        if p["type"] == "table":  # units per column; a registry table has none
+            continue
+        assert p["fieldConfig"]["defaults"].get("unit"), ref.title
+
+
+def test_dashboards_have_distinct_uids_and_the_generated_tag():
+    uids = [d["uid"] for d in DASHBOARDS.values()]
+    assert len(set(uids)) == 4 and all(u.startswith("fleetwatch-") for u in uids)
+    assert all("generated" in d["tags"] for d in DASHBOARDS.values())
+
+
+def test_llm_row_is_collapsed_and_holds_every_llm_panel():
+    rows = [p for p in DASHBOARDS["model"]["panels"] if p["type"] == "row"]
+    (llm,) = [r for r in rows if r["title"].startswith("LLM")]
+    assert llm["collapsed"]
+    titles = {p["title"] for p in llm["panels"]}
+    for want in ("Time to first token p50 / p90 / p99", "Inter-token latency p50 / p90 / p99",
+                 "Time per output token p50 / p90 / p99", "Tokens/s",
+                 "Running and waiting requests", "KV-cache usage", "Prefix-cache hit ratio",
+                 "Preemptions/s"):
+        assert want in titles
+    exprs = " ".join(t["expr"] for p in llm["panels"] for t in p["targets"])
+    for metric in ("time_to_first_token", "inter_token_latency", "time_per_output_token"):
+        assert metric in exprs
+    # and no LLM-only signal outside that row and the comparisons
+    others = [p for p in DASHBOARDS["model"]["panels"] if p["type"] != "row"]
+    assert not any("kv_cache" in t["expr"] or "tokens" in t["expr"]
+                   for p in others for t in p["targets"])
+
+
+def test_slo_dashboard_has_one_row_per_slo_with_burn_by_band_and_capacity():
+    dash = DASHBOARDS["slos"]
+    rows = [r["title"] for r in dash["panels"] if r["type"] == "row"]
+    assert rows == ["SLOs",
+                    "availability: successful requests — 99.5% over 28d",
+                    "ranker-p99: intervals whose p99 request latency ≤ 250 ms — 99% over 28d",
+                    "llm-ttft: time to first token ≤ 500 ms — 99% over 28d",
+                    "Autoscaling"]
+    per_row: dict[str, set[str]] = {}
+    for ref in iter_panels(dash):
+        per_row.setdefault(ref.row, set()).add(ref.title)
+    for row in rows[1:4]:
+        assert {"State", "Error budget remaining", "SLI", "Burn rate by window",
+                "Burn by concurrency band", "Burn by band now",
+                "Capacity at SLO vs observed concurrency"} <= per_row[row]
+    capacity = [ref.panel for ref in iter_panels(dash)
+                if ref.title == "Capacity at SLO vs observed concurrency"]
+    # the declared envelope is drawn as a threshold line
+    assert [p["fieldConfig"]["defaults"]["thresholds"]["steps"][1]["value"] for p in capacity
+            ] == [8, 8, 16]
+    burn = next(ref.panel for ref in iter_panels(dash) if ref.title == "Burn rate by window")
+    assert burn["fieldConfig"]["defaults"]["thresholds"]["steps"][-1]["value"] == pytest.approx(
+        0.02 * 28 * 24)  # the 1h/5m page threshold for a 28-day period: 13.44
+
+
+def test_conditional_panels_say_why():
+    conditional = {(k, ref.title): ref.conditional for k, d in DASHBOARDS.items()
+                   for ref in query_panels(d) if ref.conditional}
+    gpu_panels = [t for t in conditional if "GPU" in t[1] or (t[0] == "gpus" and t[1] in (
+        "Utilization", "Power", "Energy per hour", "Temperature", "Memory headroom",
+        "Memory used and total", "Memory usage ratio"))]
+    assert len(gpu_panels) >= 9
+    assert ("model", "KV-cache blocks (TensorRT-LLM)") in conditional
+    assert all(reason for reason in conditional.values())
+    # every panel reading a GPU family is documented as conditional
+    for key, ref, t in _all_queries():
+        if "modelserver_gpu_" in t["expr"] or n.GPU_MEMORY_USAGE in t["expr"]:
+            assert ref.conditional, (key, ref.title)
+
+
+def test_provisioning_files():
+    files = generate(REGISTRY, SLOS)
+    provider = yaml.safe_load(files["provisioning/dashboards/fleetwatch.yaml"])
+    (prov,) = provider["providers"]
+    assert provider["apiVersion"] == 1 and prov["type"] == "file" and prov["options"]["path"]
+    maps = list(yaml.safe_load_all(files["kubernetes/grafana-dashboards-configmaps.yaml"]))
+    assert len(maps) == 4
+    for cm in maps:
+        assert cm["kind"] == "ConfigMap"
+        assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+        ((name, body),) = cm["data"].items()
+        assert json.loads(body) == json.loads(files[f"dashboards/{name}"])
+        assert len(yaml.safe_dump(cm).encode()) < 256 * 1024  # kubectl apply annotation limit
+
+
+# -- queried metrics -------------------------------------------------------------------------------
+
+
+def _schema_series_names() -> set[str]:
+    names = set()
+    for m in METRICS_BY_NAME.values():
+        names.add(m.name)
+        if m.type in ("histogram", "summary"):
+            names |= {f"{m.name}_sum", f"{m.name}_count"}
+        if m.type == "histogram":
+            names.add(f"{m.name}_bucket")
+    return names
+
+
+def test_every_queried_metric_is_in_the_schema_or_the_recording_rules():
+    known = _schema_series_names() | n.recorded_names(SLOS)
+    unknown = {}
+    for key, ref, t in _all_queries():
+        missing = metric_names(t["expr"]) - known
+        if missing:
+            unknown[(key, ref.title, t["refId"])] = sorted(missing)
+    assert unknown == {}
+
+
+def test_every_variable_query_reads_a_schema_metric():
+    known = _schema_series_names()
+    for dash in DASHBOARDS.values():
+        for v in dash["templating"]["list"]:
+            if v["type"] == "query":
+                selector, label = re.fullmatch(r"label_values\((.+), (\w+)\)",
+                                               v["query"]).groups()
+                assert metric_names(selector) <= known, v
+                assert label in LABELS_BY_NAME, v
+
+
+def test_recorded_names_match_the_rules_generator_when_it_exists():
+    recording = pytest.importorskip("fleetwatch.alerts.recording")
+    assert n.recorded_names(SLOS) <= recording.recorded_names(SLOS)
+
+
+@pytest.mark.parametrize("expr, names", [
+    ('sum by (model, le) (rate(a_bucket{le="0.5", x=~"$m"}[5m]))', {"a_bucket"}),
+    ("a / on (model) group_left(team) max by (model, team) (b)", {"a", "b"}),
+    ('histogram_quantile(0.99, x:y:z) >= 0 or vector(0)', {"x:y:z"}),
+    ('count(c{state="ok"} == 1) or d offset 5m', {"c", "d"}),
+    ("1 - sum without (band) (e) * 1e3", {"e"}),
+])
+def test_metric_names_parses_promql(expr, names):
+    assert metric_names(expr) == names
+
+
+def test_selector_sorts_and_escapes_matchers():
+    assert sel("m", eq={"b": 'x"y'}, re_={"a": "$v"}, ne={"c": ""}) == \
+        'm{a=~"$v", b="x\\"y", c!=""}'
+
+
+# -- PromQL syntax (promtool) --------------------------------------------------------------------
+
+VALUES = {"team": ".*", "model": ".*", "version": ".*", "backend": ".*", "datasource": "x"}
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
+def test_every_query_is_valid_promql(tmp_path: Path):
+    exprs = sorted({substitute(t["expr"], VALUES) for _, _, t in _all_queries()})
+    rules = {"groups": [{"name": "dashboard-queries", "rules": [
+        {"record": f"fleetwatch:dashboard_query_{i}:check", "expr": e}
+        for i, e in enumerate(exprs)]}]}
+    path = tmp_path / "queries.yaml"
+    path.write_text(yaml.safe_dump(rules))
+    res = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"SUCCESS: {len(exprs)} rules found" in res.stdout
