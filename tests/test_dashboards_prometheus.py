@@ -1,0 +1,339 @@
+"""Every dashboard panel returns data from a real Prometheus.
+
+Real processes, all on loopback: Triton (the ``triton_server`` fixture) under the demo load,
+the vLLM-format emulator, the sidecar with the SLO engine on (the golden SLO file), and the
+Debian ``prometheus`` binary scraping the sidecar every second and evaluating the recording
+rules (those of :mod:`fleetwatch.alerts.recording` when it exists, else the fallback
+definitions below, which follow the same contract). Each panel's queries run as Grafana
+would run them (range queries for time series, instant ones for tables and stats) with the
+template variables set to ``.*``; a panel passes when every query returns at least one
+finite value. Panels documented ``Conditional:`` (GPUs: none here; TensorRT-LLM; Triton's
+response cache) must run without error but may be empty. The test prints a table of every
+panel and its result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import yaml
+from tests.helpers import GOLDEN
+
+from fleetwatch.config import parse_config
+from fleetwatch.dashboards import build_dashboards, dashboard_dict
+from fleetwatch.dashboards import names as n
+from fleetwatch.dashboards.inspect import query_panels, substitute
+from fleetwatch.demo.load import run_demo_load
+from fleetwatch.demo.vllm_emulator import VllmEmulator, run_in_thread
+from fleetwatch.exporters.server import run_sidecar
+from fleetwatch.labels.registry import load_registry
+from fleetwatch.slo.spec import SLOFile, load_slo_file
+
+pytestmark = [
+    pytest.mark.triton,
+    pytest.mark.skipif(shutil.which("prometheus") is None,
+                       reason="needs the prometheus binary (Debian package prometheus)"),
+]
+
+REGISTRY = load_registry(resources.files("fleetwatch.demo") / "registry.yaml")
+SLOS = load_slo_file(GOLDEN / "dashboards" / "slos.yaml")
+VALUES = {"team": ".*", "model": ".*", "version": ".*", "backend": ".*"}
+WARMUP_DEADLINE_S = 90.0
+MODEL = "model, model_version, backend"
+
+
+# -- recording rules ---------------------------------------------------------------------------
+
+
+def _fallback_rules(slos: SLOFile) -> list[tuple[str, str]]:
+    """The recording-rule contract of ``fleetwatch.dashboards.names``, spelled out (used only
+    while ``fleetwatch.alerts.recording`` does not exist)."""
+
+    def ratio(num: str, den: str) -> str:
+        return f"sum by ({MODEL}) (rate({num}[5m])) / sum by ({MODEL}) (rate({den}[5m]))"
+
+    rules = [
+        (n.REQUESTS_RATE, f"sum by ({MODEL}, outcome) (rate(modelserver_requests_total[5m]))"),
+        (n.ERROR_RATIO, f'(sum by ({MODEL}) (rate(modelserver_requests_total{{outcome="error"}}'
+                        f"[5m])) or 0 * sum by ({MODEL}) (rate(modelserver_requests_total[5m])))"
+                        f" / sum by ({MODEL}) (rate(modelserver_requests_total[5m]))"),
+        (n.TOKENS_RATE, f"sum by ({MODEL}, token_type) (rate(modelserver_tokens_total[5m]))"),
+        (n.PREFIX_CACHE_HIT_RATIO, ratio("modelserver_prefix_cache_hits_total",
+                                         "modelserver_prefix_cache_queries_total")),
+        (n.REQUESTS_ACTIVE, f"sum by ({MODEL}, state) (modelserver_requests_active)"),
+        (n.KV_CACHE_USAGE, f"max by ({MODEL}) (modelserver_kv_cache_usage_ratio)"),
+        (n.GPU_MEMORY_USAGE, "max by (gpu_uuid, backend) (modelserver_gpu_memory_used_bytes) / "
+                             "max by (gpu_uuid, backend) (modelserver_gpu_memory_total_bytes)"),
+        (n.SLO_CONCURRENCY, f"sum by ({MODEL}) (fleetwatch_slo_concurrency)"),
+        (n.AUTOSCALING_SIGNAL, f"sum by ({MODEL}) (fleetwatch_autoscaling_signal_ratio)"),
+    ]
+    for metric in n.LATENCY_HISTOGRAMS:
+        rules.append((n.latency(metric, "mean"), ratio(f"{metric}_sum", f"{metric}_count")))
+        for stat, q in (("p50", "0.5"), ("p90", "0.9"), ("p99", "0.99")):
+            rules.append((n.latency(metric, stat),  # type: ignore[arg-type]
+                          f"histogram_quantile({q}, sum by ({MODEL}, le) "
+                          f"(rate({metric}_bucket[5m])))"))
+    band = "slo, model, model_version, backend, band"
+    for slo in slos.slos:
+        sel = f'{{slo="{slo.name}"}}'
+        for w in n.burn_windows(slos):
+            rng = n.window(w)
+            rules.append((n.burn_rate(w), (
+                f"(1 - sum by ({band}) (rate(fleetwatch_slo_good_events_total{sel}[{rng}])) / "
+                f"sum by ({band}) (rate(fleetwatch_slo_events_total{sel}[{rng}]))) / "
+                f"{1 - slo.objective!r}")))
+        rules.append((n.ERROR_BUDGET_REMAINING,
+                      f"1 - sum without (band) ({n.burn_rate(slo.period_seconds)}"
+                      f'{{slo="{slo.name}", band="all"}})'))
+    return rules
+
+
+def recording_rules(slos: SLOFile) -> tuple[list[tuple[str, str]], str]:
+    """``([(record, expr)], source)``: the rules generator's rules when it exists."""
+    try:
+        from fleetwatch.alerts import recording
+    except ImportError:
+        return _fallback_rules(slos), "fallback definitions in tests/test_dashboards_prometheus.py"
+    rules = [(r.record, r.expr) for r in recording.MODEL_RULES]
+    for slo in slos.slos:
+        rules += [(r.record, r.expr)
+                  for r in recording.slo_rules(slo, recording.burn_windows(slos))]
+    return rules, "fleetwatch.alerts.recording"
+
+
+# -- processes ---------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class SidecarThread:
+    """The sidecar (``run_sidecar`` with the SLO engine) on its own event loop in a thread."""
+
+    def __init__(self, cfg, registry, slos) -> None:
+        self.port = 0
+        self._ready = threading.Event()
+        self._box: dict = {}
+
+        async def main() -> None:
+            self._box["loop"] = asyncio.get_running_loop()
+            self._box["stop"] = asyncio.Event()
+            await run_sidecar(cfg, registry, stop=self._box["stop"], on_ready=self._on_ready,
+                              slos=slos)
+
+        self._thread = threading.Thread(target=lambda: asyncio.run(main()), daemon=True,
+                                        name="fleetwatch-sidecar")
+
+    def _on_ready(self, port: int) -> None:
+        self.port = port
+        self._ready.set()
+
+    def start(self) -> SidecarThread:
+        self._thread.start()
+        if not self._ready.wait(15):
+            raise RuntimeError("sidecar did not start within 15 s")
+        return self
+
+    def stop(self) -> None:
+        loop, stop = self._box.get("loop"), self._box.get("stop")
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(stop.set)
+        self._thread.join(15)
+
+
+class Prometheus:
+    """A real ``prometheus`` on a free loopback port scraping ``target`` every second."""
+
+    def __init__(self, workdir: Path, target: str, rules: list[tuple[str, str]]) -> None:
+        self.workdir = workdir
+        rules_path = workdir / "rules.yaml"
+        rules_path.write_text(yaml.safe_dump({"groups": [{
+            "name": "fleetwatch-recording", "interval": "1s",
+            "rules": [{"record": r, "expr": e} for r, e in rules]}]}))
+        self.config = workdir / "prometheus.yml"
+        self.config.write_text(yaml.safe_dump({
+            "global": {"scrape_interval": "1s", "scrape_timeout": "1s",
+                       "evaluation_interval": "1s"},
+            "rule_files": [str(rules_path)],
+            "scrape_configs": [{"job_name": "fleetwatch",
+                                "static_configs": [{"targets": [target]}]}],
+        }))
+        self.proc: subprocess.Popen | None = None
+        self.url = ""
+        self.log = workdir / "prometheus.log"
+
+    def start(self) -> Prometheus:
+        for _attempt in range(3):  # a free port can be taken before prometheus binds it
+            port = _free_port()
+            self.url = f"http://127.0.0.1:{port}"
+            with self.log.open("ab") as log:
+                self.proc = subprocess.Popen(
+                    ["prometheus", f"--config.file={self.config}",
+                     f"--storage.tsdb.path={self.workdir / 'data'}",
+                     f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                try:
+                    with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as r:
+                        if r.status == 200:
+                            return self
+                except OSError:
+                    time.sleep(0.2)
+            self.stop()
+        raise RuntimeError(f"prometheus did not start:\n{self.log.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+    def api(self, path: str, **params: object) -> dict:
+        url = f"{self.url}/api/v1/{path}?{urllib.parse.urlencode(params)}"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                return json.load(r)
+        except urllib.error.HTTPError as exc:  # 400/422: a bad query, reported as such
+            return json.load(exc)
+
+
+@dataclass
+class Stack:
+    prometheus: Prometheus
+    started: float
+    rules_source: str
+
+
+@pytest.fixture(scope="module")
+def stack(triton_server, tmp_path_factory) -> Iterator[Stack]:
+    workdir = tmp_path_factory.mktemp("prometheus")
+    stop_load = threading.Event()
+    rules, source = recording_rules(SLOS)
+    with run_in_thread(port=0, emulator=VllmEmulator(arrival_rate_rps=3.0)) as vllm:
+        cfg = parse_config({
+            "listen": {"address": "127.0.0.1", "port": 0},
+            "scrape": {"interval_seconds": 1, "timeout_seconds": 1},
+            "targets": [
+                {"name": "triton", "kind": "triton", "url": triton_server.metrics_url,
+                 "api_url": triton_server.http_url, "models": list(triton_server.models)},
+                {"name": "vllm", "kind": "vllm", "url": vllm.metrics_url,
+                 "health_url": vllm.health_url},
+            ]})
+        sidecar = SidecarThread(cfg, REGISTRY, SLOS).start()
+        load = threading.Thread(target=run_demo_load, args=(triton_server, stop_load),
+                                kwargs={"max_duration_s": 240, "pause_s": 0.2}, daemon=True)
+        load.start()
+        prom = None
+        try:
+            prom = Prometheus(workdir, f"127.0.0.1:{sidecar.port}", rules).start()
+            yield Stack(prom, time.time(), source)
+        finally:
+            stop_load.set()
+            if prom is not None:
+                prom.stop()
+            load.join(30)
+            sidecar.stop()
+
+
+# -- running the panels ------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    dashboard: str
+    row: str
+    panel: str
+    ref: str
+    conditional: str | None
+    status: str  # "data", "empty", "error: …"
+    series: int = 0
+
+
+def _finite(values) -> bool:
+    return any(math.isfinite(float(v[1])) for v in values)
+
+
+def run_query(prom: Prometheus, target: dict, start: float) -> tuple[str, int]:
+    expr = substitute(target["expr"], VALUES)
+    now = time.time()
+    if target.get("instant"):
+        res = prom.api("query", query=expr, time=now)
+    else:
+        res = prom.api("query_range", query=expr, start=start, end=now, step=1)
+    if res.get("status") != "success":
+        return f"error: {res.get('error', res)}", 0
+    data = res["data"]["result"]
+    if target.get("instant"):
+        ok = [s for s in data if _finite([s["value"]])]
+    else:
+        ok = [s for s in data if _finite(s["values"])]
+    return ("data" if ok else "empty"), len(ok)
+
+
+def run_panels(stack: Stack) -> list[Result]:
+    out = []
+    for dash in DASHBOARDS.values():
+        for ref in query_panels(dash):
+            for t in ref.panel["targets"]:
+                status, count = run_query(stack.prometheus, t, stack.started)
+                out.append(Result(dash["title"], ref.row, ref.title, t["refId"],
+                                  ref.conditional, status, count))
+    return out
+
+
+def _missing(results: list[Result]) -> list[Result]:
+    return [r for r in results if r.status.startswith("error")
+            or (r.status != "data" and not r.conditional)]
+
+
+def table(results: list[Result]) -> str:
+    lines = ["| Dashboard | Row | Panel | Query | Result | Series |", "|---|---|---|---|---|---|"]
+    for r in results:
+        status = r.status if r.status == "data" or not r.conditional else \
+            f"{r.status} (conditional: {r.conditional})"
+        lines.append(f"| {r.dashboard} | {r.row} | {r.panel} | {r.ref} | {status} | "
+                     f"{r.series} |")
+    return "\n".join(lines)
+
+
+DASHBOARDS = {k: dashboard_dict(d) for k, d in build_dashboards(REGISTRY, SLOS).items()}
+
+
+def test_every_panel_returns_data_from_a_real_prometheus(stack, capsys):
+    deadline = time.monotonic() + WARMUP_DEADLINE_S
+    while True:  # bounded: until every required query has data, or the deadline
+        time.sleep(3)
+        results = run_panels(stack)
+        missing = _missing(results)
+        if not missing or time.monotonic() > deadline:
+            break
+    report = table(results)
+    with capsys.disabled():
+        print(f"\nrecording rules: {stack.rules_source}; "
+              f"{sum(r.status == 'data' for r in results)}/{len(results)} queries with data, "
+              f"{time.time() - stack.started:.0f} s after Prometheus started\n{report}\n")
+    assert not missing, "queries without data:\n" + table(missing)
+    # the conditional panels are the GPU, TensorRT-LLM and response-cache ones only
+    reasons = {r.conditional.split(" ")[0] for r in results if r.conditional}
+    assert reasons <= {"needs", "TensorRT-LLM", "Triton"}, reasons
