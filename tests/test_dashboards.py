@@ -299,11 +299,6 @@ def test_every_variable_query_reads_a_schema_metric():
                 assert label in LABELS_BY_NAME, v
 
 
-def test_recorded_names_match_the_rules_generator_when_it_exists():
-    recording = pytest.importorskip("fleetwatch.alerts.recording")
-    assert n.recorded_names(SLOS) <= recording.recorded_names(SLOS)
-
-
 @pytest.mark.parametrize("expr, names", [
     ('sum by (model, le) (rate(a_bucket{le="0.5", x=~"$m"}[5m]))', {"a_bucket"}),
     ("a / on (model) group_left(team) max by (model, team) (b)", {"a", "b"}),

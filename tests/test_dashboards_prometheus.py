@@ -3,8 +3,7 @@
 Real processes, all on loopback: Triton (the ``triton_server`` fixture) under the demo load,
 the vLLM-format emulator, the sidecar with the SLO engine on (the golden SLO file), and the
 Debian ``prometheus`` binary scraping the sidecar every second and evaluating the recording
-rules (those of :mod:`fleetwatch.alerts.recording` when it exists, else the fallback
-definitions below, which follow the same contract). Each panel's queries run as Grafana
+rules of :mod:`fleetwatch.alerts.recording`. Each panel's queries run as Grafana
 would run them (range queries for time series, instant ones for tables and stats) with the
 template variables set to ``.*``; a panel passes when every query returns at least one
 finite value. Panels documented ``Conditional:`` (GPUs: none here; TensorRT-LLM; Triton's
@@ -33,9 +32,9 @@ import pytest
 import yaml
 from tests.helpers import GOLDEN
 
+from fleetwatch.alerts import recording
 from fleetwatch.config import parse_config
 from fleetwatch.dashboards import build_dashboards, dashboard_dict
-from fleetwatch.dashboards import names as n
 from fleetwatch.dashboards.inspect import query_panels, substitute
 from fleetwatch.demo.load import run_demo_load
 from fleetwatch.demo.vllm_emulator import VllmEmulator, run_in_thread
@@ -53,66 +52,18 @@ REGISTRY = load_registry(resources.files("fleetwatch.demo") / "registry.yaml")
 SLOS = load_slo_file(GOLDEN / "dashboards" / "slos.yaml")
 VALUES = {"team": ".*", "model": ".*", "version": ".*", "backend": ".*"}
 WARMUP_DEADLINE_S = 90.0
-MODEL = "model, model_version, backend"
 
 
 # -- recording rules ---------------------------------------------------------------------------
 
 
-def _fallback_rules(slos: SLOFile) -> list[tuple[str, str]]:
-    """The recording-rule contract of ``fleetwatch.dashboards.names``, spelled out (used only
-    while ``fleetwatch.alerts.recording`` does not exist)."""
-
-    def ratio(num: str, den: str) -> str:
-        return f"sum by ({MODEL}) (rate({num}[5m])) / sum by ({MODEL}) (rate({den}[5m]))"
-
-    rules = [
-        (n.REQUESTS_RATE, f"sum by ({MODEL}, outcome) (rate(modelserver_requests_total[5m]))"),
-        (n.ERROR_RATIO, f'(sum by ({MODEL}) (rate(modelserver_requests_total{{outcome="error"}}'
-                        f"[5m])) or 0 * sum by ({MODEL}) (rate(modelserver_requests_total[5m])))"
-                        f" / sum by ({MODEL}) (rate(modelserver_requests_total[5m]))"),
-        (n.TOKENS_RATE, f"sum by ({MODEL}, token_type) (rate(modelserver_tokens_total[5m]))"),
-        (n.PREFIX_CACHE_HIT_RATIO, ratio("modelserver_prefix_cache_hits_total",
-                                         "modelserver_prefix_cache_queries_total")),
-        (n.REQUESTS_ACTIVE, f"sum by ({MODEL}, state) (modelserver_requests_active)"),
-        (n.KV_CACHE_USAGE, f"max by ({MODEL}) (modelserver_kv_cache_usage_ratio)"),
-        (n.GPU_MEMORY_USAGE, "max by (gpu_uuid, backend) (modelserver_gpu_memory_used_bytes) / "
-                             "max by (gpu_uuid, backend) (modelserver_gpu_memory_total_bytes)"),
-        (n.SLO_CONCURRENCY, f"sum by ({MODEL}) (fleetwatch_slo_concurrency)"),
-        (n.AUTOSCALING_SIGNAL, f"sum by ({MODEL}) (fleetwatch_autoscaling_signal_ratio)"),
-    ]
-    for metric in n.LATENCY_HISTOGRAMS:
-        rules.append((n.latency(metric, "mean"), ratio(f"{metric}_sum", f"{metric}_count")))
-        for stat, q in (("p50", "0.5"), ("p90", "0.9"), ("p99", "0.99")):
-            rules.append((n.latency(metric, stat),  # type: ignore[arg-type]
-                          f"histogram_quantile({q}, sum by ({MODEL}, le) "
-                          f"(rate({metric}_bucket[5m])))"))
-    band = "slo, model, model_version, backend, band"
-    for slo in slos.slos:
-        sel = f'{{slo="{slo.name}"}}'
-        for w in n.burn_windows(slos):
-            rng = n.window(w)
-            rules.append((n.burn_rate(w), (
-                f"(1 - sum by ({band}) (rate(fleetwatch_slo_good_events_total{sel}[{rng}])) / "
-                f"sum by ({band}) (rate(fleetwatch_slo_events_total{sel}[{rng}]))) / "
-                f"{1 - slo.objective!r}")))
-        rules.append((n.ERROR_BUDGET_REMAINING,
-                      f"1 - sum without (band) ({n.burn_rate(slo.period_seconds)}"
-                      f'{{slo="{slo.name}", band="all"}})'))
-    return rules
-
-
-def recording_rules(slos: SLOFile) -> tuple[list[tuple[str, str]], str]:
-    """``([(record, expr)], source)``: the rules generator's rules when it exists."""
-    try:
-        from fleetwatch.alerts import recording
-    except ImportError:
-        return _fallback_rules(slos), "fallback definitions in tests/test_dashboards_prometheus.py"
+def recording_rules(slos: SLOFile) -> list[tuple[str, str]]:
+    """``[(record, expr)]``: the rules generator's per-model and SLO recording rules."""
     rules = [(r.record, r.expr) for r in recording.MODEL_RULES]
     for slo in slos.slos:
         rules += [(r.record, r.expr)
                   for r in recording.slo_rules(slo, recording.burn_windows(slos))]
-    return rules, "fleetwatch.alerts.recording"
+    return rules
 
 
 # -- processes ---------------------------------------------------------------------------------
@@ -222,14 +173,14 @@ class Prometheus:
 class Stack:
     prometheus: Prometheus
     started: float
-    rules_source: str
+    rules: int
 
 
 @pytest.fixture(scope="module")
 def stack(triton_server, tmp_path_factory) -> Iterator[Stack]:
     workdir = tmp_path_factory.mktemp("prometheus")
     stop_load = threading.Event()
-    rules, source = recording_rules(SLOS)
+    rules = recording_rules(SLOS)
     with run_in_thread(port=0, emulator=VllmEmulator(arrival_rate_rps=3.0)) as vllm:
         cfg = parse_config({
             "listen": {"address": "127.0.0.1", "port": 0},
@@ -247,7 +198,7 @@ def stack(triton_server, tmp_path_factory) -> Iterator[Stack]:
         prom = None
         try:
             prom = Prometheus(workdir, f"127.0.0.1:{sidecar.port}", rules).start()
-            yield Stack(prom, time.time(), source)
+            yield Stack(prom, time.time(), len(rules))
         finally:
             stop_load.set()
             if prom is not None:
@@ -330,7 +281,7 @@ def test_every_panel_returns_data_from_a_real_prometheus(stack, capsys):
             break
     report = table(results)
     with capsys.disabled():
-        print(f"\nrecording rules: {stack.rules_source}; "
+        print(f"\n{stack.rules} recording rules of fleetwatch.alerts.recording; "
               f"{sum(r.status == 'data' for r in results)}/{len(results)} queries with data, "
               f"{time.time() - stack.started:.0f} s after Prometheus started\n{report}\n")
     assert not missing, "queries without data:\n" + table(missing)
