@@ -86,7 +86,7 @@ def timeseries(title: str, description: str, queries: Sequence[Q], unit: str, *,
                ) -> g.TimeSeries:
     return g.TimeSeries(
         title=title, description=_describe(description, conditional),
-        dataSource=DATASOURCE, targets=_targets(queries), unit=unit,
+        dataSource=DATASOURCE, targets=_targets(queries), unit=unit, maxDataPoints=None,
         stacking={"mode": "normal", "group": "A"} if stack else {},
         fillOpacity=20 if stack else 0,
         thresholds=thresholds or steps((GREEN, None)),
@@ -103,6 +103,7 @@ def stat(title: str, description: str, queries: Sequence[Q], unit: str, *,
     return g.Stat(
         title=title, description=_describe(description, conditional), dataSource=DATASOURCE,
         targets=_targets(queries), format=unit, reduceCalc="lastNotNull", graphMode="area",
+        maxDataPoints=None,
         colorMode="value", thresholds=thresholds or steps((BLUE, None)),
         mappings=mappings or [], decimals=decimals, noValue="no data",
     )
@@ -114,7 +115,7 @@ def table(title: str, description: str, queries: Sequence[Q], *,
     return g.Table(
         title=title, description=_describe(description, conditional), dataSource=DATASOURCE,
         targets=_targets(queries), transformations=transformations, overrides=overrides,
-        unit=unit, filterable=True,
+        unit=unit, filterable=True, thresholds=steps((GREY, None)), maxDataPoints=None,
     )
 
 
@@ -122,7 +123,8 @@ def state_timeline(title: str, description: str, queries: Sequence[Q], *,
                    mappings: list[dict], conditional: str | None = None) -> StateTimeline:
     return StateTimeline(
         title=title, description=_describe(description, conditional), dataSource=DATASOURCE,
-        targets=_targets(queries), mappings=mappings, unit=NONE,
+        targets=_targets(queries), mappings=mappings, unit=NONE, maxDataPoints=None,
+        thresholds=steps((GREY, None)),
     )
 
 
@@ -132,6 +134,7 @@ def bargauge(title: str, description: str, queries: Sequence[Q], unit: str, *,
     return BarGauge(
         title=title, description=_describe(description, conditional), dataSource=DATASOURCE,
         targets=_targets(queries), unit=unit, thresholds=thresholds, min=min_,
+        maxDataPoints=None,
     )
 
 
