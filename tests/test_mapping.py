@@ -240,6 +240,7 @@ def test_every_fixture_normalizes_to_valid_exposition(path):
 def test_backend_histogram_wins_over_triton_mean_only_form_for_the_same_model():
     text = """nv_inference_request_success{model="llm",version="1"} 10
 nv_inference_request_duration_us{model="llm",version="1"} 9000000
+nv_inference_queue_duration_us{model="llm",version="1"} 500000
 vllm:e2e_request_latency_seconds_bucket{model="llm",version="1",le="1.0"} 4
 vllm:e2e_request_latency_seconds_bucket{model="llm",version="1",le="+Inf"} 9
 vllm:e2e_request_latency_seconds_sum{model="llm",version="1"} 8.5
@@ -258,3 +259,68 @@ nv_inference_request_duration_us{model="cls",version="1"} 30000
     assert pick(r, "modelserver_request_duration_seconds_sum", model="cls") == 0.03
     # queue time still comes from Triton for both
     assert pick(r, "modelserver_queue_duration_seconds_count", model="llm") == 10
+
+
+def test_mean_only_histogram_needs_its_duration_counter():
+    """Triton without *_duration_us (counter_latencies=false, partial captures): the success
+    count alone is no latency, so no request/queue/phase histogram is emitted."""
+    r = normalized('nv_inference_request_success{model="m",version="1"} 5\n'
+                   'nv_inference_queue_duration_us{model="m",version="1"} 2000000\n', "triton")
+    assert pick(r, "modelserver_requests_total", outcome="success") == 5
+    assert pick(r, "modelserver_queue_duration_seconds_count") == 5
+    assert pick(r, "modelserver_queue_duration_seconds_sum") == 2.0
+    assert not [k for k in r if k[0].startswith(("modelserver_request_duration_seconds",
+                                                 "modelserver_phase_duration_seconds"))]
+
+
+def test_upstream_labels_outside_the_schema_are_dropped_and_never_override():
+    text = ('nv_inference_request_success{model="m",version="1",model_version="9",'
+            'outcome="failure",WorkerId="w1"} 10\n'
+            'nv_inference_request_success{model="m",version="1",model_version="9",'
+            'outcome="failure",WorkerId="w2"} 5\n')
+    r = normalized(text, "triton")
+    ((_name, labels),) = [k for k in r if k[0] == "modelserver_requests_total"]
+    assert dict(labels) == {"model": "m", "model_version": "1", "backend": "triton",
+                            "runtime": "unknown", "outcome": "success"}
+    assert r[("modelserver_requests_total", labels)] == 15  # summed over the dropped label
+
+
+@pytest.mark.parametrize("lines,expected", [
+    # the same series spelled twice: the last sample wins, never a sum
+    (["nv_inference_count 10", "nv_inference_count{} 11"], 11),
+    (['vllm:time_to_first_token_seconds_bucket{model="l",version="1",le="Inf"} 1',
+      'vllm:time_to_first_token_seconds_bucket{model="l",version="1",le="+Inf"} 2',
+      'vllm:time_to_first_token_seconds_bucket{model="l",version="1",le="+inf"} 3'], 3),
+])
+def test_spellings_of_one_series_are_one_series(lines, expected):
+    r = normalized("\n".join(lines) + "\n", "triton")
+    assert list(r.values()) == [expected]
+
+
+@pytest.mark.parametrize("le", ["0x10", "1_0", "ten", ""])
+def test_invalid_bucket_bounds_are_reported(le):
+    text = f'vllm:time_to_first_token_seconds_bucket{{model="l",version="1",le="{le}"}} 1\n'
+    n = Normalizer(TABLES["triton"]).normalize(text)
+    assert n.series_count == 0
+    assert [b.reason for b in n.meta.invalid] == [f"invalid le label {le!r}"]
+
+
+def test_bom_and_openmetrics_eof():
+    text = ("\ufeffnv_inference_count{model=\"m\",version=\"1\"} 3\n# EOF\n"
+            "nv_inference_exec_count{model=\"m\",version=\"1\"} 1\n")
+    r = normalized(text, "triton")
+    assert list(r) == [("modelserver_batch_items_total",
+                        (("backend", "triton"), ("model", "m"), ("model_version", "1"),
+                         ("runtime", "unknown")))]
+
+
+def test_two_targets_with_the_same_series_never_render_duplicates():
+    text = 'nv_inference_request_success{model="r",version="1"} %d\n'
+    a = Normalizer(TABLES["triton"]).normalize(text % 1)
+    b = Normalizer(TABLES["triton"]).normalize(text % 2)
+    collisions: list[str] = []
+    body = render([a, b], collisions=collisions)
+    samples, _meta = parse_exposition(body)
+    keys = [(n, lab) for n, lab, _ in samples]
+    assert len(keys) == len(set(keys))
+    assert collisions and all(c.startswith("modelserver_") for c in collisions)

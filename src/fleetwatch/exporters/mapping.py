@@ -20,6 +20,7 @@ Prometheus, whose ``rate()`` handles them.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -31,10 +32,19 @@ from fleetwatch.exporters.parser import (
     Metadata,
     format_value,
     iter_samples,
+    parse_value,
     render_labels,
     split_key,
 )
-from fleetwatch.labels.schema import CORE_LABEL_ORDER, METRICS, METRICS_BY_NAME, MetricDef
+from fleetwatch.labels.schema import (
+    CORE_LABEL_ORDER,
+    METRICS,
+    METRICS_BY_NAME,
+    MetricDef,
+    allowed_labels,
+)
+
+log = logging.getLogger("fleetwatch.mapping")
 
 SourceType = str  # "counter" | "gauge" | "histogram" | "summary"
 _EMPTY: Mapping[str, str] = MappingProxyType({})
@@ -186,6 +196,7 @@ class _Entry:
     unmapped_family: str | None = None
     error: str | None = None
     model: tuple[str, str, str, str] | None = None  # (model, version, backend, runtime)
+    canon: str = ""  # the upstream series' canonical identity (duplicates: last wins)
 
     @property
     def mapped(self) -> bool:
@@ -248,7 +259,11 @@ class Normalizer:
         self._cache: dict[str, _Entry] = {}
         self._owner: dict[str, str] = {}  # normalized series → first upstream key seen
         self._shared: set[str] = set()  # normalized series fed by several upstream series
-        self._stale: set[str] = set()  # upstream keys to compile again
+        self._stale: set[str] = set()  # upstream series (canonical) to compile again
+        self._mean_only: dict[str, tuple[int, str, str]] = {}  # _count → (family, _sum, +Inf)
+        self._allowed: dict[str, frozenset[str]] = {}
+        #: Upstream label names dropped because the schema has no place for them.
+        self.dropped_labels: set[str] = set()
         self._by_sample: dict[str, list[tuple[Rule, str]]] = {}
         self._known_families: set[str] = set()
         self._created_bases: set[str] = set()
@@ -269,6 +284,8 @@ class Normalizer:
         """Forget compiled series (call when the context, e.g. a model's runtime, changes)."""
         self._cache.clear()
         self._owner.clear()
+        self._shared.clear()
+        self._mean_only.clear()
 
     # -- hot path -------------------------------------------------------------------
     def normalize(self, text: str) -> Normalized:
@@ -278,13 +295,13 @@ class Normalizer:
             # A series met another on one normalized series after the first had been
             # compiled as alone: compile that one again, now knowing, and redo this
             # exposition (the rest of the cache is warm, so this costs a steady cycle).
-            for key in self._stale:
-                self._cache.pop(key, None)
-            self._stale.clear()
+            stale = self._stale
+            for key in [k for k, e in self._cache.items() if e.canon in stale]:
+                del self._cache[key]
+            self._stale = set()
             result = self._normalize(text)
         if len(self._cache) > self.CACHE_SLACK * max(result.meta.sample_lines, 1000):
-            self._cache.clear()
-            self._owner.clear()
+            self.invalidate()
         return result
 
     def _normalize(self, text: str) -> Normalized:
@@ -335,14 +352,21 @@ class Normalizer:
                     v = math.nan
                 cur = agg.get(prefix)
                 if cur is None:
-                    agg[prefix] = [v, prio, key, fam_idx]
-                elif prio < cur[1] or cur[2] == key:
-                    cur[0], cur[1], cur[2] = v, prio, key
+                    agg[prefix] = [v, prio, entry.canon, fam_idx]
+                elif prio < cur[1] or cur[2] == entry.canon:
+                    cur[0], cur[1], cur[2] = v, prio, entry.canon
                 elif prio == cur[1]:
                     cur[0] += v
                     cur[2] = None  # an aggregate of several upstream series
         for prefix, (v, _prio, _key, fam_idx) in agg.items():
             families[fam_idx][prefix] = v
+        for count_prefix, (fam_idx, sum_prefix, inf_prefix) in self._mean_only.items():
+            fam = families[fam_idx]
+            if count_prefix in fam and sum_prefix not in fam:
+                # Triton without the duration counter (counter_latencies=false, partial
+                # expositions): a request count is no latency; emit nothing
+                del fam[count_prefix]
+                fam.pop(inf_prefix, None)
         return Normalized(families, models, unmapped, meta, passthrough)
 
     # -- slow path: once per distinct upstream series --------------------------------
@@ -368,6 +392,14 @@ class Normalizer:
                                     f"(expected suffixes {', '.join(_SUFFIXES[typ])})")
             return _Entry(unmapped_family=fam)
         labels = dict(pairs)
+        for special in ("le", "quantile"):
+            if special in labels:  # canonical spelling: "+inf"/"Inf" → "+Inf", "1" → "1.0"
+                try:
+                    labels[special] = format_value(parse_value(labels[special]))
+                except ExpositionError:
+                    return _Entry(error=f"invalid {special} label {labels[special]!r}")
+        # the upstream series' identity, whatever its spelling ("m" = "m{}", le="+inf")
+        canon = name + render_labels(tuple(sorted(labels.items())))
         direct: list[_Direct] = []
         scaled_slots: list[_Scaled] = []
         shared: list[_Shared] = []
@@ -375,9 +407,9 @@ class Normalizer:
         for rule, suffix in candidates:
             if any(labels.get(k) != v for k, v in rule.match):
                 continue
+            if suffix == "_bucket" and not rule.part and "le" not in labels:
+                return _Entry(error=f"{name} has no le label")
             out = self._map_labels(rule, labels)
-            if out is None:
-                continue
             target = rule.target
             tdef = METRICS_BY_NAME[target]
             if rule.part or rule.source_type in ("counter", "gauge"):
@@ -389,16 +421,19 @@ class Normalizer:
             scaled = (rule.source_type in ("counter", "gauge") or suffix == "_sum"
                       or (rule.source_type == "summary" and suffix == ""))
             div, mul = (rule.divide, rule.multiply) if scaled else (1.0, 1.0)
+            fam_idx = _FAMILY_ORDER[target]
+            base_labels = None
             for t_suffix, extra in samples:
                 sample_labels = dict(out)
                 sample_labels.update(extra)
-                if t_suffix == "_bucket" and rule.le_divide != 1.0 and "le" in labels \
-                        and not extra:
+                if t_suffix == "_bucket" and not extra and rule.le_divide != 1.0:
                     sample_labels["le"] = _scale_bound(labels["le"], rule.le_divide)
-                prefix = target + t_suffix + render_labels(_ordered(sample_labels, tdef))
-                fam_idx = _FAMILY_ORDER[target]
-                owner = self._owner.setdefault(prefix, key)
-                if owner != key and prefix not in self._shared:
+                rendered = render_labels(_ordered(sample_labels, tdef))
+                prefix = target + t_suffix + rendered
+                if t_suffix == "_count" and rule.as_samples != (("", ()),):
+                    base_labels = render_labels(_ordered(out, tdef))
+                owner = self._owner.setdefault(prefix, canon)
+                if owner != canon and prefix not in self._shared:
                     self._shared.add(prefix)
                     self._stale.add(owner)  # the owner was compiled as alone
                 if prefix in self._shared:
@@ -408,33 +443,68 @@ class Normalizer:
                     scaled_slots.append((fam_idx, prefix, div, mul, rule.negative_is_nan))
                 else:
                     direct.append((fam_idx, prefix))
+            if base_labels is not None:
+                # a mean-only histogram: its _count/+Inf bucket stand only beside a _sum
+                self._mean_only[target + "_count" + base_labels] = (
+                    fam_idx, target + "_sum" + base_labels,
+                    target + "_bucket" + base_labels[:-1] + ',le="+Inf"}')
             if tdef.per_model and "model" in out:
                 model_id = (out["model"], out.get("model_version", ""), out["backend"],
                             out.get("runtime", "unknown"))
         if not (direct or scaled_slots or shared):
             return _Entry(unmapped_family=self._family_of(name, meta))
         return _Entry(direct=tuple(direct), scaled=tuple(scaled_slots), shared=tuple(shared),
-                      model=model_id)
+                      model=model_id, canon=canon)
 
-    def _map_labels(self, rule: Rule, labels: dict[str, str]) -> dict[str, str] | None:
+    def _map_labels(self, rule: Rule, labels: dict[str, str]) -> dict[str, str]:
+        """The normalized labels of an upstream series under ``rule``.
+
+        Renamed labels (the table's renames) come first; other upstream labels are kept
+        only when the schema allows them on the target metric and nothing renamed
+        produced them already (an upstream ``model_version`` never overrides the one
+        renamed from Triton's ``version``). Every other upstream label is dropped —
+        series that then coincide are summed — and named once in a log line.
+        """
         renames = self.table.label_renames
+        tdef = METRICS_BY_NAME[rule.target]
+        allowed = self._allowed.get(rule.target)
+        if allowed is None:
+            allowed = self._allowed[rule.target] = _allowed_labels(tdef)
+        consumed = {k for k, _ in rule.match}
+        vmap = self.table.value_maps[rule.value_map] if rule.value_map else None
+        if vmap is not None:
+            consumed.add(vmap.source_label)
         out: dict[str, str] = {}
         for k, v in labels.items():
-            if k in ("le", "quantile"):
-                out[k] = v
+            if k in consumed or k in ("le", "quantile"):
                 continue
-            out[renames.get(k, k)] = v
-        for k, _ in rule.match:
-            out.pop(renames.get(k, k), None)
+            new = renames.get(k)
+            if new is not None:
+                out[new] = v
+        for k, v in labels.items():
+            if k in consumed or k in renames or k in ("le", "quantile"):
+                continue
+            if k in allowed and k not in out:
+                out[k] = v
+            elif k not in self.dropped_labels:
+                self.dropped_labels.add(k)
+                log.info("%s: dropping upstream label %r (not in the schema of %s); series "
+                         "that differ only by it are summed", self.table.kind, k, rule.target)
+        for k in ("le", "quantile"):
+            if k in labels:
+                out[k] = labels[k]
         for k, v in self.table.label_defaults.items():
-            out.setdefault(k, v)
-        if rule.value_map:
-            self.table.value_maps[rule.value_map].apply(out)
+            if k in allowed:
+                out.setdefault(k, v)
+        if vmap is not None:
+            vm_in = {vmap.source_label: labels[vmap.source_label]} \
+                if vmap.source_label in labels else {}
+            vmap.apply(vm_in)
+            out.update(vm_in)
         for k in rule.drop:
             out.pop(k, None)
         out.update(rule.const)
         out["backend"] = self.table.backend
-        tdef = METRICS_BY_NAME[rule.target]
         if tdef.per_model:
             if self.ctx.model_version is not None:
                 out.setdefault("model_version", self.ctx.model_version)
@@ -482,31 +552,46 @@ def _ordered(labels: Mapping[str, str], tdef: MetricDef) -> LabelPairs:
 
 
 def _scale_bound(bound: str, divide: float) -> str:
-    try:
-        value = float(bound)
-    except ValueError:
-        return bound
+    """A canonical bucket bound (already validated) divided into the base unit."""
+    value = float(bound)
     if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
+        return format_value(value)
     return format_value(value / divide)
 
 
+def _allowed_labels(tdef: MetricDef) -> frozenset[str]:
+    return frozenset(allowed_labels(tdef))
+
+
 def render(normalized: Iterable[Normalized], extra_families: Mapping[str, list[str]] = _EMPTY,
-           ) -> str:
+           collisions: list[str] | None = None) -> str:
     """Render normalized expositions (several targets) as one text-format 0.0.4 body.
 
     Families come in schema order, each with one HELP/TYPE; ``extra_families`` (e.g. the
     registry's ``modelserver_model_info``) adds pre-rendered series lines to a family.
-    Pass-through families follow, unchanged.
+    Pass-through families follow, unchanged. When two targets produce the same series
+    (two servers of one kind without distinguishing ``labels``), the first target's is
+    kept and the series is appended to ``collisions`` — never a duplicate series.
     """
     items = list(normalized)
     out: list[str] = []
     for i, mdef in enumerate(METRICS):
         lines: list[str] = []
+        seen: set[str] | None = set() if len(items) > 1 else None
         for n in items:
             fam = n.families[i]
-            if fam:
+            if not fam:
+                continue
+            if seen is None:
                 lines.extend(f"{p} {_text_of(v)}" for p, v in fam.items())
+                continue
+            for p, v in fam.items():
+                if p in seen:
+                    if collisions is not None:
+                        collisions.append(p)
+                    continue
+                seen.add(p)
+                lines.append(f"{p} {_text_of(v)}")
         lines.extend(extra_families.get(mdef.name, ()))
         if not lines:
             continue

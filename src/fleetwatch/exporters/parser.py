@@ -59,11 +59,15 @@ def iter_samples(text: str, meta: Metadata) -> Iterator[tuple[str, str, int]]:
     ``meta.invalid`` and skipped. Never raises on bad input.
     """
     lineno = 0
+    if text.startswith("\ufeff"):  # a UTF-8 byte-order mark
+        text = text[1:]
     for line in text.split("\n"):
         lineno += 1
         if not line:
             continue
         if line[0] == "#":
+            if line.rstrip() == "# EOF":  # OpenMetrics: nothing after it counts
+                break
             _comment(line, meta, lineno)
             continue
         if line[-1] == "\r":

@@ -129,8 +129,12 @@ LABELS: tuple[LabelDef, ...] = (
                                                      "gpu_memory")),
     LabelDef("reason", "Why a scrape failed.", ("timeout", "connection", "http_status",
                                                  "not_metrics", "empty", "decode", "parse",
-                                                 "too_large", "internal")),
+                                                 "too_large", "truncated", "internal")),
 )
+
+#: Labels a GPU series may carry (dcgm-exporter's GPU identity and pod mapping).
+GPU_LABELS = ("gpu_uuid", "gpu", "gpu_model", "hostname", "pci_bus_id", "device",
+              "mig_profile", "mig_instance", "pod_name", "pod_namespace", "container_name")
 
 _H = "histogram"
 _C = "counter"
@@ -234,24 +238,24 @@ METRICS: tuple[MetricDef, ...] = (
               ("team", "owner", "oncall", "latency_tier"), "stable"),
     # -- host and GPU ----------------------------------------------------------------
     MetricDef("modelserver_gpu_utilization_ratio", _G, "ratio",
-              "GPU utilization, 0–1.", ("gpu_uuid",), "stable", per_model=False,
+              "GPU utilization, 0–1.", GPU_LABELS, "stable", per_model=False,
               otel="hw.gpu.utilization"),
     MetricDef("modelserver_gpu_memory_used_bytes", _G, "bytes",
-              "GPU framebuffer memory in use.", ("gpu_uuid",), "stable", per_model=False,
+              "GPU framebuffer memory in use.", GPU_LABELS, "stable", per_model=False,
               otel="hw.gpu.memory.usage"),
     MetricDef("modelserver_gpu_memory_total_bytes", _G, "bytes",
               "GPU framebuffer memory in total (dcgm: free + used + reserved).",
-              ("gpu_uuid",), "stable", per_model=False, otel="hw.gpu.memory.limit"),
+              GPU_LABELS, "stable", per_model=False, otel="hw.gpu.memory.limit"),
     MetricDef("modelserver_gpu_power_watts", _G, "watts",
-              "GPU power draw.", ("gpu_uuid",), "stable", per_model=False, otel="hw.power"),
+              "GPU power draw.", GPU_LABELS, "stable", per_model=False, otel="hw.power"),
     MetricDef("modelserver_gpu_power_limit_watts", _G, "watts",
-              "GPU power management limit.", ("gpu_uuid",), "beta", per_model=False),
+              "GPU power management limit.", GPU_LABELS, "beta", per_model=False),
     MetricDef("modelserver_gpu_energy_joules_total", _C, "joules",
               "GPU energy consumed (Triton: since Triton start; dcgm: since boot); use "
-              "rate()/increase() only.", ("gpu_uuid",), "stable", per_model=False,
+              "rate()/increase() only.", GPU_LABELS, "stable", per_model=False,
               otel="hw.energy"),
     MetricDef("modelserver_gpu_temperature_celsius", _G, "celsius",
-              "GPU temperature.", ("gpu_uuid",), "beta", per_model=False),
+              "GPU temperature.", GPU_LABELS, "beta", per_model=False),
     MetricDef("modelserver_cpu_utilization_ratio", _G, "ratio",
               "Host CPU utilization, 0–1 (Triton).", (), "beta", per_model=False),
     MetricDef("modelserver_cpu_memory_used_bytes", _G, "bytes",
@@ -347,3 +351,14 @@ def series_labels(m: MetricDef) -> tuple[str, ...]:
         return m.labels
     core = base if m.per_model else ("backend",)
     return core + tuple(lab for lab in m.labels if lab not in core)
+
+
+def allowed_labels(m: MetricDef) -> tuple[str, ...]:
+    """Every label a normalized series of ``m`` may carry, ``le``/``quantile`` included.
+
+    Upstream labels outside this set are dropped by the mappings. Per-model metrics may
+    also carry ``gpu_uuid`` (Triton's per-GPU-instance summaries, never aggregatable).
+    """
+    extra = ("gpu_uuid",) if m.per_model else ()
+    tail = ("le",) if m.type == "histogram" else ("quantile",) if m.type == "summary" else ()
+    return series_labels(m) + extra + tail

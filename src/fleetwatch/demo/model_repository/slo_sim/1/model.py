@@ -3,7 +3,7 @@
 ``Y = X`` (FP32, shape [n]). Each request takes ``SERVICE_TIME_S`` of (sleeping) work. The model
 has one instance and no batching: Triton runs ``execute()`` of one instance one call at a time,
 so concurrent requests wait in Triton's queue and, under a closed loop of ``c`` clients, a
-request's latency is about ``c * SERVICE_TIME_S``. Version 2 is the same model with three times
+request's latency is about ``c * SERVICE_TIME_S``. Version 2 is the same model with 6.25 times
 the service time (a "regression" that is slow even at concurrency 1).
 
 Latency is measured end to end. Queueing happens in Triton before ``execute()`` and is not
