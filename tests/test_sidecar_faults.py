@@ -1,8 +1,9 @@
 """The sidecar under upstream faults: it keeps serving, marks the bad target, never crashes.
 
 Upstream faults that a real server cannot be made to produce on demand (an HTML page, a
-hang, a truncated body, HTTP 500) come from ``FaultServer``, a small aiohttp test double
-named as such; healthy upstreams serve real captured expositions.
+hang, a truncated body, HTTP 500, a body trickling in small chunks, a connection closed
+mid-body, a redirect loop) come from ``FaultServer``, a small aiohttp test double named as
+such; healthy upstreams serve real captured expositions.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import logging
+import re
 
 import aiohttp
 import pytest
@@ -17,9 +19,11 @@ from aiohttp import web
 from tests.helpers import FIXTURES
 
 from fleetwatch.config import parse_config
+from fleetwatch.exporters.mapping import Normalizer, TargetContext
 from fleetwatch.exporters.parser import parse_exposition
 from fleetwatch.exporters.scraper import Scraper
 from fleetwatch.exporters.server import make_app, readiness
+from fleetwatch.exporters.sources import TABLES
 
 VLLM_BODY = (FIXTURES / "vllm" / "v0.33.0-statlogger-cpu-generated.prom").read_text()
 TRITON_BODY = (FIXTURES / "triton" /
@@ -35,6 +39,8 @@ class FaultServer:
         self.requests = 0
         self.runner: web.AppRunner | None = None
         self.port = 0
+        self.chunk_size = 4096  # "chunked": bytes per write
+        self.chunk_delay = 0.001  # "chunked": seconds between writes
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         self.requests += 1
@@ -62,7 +68,49 @@ class FaultServer:
         if mode == "slow":
             await asyncio.sleep(5)
             return web.Response(text=self.body, content_type="text/plain")
-        raise AssertionError(mode)
+        if mode == "bom":
+            return web.Response(body=b"\xef\xbb\xbf" + self.body.encode(),
+                                content_type="text/plain")
+        if mode == "gzip_corrupt":
+            return web.Response(body=b"\x1f\x8b\x08\x00" + b"not really gzip" * 20,
+                                headers={"Content-Encoding": "gzip",
+                                         "Content-Type": "text/plain"})
+        if mode == "gzip_cut":  # a complete HTTP body holding half a gzip stream
+            z = gzip.compress(self.body.encode())
+            return web.Response(body=z[: len(z) // 2],
+                                headers={"Content-Encoding": "gzip",
+                                         "Content-Type": "text/plain"})
+        if mode == "redirect_loop":
+            raise web.HTTPFound(request.path)
+        return await self._stream(request, mode)
+
+    async def _stream(self, request: web.Request, mode: str) -> web.StreamResponse:
+        data = self.body.encode()
+        if mode == "short":  # Content-Length says more than is sent, then the connection closes
+            resp = web.StreamResponse(headers={"Content-Type": "text/plain",
+                                               "Content-Length": str(len(data) + 1000)})
+            await resp.prepare(request)
+            await resp.write(data)
+            request.transport.close()
+            return resp
+        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        try:
+            if mode == "chunked":  # the whole body, in small chunks, with pauses
+                for i in range(0, len(data), self.chunk_size):
+                    await resp.write(data[i:i + self.chunk_size])
+                    await asyncio.sleep(self.chunk_delay)
+            elif mode == "trickle":  # a line every 0.1 s: never done within the timeout
+                for line in data.splitlines(keepends=True)[:100]:
+                    await resp.write(line)
+                    await asyncio.sleep(0.1)
+            else:
+                raise AssertionError(mode)
+            await resp.write_eof()
+        except ConnectionResetError:  # the scraper gave up: expected in "trickle"
+            pass
+        return resp
 
     async def start(self) -> str:
         app = web.Application()
@@ -194,6 +242,120 @@ def test_optional_target_down_does_not_block_readiness():
         async with Scraper(cfg) as scraper:
             await scraper.scrape_once()
             assert readiness(scraper)[0]
+        await srv.stop()
+
+    asyncio.run(scenario())
+
+
+def many_models_body(n: int = 2000) -> str:
+    """A Triton exposition of ``n`` models: the per-model families of a captured Triton body,
+    one copy per model (``m0000``…), plus its model-less lines."""
+    keep = ("nv_inference_request_success", "nv_inference_request_failure",
+            "nv_inference_count", "nv_inference_exec_count", "nv_inference_request_duration_us",
+            "nv_inference_queue_duration_us", "nv_inference_pending_request_count")
+    out = []
+    for line in TRITON_BODY.splitlines():
+        if line.startswith("#"):
+            if line.split()[2] in keep:
+                out.append(line)
+        elif 'model="' not in line:
+            continue
+        elif line.split("{", 1)[0] in keep and 'model="add"' in line:
+            out.extend(line.replace('model="add"', f'model="m{i:04d}"') for i in range(n))
+    return "\n".join(out) + "\n"
+
+
+def test_body_in_small_chunks_with_pauses_is_read_whole():
+    body = many_models_body(2000)
+    expected = Normalizer(TABLES["triton"], TargetContext()).normalize(body)
+    assert len(expected.models) == 2000
+
+    async def scenario():
+        srv = FaultServer()
+        srv.body, srv.mode = body, "chunked"
+        url = await srv.start()
+        cfg = parse_config({"scrape": {"interval_seconds": 10, "timeout_seconds": 8},
+                            "targets": [{"name": "t", "kind": "triton", "url": url}]})
+        async with Scraper(cfg) as scraper:
+            await scraper.scrape_once()
+            st = scraper.states["t"]
+            assert st.up, st.last_error
+            assert st.invalid_lines_total == 0
+            assert st.normalized.series_count == expected.series_count
+            assert len(st.normalized.models) == 2000
+        await srv.stop()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("mode,reason,message", [
+    ("short", "truncated", "body cut short (Not enough data to satisfy content length"),
+    ("gzip_cut", "truncated", "compressed stream ends before its end"),
+    ("gzip_corrupt", "decode", "corrupt compressed body"),
+    ("trickle", "timeout", "no complete answer"),
+    ("redirect_loop", "connection", "TooManyRedirects: gave up after 10 redirects"),
+])
+def test_incomplete_bodies_are_errors_not_data(mode, reason, message, caplog):
+    async def scenario():
+        srv = FaultServer()
+        url = await srv.start()
+        srv.mode = mode
+        async with Scraper(_config({"t": url})) as scraper:
+            with caplog.at_level(logging.WARNING, logger="fleetwatch.scraper"):
+                await scraper.scrape_once()
+            st = scraper.states["t"]
+            assert not st.up
+            assert st.errors == {reason: 1}
+            assert message in st.last_error
+            assert b"modelserver_" not in scraper.body  # nothing of the partial body served
+            lines = [r.getMessage() for r in caplog.records if "target t" in r.getMessage()]
+            assert len(lines) == 1 and "Traceback" not in lines[0]
+            assert "\n" not in lines[0]
+        await srv.stop()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("mode", ["ok", "gzip", "chunked"])
+def test_body_larger_than_max_body_bytes_is_too_large(mode):
+    async def scenario():
+        srv = FaultServer()
+        url = await srv.start()
+        srv.mode = mode
+        limit = len(TRITON_BODY.encode()) - 1  # decompressed size counts, not the wire size
+        async with Scraper(_config({"t": url}, max_body_bytes=limit)) as scraper:
+            await scraper.scrape_once()
+            st = scraper.states["t"]
+            assert not st.up and st.errors == {"too_large": 1}
+            assert f"larger than {limit} bytes" in st.last_error
+        async with Scraper(_config({"t": url}, max_body_bytes=limit + 1)) as scraper:
+            await scraper.scrape_once()
+            assert scraper.states["t"].up
+        await srv.stop()
+
+    asyncio.run(scenario())
+
+
+def test_bom_is_tolerated_and_truncated_reason_is_exported():
+    async def scenario():
+        srv = FaultServer()
+        url = await srv.start()
+        srv.mode = "bom"
+        async with Scraper(_config({"t": url})) as scraper:
+            await scraper.scrape_once()
+            st = scraper.states["t"]
+            assert st.up and st.invalid_lines_total == 0
+            plain = Normalizer(TABLES["triton"], TargetContext()).normalize(TRITON_BODY)
+            assert st.normalized.series_count == plain.series_count
+            srv.mode = "short"
+            await scraper.scrape_once()
+            from prometheus_client import generate_latest
+
+            from fleetwatch.exporters.selfmetrics import self_registry
+
+            text = generate_latest(self_registry(scraper)).decode()
+            assert re.search(r'fleetwatch_upstream_scrape_errors_total\{reason="truncated",'
+                             r'target="t"\} 1\.0', text)
         await srv.stop()
 
     asyncio.run(scenario())

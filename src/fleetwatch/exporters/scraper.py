@@ -9,7 +9,10 @@ wrong, and the other targets carry on. Snapshot subscribers (the SLO engine) get
 snapshot in order.
 
 The fetch asks for the text format 0.0.4 (which keeps vLLM's colons) and accepts
-OpenMetrics and gzip.
+OpenMetrics and gzip. The whole body is read (however it is chunked or paced) within the
+total timeout: a body cut short (connection closed, fewer bytes than its Content-Length, a
+gzip stream without its end) is ``truncated``, never parsed as if complete; more than
+``max_body_bytes`` (after decompression) is ``too_large``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -93,17 +97,21 @@ class Scraper:
         self.snapshot: Snapshot | None = None
         self.subscribers: list[Callable[[Snapshot], None]] = []
         self._session: aiohttp.ClientSession | None = None
+        self._metrics_session: aiohttp.ClientSession | None = None
 
     # -- lifecycle ----------------------------------------------------------------
     async def __aenter__(self) -> Scraper:
-        self._session = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=self.cfg.scrape.timeout_seconds),
-            auto_decompress=True)
+        timeout = aiohttp.ClientTimeout(total=self.cfg.scrape.timeout_seconds)
+        self._session = aiohttp.ClientSession(timeout=timeout, auto_decompress=True)
+        # /metrics bodies are decompressed here, not by aiohttp: a gzip stream cut short
+        # is then detected, and max_body_bytes bounds the decompressed size.
+        self._metrics_session = aiohttp.ClientSession(timeout=timeout, auto_decompress=False)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._session:
-            await self._session.close()
+        for session in (self._session, self._metrics_session):
+            if session:
+                await session.close()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Scrape on a fixed interval until ``stop`` is set (cycles never overlap)."""
@@ -161,25 +169,36 @@ class Scraper:
         st.duration = time.perf_counter() - t0
 
     async def _fetch(self, target: Target) -> str:
-        assert self._session is not None
+        assert self._metrics_session is not None
         url = str(target.url)
         limit = self.cfg.scrape.max_body_bytes
         try:
-            async with self._session.get(url, headers={"Accept": ACCEPT,
-                                                       "Accept-Encoding": "gzip"}) as resp:
+            async with self._metrics_session.get(
+                    url, headers={"Accept": ACCEPT, "Accept-Encoding": "gzip"}) as resp:
                 if resp.status != 200:
                     raise ScrapeError("http_status", f"HTTP {resp.status} from {url}")
                 ctype = resp.headers.get("Content-Type", "")
-                body = await resp.content.read(limit + 1)
-                if len(body) > limit:
-                    raise ScrapeError("too_large", f"body larger than {limit} bytes")
+                reader = _BodyReader(resp.headers.get("Content-Encoding", ""), limit, url)
+                async for chunk in resp.content.iter_chunked(64 * 1024):
+                    reader.feed(chunk)
+                body = reader.finish()
         except asyncio.TimeoutError:
             raise ScrapeError("timeout", f"no complete answer from {url} within "
                                          f"{self.cfg.scrape.timeout_seconds} s") from None
+        except aiohttp.ClientPayloadError as exc:
+            raise ScrapeError("truncated", f"{url}: body cut short "
+                                           f"({_payload_problem(exc)})") from None
+        except aiohttp.TooManyRedirects as exc:
+            raise ScrapeError("connection", f"{url}: TooManyRedirects: gave up after "
+                                            f"{len(exc.history)} redirects (a loop?), last "
+                                            f"to {exc.request_info.real_url}") from None
+        except aiohttp.ClientResponseError as exc:  # str() of these is not readable
+            raise ScrapeError("connection", f"{url}: {type(exc).__name__}: "
+                                            f"{exc.message or exc.status}") from None
         except aiohttp.ClientError as exc:
             raise ScrapeError("connection", f"{url}: {exc}") from None
         try:
-            text = body.decode("utf-8")
+            text = body.decode("utf-8-sig")  # a leading BOM is tolerated
         except UnicodeDecodeError as exc:
             raise ScrapeError("decode", f"body is not UTF-8 ({exc})") from None
         stripped = text.lstrip()
@@ -288,6 +307,62 @@ class Scraper:
                 return resp.status == 200
         except (aiohttp.ClientError, asyncio.TimeoutError):
             return False
+
+
+class _BodyReader:
+    """Accumulates a response body, decompressing gzip/deflate itself, up to ``limit``
+    bytes of decompressed data (``too_large`` beyond); ``finish`` raises ``truncated``
+    when a compressed stream ends before its end marker."""
+
+    def __init__(self, encoding: str, limit: int, url: str) -> None:
+        self.limit = limit
+        self.url = url
+        self.buf = bytearray()
+        self._fed = False
+        encoding = encoding.strip().lower()
+        if encoding in ("", "identity"):
+            self._z = None
+        elif encoding in ("gzip", "x-gzip", "deflate"):
+            self._z = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib header
+        else:
+            raise ScrapeError("decode", f"{url}: unsupported Content-Encoding {encoding!r}")
+
+    def _append(self, data: bytes) -> None:
+        self.buf += data
+        if len(self.buf) > self.limit:
+            raise ScrapeError("too_large", f"{self.url}: body larger than {self.limit} bytes")
+
+    def feed(self, data: bytes) -> None:
+        if self._z is None:
+            self._append(data)
+            return
+        self._fed = self._fed or bool(data)
+        try:
+            while data:
+                if self._z.eof:  # another gzip member follows (concatenated gzip is valid)
+                    if not data.strip(b"\0 \t\r\n"):
+                        return  # padding after the stream
+                    self._z = zlib.decompressobj(zlib.MAX_WBITS | 32)
+                # max_length bounds the memory of a decompression bomb
+                self._append(self._z.decompress(data, self.limit + 1 - len(self.buf)))
+                data = self._z.unconsumed_tail or self._z.unused_data
+        except zlib.error as exc:
+            raise ScrapeError("decode", f"{self.url}: corrupt compressed body ({exc})") from None
+
+    def finish(self) -> bytes:
+        if self._z is not None and self._fed and not self._z.eof:
+            raise ScrapeError("truncated", f"{self.url}: body cut short (compressed "
+                                           "stream ends before its end)")
+        return bytes(self.buf)
+
+
+def _payload_problem(exc: aiohttp.ClientPayloadError) -> str:
+    """The readable part of aiohttp's payload error (which wraps the parser's error)."""
+    cause = exc.__cause__ or (exc.args[0] if exc.args else None)
+    message = getattr(cause, "message", None)
+    if isinstance(message, str) and message:
+        return message
+    return str(exc).replace("\n", " ").strip() or type(exc).__name__
 
 
 def _sibling(url: str, path: str) -> str:

@@ -17,7 +17,7 @@ from fleetwatch.labels.schema import METRICS_BY_NAME
 
 #: Every scrape error reason, so each appears at 0 before it first happens.
 ERROR_REASONS = ("timeout", "connection", "http_status", "not_metrics", "empty", "decode",
-                 "parse", "too_large", "internal")
+                 "parse", "too_large", "truncated", "internal")
 
 
 def _family(name: str) -> Metric:
