@@ -130,7 +130,7 @@ class FaultServer:
 def _config(urls: dict[str, str], **scrape):
     return parse_config({
         "scrape": {"interval_seconds": 1.0, "timeout_seconds": 0.5, **scrape},
-        "targets": [{"name": n, "url": u} for n, u in urls.items()],
+        "targets": [{"name": n, "url": u, "labels": {"server": n}} for n, u in urls.items()],
     })
 
 
@@ -237,7 +237,8 @@ def test_optional_target_down_does_not_block_readiness():
         url = await srv.start()
         cfg = parse_config({"targets": [
             {"name": "t", "url": url},
-            {"name": "gpus", "url": "http://127.0.0.1:9/metrics", "required": False},
+            {"name": "gpus", "kind": "dcgm", "url": "http://127.0.0.1:9/metrics",
+             "required": False, "labels": {"server": "gpus"}},
         ]})
         async with Scraper(cfg) as scraper:
             await scraper.scrape_once()

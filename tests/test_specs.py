@@ -58,6 +58,26 @@ def test_registry_errors_name_file_entry_field(tmp_path, body, expected):
      "scrape: Value error, timeout_seconds must not exceed interval_seconds"),
     ("listen: {port: 70000}\ntargets:\n  - {name: a, url: 'http://x/m'}\n", "listen.port"),
     ("targets:\n  - {name: a, url: 'http://x/m', colour: red}\n", "targets[0].colour: unknown field"),
+    # two targets that could export the same series
+    ("targets:\n  - {name: t1, kind: triton, url: 'http://x/m'}\n"
+     "  - {name: t2, kind: triton, url: 'http://y/m'}\n",
+     "targets[1].labels: targets 't1' (targets[0]) and 't2' (targets[1]) have kind triton and "
+     "the same labels {}, so their series could collide; give each a distinct labels: mapping, "
+     "e.g. labels: {server: t2}"),
+    ("targets:\n  - {name: t1, kind: vllm, url: 'http://x/m', labels: {server: a}}\n"
+     "  - {name: g, kind: dcgm, url: 'http://z/m'}\n"
+     "  - {name: t2, url: 'http://y/m', labels: {server: a}}\n",
+     "targets[2].labels: targets 't1' (targets[0]) and 't2' (targets[2]) have kind vllm and auto "
+     "and the same labels {server: a}"),
+    ("targets:\n  - {name: a, url: 'http://x/m'}\n  - {name: b, url: 'http://y/m'}\n",
+     "targets 'a' (targets[0]) and 'b' (targets[1]) have kind auto"),
+    # listen address: an IP or a plausible host name
+    ("listen: {address: 'not a host'}\ntargets:\n  - {name: a, url: 'http://x/m'}\n",
+     "listen.address: Value error, 'not a host' is neither an IP address nor a host name"),
+    ("listen: {address: '999.1.2.3'}\ntargets:\n  - {name: a, url: 'http://x/m'}\n",
+     "listen.address"),
+    ("listen: {address: '[::1]'}\ntargets:\n  - {name: a, url: 'http://x/m'}\n",
+     "IPv6 without brackets"),
 ])
 def test_config_errors_name_file_and_field(tmp_path, body, expected):
     p = write(tmp_path, "sidecar.yaml", body)
@@ -97,3 +117,23 @@ def test_normalize_cli_on_unreadable_input(tmp_path):
     garbage = write(tmp_path, "g.prom", "this is not\nan exposition at all {\n")
     res = subprocess.run([*cli, str(garbage)], capture_output=True, text=True)
     assert res.returncode == 2 and "no Prometheus metric lines" in res.stderr
+
+
+@pytest.mark.parametrize("body", [
+    "targets:\n  - {name: t1, kind: triton, url: 'http://x/m', labels: {server: a}}\n"
+    "  - {name: t2, kind: triton, url: 'http://y/m', labels: {server: b}}\n",
+    "targets:\n  - {name: t, kind: triton, url: 'http://x/m'}\n"
+    "  - {name: v, kind: vllm, url: 'http://y/m'}\n  - {name: g, kind: dcgm, url: 'http://z/m'}\n",
+    "listen: {address: '::'}\ntargets:\n  - {name: a, url: 'http://x/m'}\n",
+    "listen: {address: node-1.example.com}\ntargets:\n  - {name: a, url: 'http://x/m'}\n",
+])
+def test_config_accepts_distinct_targets_and_addresses(tmp_path, body):
+    load_config(write(tmp_path, "sidecar.yaml", body))
+
+
+def test_non_utf8_config_is_a_clean_error(tmp_path):
+    p = tmp_path / "sidecar.yaml"
+    p.write_bytes(b"targets:\n  - {name: caf\xe9, url: 'http://x/m'}\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(p)
+    assert str(err.value) == f"{p}: not UTF-8 text (byte 23): cannot read configuration"

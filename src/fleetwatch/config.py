@@ -22,17 +22,33 @@ Example::
         url: http://127.0.0.1:9400/metrics
         required: false
 
+Two targets that could export the same series (the same ``kind``, or either ``auto``,
+with identical ``labels``) are rejected: give each a distinct ``labels:`` mapping, e.g.
+``labels: {server: a}``.
+
 Errors raise :class:`ConfigError` naming the file and the field path
 (``sidecar.yaml: targets[1].url: Field required``).
 """
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+_HOST_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 
 
 class ConfigError(ValueError):
@@ -48,6 +64,23 @@ class Listen(_Strict):
 
     address: str = "0.0.0.0"
     port: int = Field(9810, ge=0, le=65535)
+
+    @field_validator("address")
+    @classmethod
+    def _ip_or_host_name(cls, v: str) -> str:
+        """An IPv4/IPv6 address or a plausible host name (RFC 1123 labels)."""
+        try:
+            ipaddress.ip_address(v)
+            return v
+        except ValueError:
+            pass
+        name = v[:-1] if v.endswith(".") else v
+        labels = name.split(".")
+        if (0 < len(name) <= 253 and all(_HOST_LABEL.match(lab) for lab in labels)
+                and not labels[-1].isdigit()):  # 999.1.1.1 is a bad IP, not a name
+            return v
+        hint = "; IPv6 without brackets, e.g. ::1" if v.startswith("[") else ""
+        raise ValueError(f"{v!r} is neither an IP address nor a host name{hint}")
 
 
 class Scrape(_Strict):
@@ -96,6 +129,27 @@ class SidecarConfig(_Strict):
             raise ValueError(f"target names must be unique; repeated: {', '.join(dupes)}")
         return self
 
+    @field_validator("targets")
+    @classmethod
+    def _distinct_series(cls, targets: list[Target]) -> list[Target]:
+        """Two targets of the same kind (or either ``auto``) with the same ``labels`` would
+        export the same series (e.g. two Triton servers both serving ``ranker``)."""
+        for j, b in enumerate(targets):
+            for i, a in enumerate(targets[:j]):
+                if a.name == b.name:
+                    continue  # reported as a repeated name
+                same_kind = a.kind == b.kind or "auto" in (a.kind, b.kind)
+                if same_kind and a.labels == b.labels:
+                    kinds = a.kind if a.kind == b.kind else f"{a.kind} and {b.kind}"
+                    labels = "{" + ", ".join(f"{k}: {v}" for k, v in
+                                             sorted(a.labels.items())) + "}"
+                    raise ValueError(
+                        f"targets[{j}].labels: targets '{a.name}' (targets[{i}]) and "
+                        f"'{b.name}' (targets[{j}]) have kind {kinds} and the same labels "
+                        f"{labels}, so their series could collide; give each a distinct "
+                        f"labels: mapping, e.g. labels: {{server: {b.name}}}")
+        return targets
+
 
 def parse_config(data: object, source: str = "<memory>") -> SidecarConfig:
     """Validate parsed YAML; raise :class:`ConfigError` naming ``source`` and the field."""
@@ -115,6 +169,9 @@ def load_config(path: str | Path) -> SidecarConfig:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read configuration: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}): cannot read "
+                          "configuration") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p}: not valid YAML: {exc}") from None
     cfg = parse_config(data, str(p))
