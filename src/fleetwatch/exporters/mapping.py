@@ -268,6 +268,7 @@ class Normalizer:
         self._known_families: set[str] = set()
         self._created_bases: set[str] = set()
         self._source_types: dict[str, str] = {}
+        self._multi_fed = _multi_fed(table.rules)
         for rule in table.rules:
             self._source_types[rule.source] = rule.source_type
             self._created_bases.add(rule.source)
@@ -409,7 +410,7 @@ class Normalizer:
                 continue
             if suffix == "_bucket" and not rule.part and "le" not in labels:
                 return _Entry(error=f"{name} has no le label")
-            out = self._map_labels(rule, labels)
+            out, lossy = self._map_labels(rule, labels)
             target = rule.target
             tdef = METRICS_BY_NAME[target]
             if rule.part or rule.source_type in ("counter", "gauge"):
@@ -422,20 +423,25 @@ class Normalizer:
                       or (rule.source_type == "summary" and suffix == ""))
             div, mul = (rule.divide, rule.multiply) if scaled else (1.0, 1.0)
             fam_idx = _FAMILY_ORDER[target]
-            base_labels = None
+            # render the labels once; le/quantile always come last
+            tail_out = [(k, out.pop(k)) for k in ("quantile", "le") if k in out]
+            base_labels = render_labels(_ordered(out, tdef))
+            mean_only = False
             for t_suffix, extra in samples:
-                sample_labels = dict(out)
-                sample_labels.update(extra)
-                if t_suffix == "_bucket" and not extra and rule.le_divide != 1.0:
-                    sample_labels["le"] = _scale_bound(labels["le"], rule.le_divide)
-                rendered = render_labels(_ordered(sample_labels, tdef))
-                prefix = target + t_suffix + rendered
+                tail = list(tail_out)
+                if extra:
+                    tail = [p for p in tail if p[0] not in dict(extra)] + list(extra)
+                elif t_suffix == "_bucket" and rule.le_divide != 1.0:
+                    tail = [("le", _scale_bound(labels["le"], rule.le_divide))]
+                prefix = target + t_suffix + _append_labels(base_labels, tail)
                 if t_suffix == "_count" and rule.as_samples != (("", ()),):
-                    base_labels = render_labels(_ordered(out, tdef))
-                owner = self._owner.setdefault(prefix, canon)
-                if owner != canon and prefix not in self._shared:
-                    self._shared.add(prefix)
-                    self._stale.add(owner)  # the owner was compiled as alone
+                    mean_only = True
+                if lossy or (target, t_suffix) in self._multi_fed:
+                    # this series may meet others on one normalized series: track it
+                    owner = self._owner.setdefault(prefix, canon)
+                    if owner != canon and prefix not in self._shared:
+                        self._shared.add(prefix)
+                        self._stale.add(owner)  # the owner was compiled as alone
                 if prefix in self._shared:
                     shared.append((fam_idx, prefix, div, mul, rule.negative_is_nan,
                                    rule.priority))
@@ -443,7 +449,7 @@ class Normalizer:
                     scaled_slots.append((fam_idx, prefix, div, mul, rule.negative_is_nan))
                 else:
                     direct.append((fam_idx, prefix))
-            if base_labels is not None:
+            if mean_only:
                 # a mean-only histogram: its _count/+Inf bucket stand only beside a _sum
                 self._mean_only[target + "_count" + base_labels] = (
                     fam_idx, target + "_sum" + base_labels,
@@ -456,14 +462,16 @@ class Normalizer:
         return _Entry(direct=tuple(direct), scaled=tuple(scaled_slots), shared=tuple(shared),
                       model=model_id, canon=canon)
 
-    def _map_labels(self, rule: Rule, labels: dict[str, str]) -> dict[str, str]:
+    def _map_labels(self, rule: Rule, labels: dict[str, str]) -> tuple[dict[str, str], bool]:
         """The normalized labels of an upstream series under ``rule``.
 
         Renamed labels (the table's renames) come first; other upstream labels are kept
         only when the schema allows them on the target metric and nothing renamed
         produced them already (an upstream ``model_version`` never overrides the one
         renamed from Triton's ``version``). Every other upstream label is dropped —
-        series that then coincide are summed — and named once in a log line.
+        series that then coincide are summed — and named once in a log line. The flag
+        says whether the mapping lost information (a dropped label, a value map), i.e.
+        whether other upstream series may land on the same normalized series.
         """
         renames = self.table.label_renames
         tdef = METRICS_BY_NAME[rule.target]
@@ -475,6 +483,7 @@ class Normalizer:
         if vmap is not None:
             consumed.add(vmap.source_label)
         out: dict[str, str] = {}
+        lossy = vmap is not None
         for k, v in labels.items():
             if k in consumed or k in ("le", "quantile"):
                 continue
@@ -486,7 +495,9 @@ class Normalizer:
                 continue
             if k in allowed and k not in out:
                 out[k] = v
-            elif k not in self.dropped_labels:
+                continue
+            lossy = True
+            if k not in self.dropped_labels:
                 self.dropped_labels.add(k)
                 log.info("%s: dropping upstream label %r (not in the schema of %s); series "
                          "that differ only by it are summed", self.table.kind, k, rule.target)
@@ -502,7 +513,8 @@ class Normalizer:
             vmap.apply(vm_in)
             out.update(vm_in)
         for k in rule.drop:
-            out.pop(k, None)
+            if out.pop(k, None) is not None:
+                lossy = True
         out.update(rule.const)
         out["backend"] = self.table.backend
         if tdef.per_model:
@@ -517,7 +529,7 @@ class Normalizer:
             for k in ("model", "model_version", "runtime"):
                 out.pop(k, None)
         out.update(self.ctx.extra_labels)
-        return out
+        return out, lossy
 
     def _family_of(self, name: str, meta: Metadata) -> str:
         """Best guess of the upstream family a sample name belongs to (prometheus_client's
@@ -549,6 +561,38 @@ def _ordered(labels: Mapping[str, str], tdef: MetricDef) -> LabelPairs:
     tail = [(k, labels[k]) for k in tail_keys]
     last = [(k, labels[k]) for k in ("quantile", "le") if k in labels]
     return tuple(head + tail + last)
+
+
+def _append_labels(rendered: str, tail: list[tuple[str, str]]) -> str:
+    """Append label pairs to an already rendered label set."""
+    if not tail:
+        return rendered
+    more = render_labels(tuple(tail))
+    return more if not rendered else rendered[:-1] + "," + more[1:]
+
+
+def _written(rule: Rule) -> set[str]:
+    """The sample suffixes of its target that a rule writes."""
+    if rule.part or rule.source_type in ("counter", "gauge"):
+        return {suffix for suffix, _ in rule.as_samples}
+    return set(_SUFFIXES[rule.source_type])
+
+
+def _multi_fed(rules: Iterable[Rule]) -> set[tuple[str, str]]:
+    """(target, suffix) pairs that two rules may both write with the same labels (their
+    constant labels agree): aliases, backend-vs-core histograms, dcgm memory parts.
+    Only those series need collision tracking (with lossy mappings)."""
+    rules = list(rules)
+    out: set[tuple[str, str]] = set()
+    for i, a in enumerate(rules):
+        for b in rules[i + 1:]:
+            if a.target != b.target:
+                continue
+            ca, cb = dict(a.const), dict(b.const)
+            if any(ca[k] != cb[k] for k in ca.keys() & cb.keys()):
+                continue
+            out |= {(a.target, s) for s in _written(a) & _written(b)}
+    return out
 
 
 def _scale_bound(bound: str, divide: float) -> str:
