@@ -29,13 +29,15 @@ def _setup_logging(level: str) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-def _registry(path: str | None) -> Registry:
+def _registry(path: str | None, where: str = "") -> Registry:
+    """Load a registry; ``where`` (e.g. ``sidecar.yaml: registry``) prefixes each error."""
     if not path:
         return Registry()
     try:
         return load_registry(path)
     except RegistryError as exc:
-        _fail(str(exc))
+        _fail("\n".join(f"{where}: {line}" if where else line
+                         for line in str(exc).splitlines()))
         raise  # unreachable
 
 
@@ -55,16 +57,19 @@ def main() -> None:
               type=click.Choice(["debug", "info", "warning", "error"]))
 def serve(config_path: str, slos_path: str | None, log_level: str) -> None:
     """Run the sidecar: scrape the targets, serve /metrics, /healthz, /readyz."""
-    from fleetwatch.exporters.server import run_sidecar
+    from fleetwatch.exporters.server import ListenError, run_sidecar
 
     _setup_logging(log_level)
     try:
         cfg = load_config(config_path)
     except ConfigError as exc:
         _fail(str(exc))
-    registry = _registry(cfg.registry)
+    registry = _registry(cfg.registry, f"{config_path}: registry")
     slos = _slo_file(slos_path) if slos_path else None
-    asyncio.run(run_sidecar(cfg, registry, slos=slos))
+    try:
+        asyncio.run(run_sidecar(cfg, registry, slos=slos))
+    except ListenError as exc:
+        _fail(f"{exc} (listen: in {config_path})", code=1)
 
 
 def _slo_file(path: str):
@@ -125,7 +130,7 @@ def validate(config_path: str) -> None:
         cfg = load_config(config_path)
     except ConfigError as exc:
         _fail(str(exc))
-    registry = _registry(cfg.registry)
+    registry = _registry(cfg.registry, f"{config_path}: registry")
     click.echo(f"{config_path}: ok ({len(cfg.targets)} targets, "
                f"{len(registry.entries)} registry entries)")
 
@@ -206,7 +211,8 @@ def schema(markdown: bool) -> None:
                  ("model", "model_version", "model_namespace", "backend", "runtime",
                   "dp_rank")]
         table.add_row(m.name, m.type, m.unit, ", ".join(extra), ", ".join(sources))
-    Console().print(table)
+    # not a terminal (a pipe, a file): as wide as the rows, names never cut
+    Console(width=None if sys.stdout.isatty() else 1000).print(table)
 
 
 @main.command()
@@ -249,6 +255,82 @@ def dashboards(registry_path: str, slos_path: str, out_dir: str, namespace: str)
             _fail(f"{path}: cannot write: {exc.strerror or exc}", code=1)
     click.echo(f"wrote {len(files)} files to {out_dir}")
 
+
+
+# -- alerts: generated rules and Alertmanager configuration (fleetwatch.alerts) -------------
+@main.command()
+@click.option("--registry", "registry_path", required=True, type=click.Path(dir_okay=False),
+              help="Model registry YAML (owners of the model-not-ready alerts).")
+@click.option("--slos", "slos_path", required=True, type=click.Path(dir_okay=False),
+              help="SLO file (burn-rate recording rules and alerts).")
+@click.option("--receivers", "receivers_path", type=click.Path(dir_okay=False),
+              help="Alerting configuration: URLs, platform thresholds (defaults without it).")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Output directory.")
+@click.option("--format", "fmt", type=click.Choice(["plain", "operator", "both"]),
+              default="both", show_default=True,
+              help="Plain rule files, a prometheus-operator PrometheusRule, or both.")
+@click.option("--tests", is_flag=True,
+              help="Also write promtool behaviour tests (promtool test rules).")
+def rules(registry_path: str, slos_path: str, receivers_path: str | None, out_dir: str,
+          fmt: str, tests: bool) -> None:
+    """Generate Prometheus recording and alerting rules from the registry and SLO file."""
+    from fleetwatch.alerts.behaviour import BehaviourTestError
+    from fleetwatch.alerts.generate import InputError, build_rules, load_inputs, source_names
+    from fleetwatch.alerts.generate import write_files as write_rule_files
+
+    try:
+        registry, slos, cfg = load_inputs(registry_path, slos_path, receivers_path)
+        assert slos is not None
+        formats = ("plain", "operator") if fmt == "both" else (fmt,)
+        files = build_rules(registry, slos, cfg,
+                            source_names(registry_path, slos_path, receivers_path),
+                            formats, tests=tests and "plain" in formats)
+    except (InputError, BehaviourTestError) as exc:
+        _fail(str(exc))
+    try:
+        for path in write_rule_files(files, out_dir):
+            click.echo(path)
+    except OSError as exc:
+        _fail(f"{out_dir}: cannot write: {exc.strerror or exc}", code=1)
+
+
+@main.command()
+@click.option("--registry", "registry_path", required=True, type=click.Path(dir_okay=False),
+              help="Model registry YAML (its teams are checked against the receivers).")
+@click.option("--receivers", "receivers_path", required=True, type=click.Path(dir_okay=False),
+              help="Alerting configuration: teams, default and receivers.")
+@click.option("--slos", "slos_path", type=click.Path(dir_okay=False),
+              help="SLO file: its burn tiers are inhibited (default: the Workbook catalog).")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, allow_dash=True),
+              default="-", show_default=True, help="Output file (- for stdout).")
+def alertmanager(registry_path: str, receivers_path: str, slos_path: str | None,
+                 out_file: str) -> None:
+    """Generate the Alertmanager configuration: routes by team and severity, inhibitions."""
+    from fleetwatch.alerts.generate import (
+        AlertmanagerConfigError,
+        InputError,
+        build_alertmanager_file,
+        load_inputs,
+        source_names,
+    )
+
+    try:
+        registry, slos, cfg = load_inputs(registry_path, slos_path, receivers_path)
+        text, am = build_alertmanager_file(
+            registry, cfg, slos, source_names(registry_path, receivers_path, slos_path))
+    except (InputError, AlertmanagerConfigError) as exc:
+        _fail(str(exc))
+    for warning in am.warnings:
+        click.echo(f"fleetwatch: warning: {warning}", err=True)
+    if out_file == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        Path(out_file).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _fail(f"{out_file}: cannot write: {exc.strerror or exc}", code=1)
+    click.echo(out_file)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

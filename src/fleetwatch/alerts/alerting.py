@@ -114,6 +114,10 @@ def _l(label: str) -> str:
 
 
 _VALUE = '{{ printf "%.3g" $value }}'
+_PERCENT = "{{ $value | humanizePercentage }}"
+#: Owner sentence: the joined registry labels, or a note when the model has none.
+_OWNER = ("{{ with $labels.owner }}Owner {{ . }}, on-call {{ $labels.oncall }}."
+          "{{ else }}The model is not in the registry.{{ end }}")
 _MODEL = f"{_l('model')} version {_l('model_version')} on {_l('backend')}"
 
 
@@ -202,7 +206,7 @@ def slo_alerts(slos: SLOFile, slo: SLOSpec, registry: Registry,
     rules: list[AlertRule] = []
     for w in ordered_tiers(slos.windows):
         factor = burn_factor(w.budget_consumed, slo.period_seconds, w.long)
-        f, long, short, tier = num(factor), window(w.long), window(w.short), tier_name(w)
+        f, long, short, tier = f"{float(factor):.4g}", window(w.long), window(w.short), tier_name(w)
         exhaust = human_duration(dec(slo.period_seconds) / factor)
         spent = percent(w.budget_consumed)
         burn = (f"burns the error budget of SLO {slo.name} (objective {objective} over "
@@ -221,8 +225,7 @@ def slo_alerts(slos: SLOFile, slo: SLOSpec, registry: Registry,
                 f"within the concurrency envelope",
                 f"Model {_MODEL} {burn}, in concurrency bands up to {envelope} requests per "
                 f"replica (inside the SLO's envelope): a regression, not load; scaling out "
-                f"will not fix it. {cost}{impossible} Owner {_l('owner')}, "
-                f"on-call {_l('oncall')}.",
+                f"will not fix it. {cost}{impossible} {_OWNER}",
                 static)))
         rules.append(AlertRule(
             SLO_OVERLOAD, with_owner(overload_expr(slo, w), team),
@@ -235,7 +238,7 @@ def slo_alerts(slos: SLOFile, slo: SLOSpec, registry: Registry,
                 f"requests per replica (the SLO's envelope): overloaded, not broken. Scale "
                 f"out: check the autoscaler (signal {rec.AUTOSCALING_SIGNAL}, desired "
                 f"replicas = ceil of it; the sidecar serves /autoscaling/{_l('model')}), its "
-                f"replica limits and the HPA/KEDA status. {cost}{impossible}",
+                f"replica limits and the HPA/KEDA status. {cost}{impossible} {_OWNER}",
                 static, autoscaler=True)))
     owner = slo_team(slo, registry, team)
     owner_labels = ((("team", owner.team), ("owner", owner.owner), ("oncall", owner.oncall))
@@ -261,7 +264,7 @@ def slo_alerts(slos: SLOFile, slo: SLOSpec, registry: Registry,
             f"SLO {slo.name} cannot be evaluated on {_l('model')}",
             f"The SLO engine cannot evaluate SLO {slo.name} on model {_MODEL} (e.g. its "
             f"latency threshold is not a bucket boundary of the source); its burn-rate alerts "
-            f"cannot fire. The sidecar's /slo endpoint explains why.", static),
+            f"cannot fire. The sidecar's /slo endpoint explains why. {_OWNER}", static),
         cfg.slo_alerts.misconfigured_for))
     return tuple(rules)
 
@@ -360,8 +363,8 @@ def platform_alerts(registry: Registry, cfg: AlertingConfig) -> tuple[AlertRule,
                 f"Queue wait of {_l('model')} is {_VALUE} s",
                 f"Requests to model {_MODEL} wait {_VALUE} s on average in the scheduler "
                 f"queue (over 5 minutes, all replicas), above {num(qw.seconds)} s for "
-                f"{qw.for_}: more load than capacity, or a stuck batcher. Owner "
-                f"{_l('owner')}.", autoscaler=True),
+                f"{qw.for_}: more load than capacity, or a stuck batcher. {_OWNER}",
+                autoscaler=True),
             qw.for_),
         AlertRule(
             KV_CACHE_FULL,
@@ -369,10 +372,10 @@ def platform_alerts(registry: Registry, cfg: AlertingConfig) -> tuple[AlertRule,
             (("severity", kv.severity),),
             _annotations(
                 urls, KV_CACHE_FULL,
-                f"KV cache of {_l('model')} is {{{{ $value | humanizePercentage }}}} full",
-                f"The KV cache of model {_MODEL} is {{{{ $value | humanizePercentage }}}} "
+                f"KV cache of {_l('model')} is {_PERCENT} full",
+                f"The KV cache of model {_MODEL} is {_PERCENT} "
                 f"used on its fullest replica, above {percent(kv.usage_ratio)} for "
-                f"{kv.for_}: requests will be preempted or queued. Owner {_l('owner')}.",
+                f"{kv.for_}: requests will be preempted or queued. {_OWNER}",
                 autoscaler=True),
             kv.for_),
         AlertRule(
@@ -381,9 +384,9 @@ def platform_alerts(registry: Registry, cfg: AlertingConfig) -> tuple[AlertRule,
             (("severity", gpu.severity), *team_label),
             _annotations(
                 urls, GPU_MEMORY_LOW,
-                f"GPU {_l('gpu_uuid')} memory is {{{{ $value | humanizePercentage }}}} used",
+                f"GPU {_l('gpu_uuid')} memory is {_PERCENT} used",
                 f"GPU {_l('gpu_uuid')} (seen by {_l('backend')}) has "
-                f"{{{{ $value | humanizePercentage }}}} of its memory in use, above "
+                f"{_PERCENT} of its memory in use, above "
                 f"{percent(gpu.usage_ratio)} for {gpu.for_}: no headroom to load another "
                 f"model or grow a KV cache."),
             gpu.for_),
