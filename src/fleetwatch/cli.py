@@ -318,7 +318,7 @@ def alertmanager(registry_path: str, receivers_path: str, slos_path: str | None,
     try:
         registry, slos, cfg = load_inputs(registry_path, slos_path, receivers_path)
         text, am = build_alertmanager_file(
-            registry, cfg, slos, source_names(registry_path, receivers_path, slos_path))
+            registry, cfg, slos, source_names(registry_path, slos_path, receivers_path))
     except (InputError, AlertmanagerConfigError) as exc:
         _fail(str(exc))
     for warning in am.warnings:
@@ -331,6 +331,7 @@ def alertmanager(registry_path: str, receivers_path: str, slos_path: str | None,
     except OSError as exc:
         _fail(f"{out_file}: cannot write: {exc.strerror or exc}", code=1)
     click.echo(out_file)
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()
