@@ -1,8 +1,10 @@
 """The sidecar's HTTP server: ``/metrics``, ``/healthz``, ``/readyz`` (+ the SLO engine's
 ``/slo`` and ``/autoscaling`` when SLOs are configured).
 
-* ``/metrics`` — the latest normalized exposition (text format 0.0.4) followed by
-  fleetwatch's own metrics; ``extra_routes`` lets the SLO engine add its own.
+* ``/metrics`` — the latest normalized exposition (text format 0.0.4, ``Content-Type:
+  text/plain; version=0.0.4; charset=utf-8``) followed by fleetwatch's own metrics,
+  gzip-compressed when the client accepts gzip; ``extra_routes`` lets the SLO engine add
+  its own.
 * ``/healthz`` — liveness: 200 while the process serves (never depends on upstreams).
 * ``/readyz`` — readiness: 200 only when every *required* target answered its last scrape
   and all its models report ready (Triton ``/v2/models/<m>/ready``, vLLM ``/health``);
@@ -15,11 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
+import socket
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import generate_latest
 
 from fleetwatch.config import SidecarConfig
 from fleetwatch.exporters.scraper import Scraper
@@ -32,6 +36,30 @@ from fleetwatch.slo.spec import SLOFile
 log = logging.getLogger("fleetwatch.server")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+#: What /metrics serves: the text format 0.0.4 (prometheus_client's CONTENT_TYPE_LATEST
+#: may name another version than the one written).
+METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class ListenError(RuntimeError):
+    """The HTTP socket cannot listen (port in use, address not resolvable or not local)."""
+
+
+def accepts_gzip(accept_encoding: str) -> bool:
+    """True when an ``Accept-Encoding`` header accepts gzip (``gzip`` or ``*``, q > 0)."""
+    for item in accept_encoding.lower().split(","):
+        coding, _, params = item.strip().partition(";")
+        if coding.strip() not in ("gzip", "x-gzip", "*"):
+            continue
+        q = params.strip()
+        if q.startswith("q="):
+            try:
+                return float(q[2:]) > 0
+            except ValueError:
+                return False
+        return True
+    return False
 
 
 def readiness(scraper: Scraper) -> tuple[bool, dict]:
@@ -57,11 +85,14 @@ def make_app(scraper: Scraper,
     """Build the aiohttp application around a running :class:`Scraper`."""
     registry = self_registry(scraper)
 
-    async def metrics(_request: web.Request) -> web.Response:
+    async def metrics(request: web.Request) -> web.Response:
         body = scraper.body + generate_latest(registry)
         if extra_metrics is not None:
             body += extra_metrics()
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        resp = web.Response(body=body, headers={"Content-Type": METRICS_CONTENT_TYPE})
+        if accepts_gzip(request.headers.get("Accept-Encoding", "")):
+            resp.enable_compression(web.ContentCoding.gzip)
+        return resp
 
     async def healthz(_request: web.Request) -> web.Response:
         return web.Response(text="ok\n")
@@ -136,7 +167,16 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, cfg.listen.address, cfg.listen.port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:  # port in use, unresolvable name (socket.gaierror), …
+            await runner.cleanup()
+            if isinstance(exc, socket.gaierror) or not exc.errno:
+                detail = exc.strerror or str(exc)
+            else:  # asyncio's message repeats the address: the errno's text is enough
+                detail = os.strerror(exc.errno)
+            raise ListenError(f"cannot listen on {cfg.listen.address}:{cfg.listen.port}: "
+                              f"{detail}") from None
         port = runner.addresses[0][1] if runner.addresses else cfg.listen.port
         log.info("serving on http://%s:%d/metrics (%d targets, every %.1f s)",
                  cfg.listen.address, port, len(cfg.targets), cfg.scrape.interval_seconds)
