@@ -38,6 +38,25 @@ def test_registry_lookup_first_match_and_globs():
     ("models: [\n", "not valid YAML"),
     ("", "empty registry"),
     ("teams: []\n", "field 'models'"),
+    ("models:\n  - {name: a, version: true, team: t, owner: o, oncall: c}\n",
+     "models[0] (name 'a'): field 'version': true is a boolean, not a version; "
+     'quote it, e.g. version: "1"'),
+    ("models:\n  - {name: a, version: 1.0, team: t, owner: o, oncall: c}\n",
+     "models[0] (name 'a'): field 'version': 1.0 is read as a number, not text; "
+     'quote it, e.g. version: "1"'),
+    ("models:\n  - {name: a, team: t, owner: o, oncall: c, latency_tier: ''}\n",
+     "models[0] (name 'a'): field 'latency_tier': String should have at least 1 character"),
+    ("models:\n  - {name: a, team: t, owner: o, oncall: c}\n"
+     "  - {name: b, team: t, owner: o, oncall: c}\n  - {name: a, team: u, owner: o, oncall: c}\n",
+     "models[2] (name 'a', any version): duplicate of models[0]; the first match wins, "
+     "so models[2] would never be used"),
+    ("models:\n  - {name: a, version: '2', team: t, owner: o, oncall: c}\n"
+     "  - {name: a, version: 2, team: u, owner: o, oncall: c}\n",
+     "models[1] (name 'a', version '2'): duplicate of models[0]"),
+    ("- {name: a, team: t, owner: o, oncall: c}\n",
+     "expected a mapping with a 'models:' list, not a list"),
+    ("just text\n", "expected a mapping with a 'models:' list, not text"),
+    ("models: [a]\n", "models[0]: expected a mapping with name, team, owner and oncall"),
 ])
 def test_registry_errors_name_file_entry_field(tmp_path, body, expected):
     p = write(tmp_path, "reg.yaml", body)
@@ -45,6 +64,23 @@ def test_registry_errors_name_file_entry_field(tmp_path, body, expected):
         load_registry(p)
     assert str(p) in str(err.value)
     assert expected in str(err.value)
+    for internal in ("_RegistryFile", "ModelEntry", "(entry)"):  # no internal names
+        assert internal not in str(err.value)
+
+
+def test_registry_same_name_other_version_is_not_a_duplicate(tmp_path):
+    reg = load_registry(write(tmp_path, "reg.yaml",
+                              "models:\n  - {name: a, version: '2', team: t, owner: o, oncall: c}\n"
+                              "  - {name: a, team: u, owner: o, oncall: c}\n"))
+    assert reg.lookup("a", "2").team == "t" and reg.lookup("a", "1").team == "u"
+
+
+def test_non_utf8_registry_is_a_clean_error(tmp_path):
+    p = tmp_path / "reg.yaml"
+    p.write_bytes(b"models:\n  - {name: caf\xe9, team: t, owner: o, oncall: c}\n")
+    with pytest.raises(RegistryError) as err:
+        load_registry(p)
+    assert str(err.value) == f"{p}: not UTF-8 text (byte 22): cannot read registry"
 
 
 @pytest.mark.parametrize("body,expected", [

@@ -11,12 +11,13 @@ A YAML file::
         latency_tier: interactive       # optional, default "standard"
         description: Query ranking model
 
-The first matching entry wins, so list specific versions before catch-alls. Validation is
-strict (unknown keys rejected); errors raise :class:`RegistryError` naming the file, the
-entry (index and name) and the field. The registry becomes the
-``modelserver_model_info{model, model_version, backend, runtime, team, owner, oncall,
-latency_tier} 1`` series, which queries join with ``* on (model, model_version)
-group_left(team, …)``.
+The first matching entry wins, so list specific versions before catch-alls; two entries
+with the same name and version are an error (the second could never match). Versions are
+text: quote numbers (``version: "1"``). Validation is strict (unknown keys rejected); errors
+raise :class:`RegistryError` naming the file, the entry (index and name) and the field.
+The registry becomes the ``modelserver_model_info{model, model_version, backend, runtime,
+team, owner, oncall, latency_tier} 1`` series, which queries join with
+``* on (model, model_version) group_left(team, …)``.
 """
 
 from __future__ import annotations
@@ -45,12 +46,18 @@ class ModelEntry(BaseModel):
     team: str = Field(min_length=1)
     owner: str = Field(min_length=1)
     oncall: str = Field(min_length=1)
-    latency_tier: str = "standard"
+    latency_tier: str = Field("standard", min_length=1)
     description: str = ""
 
     @field_validator("version", mode="before")
     @classmethod
     def _version_as_text(cls, v: object) -> object:
+        if isinstance(v, bool):  # YAML reads yes/no/true/false as booleans
+            raise ValueError(f"{str(v).lower()} is a boolean, not a version; quote it, "
+                             'e.g. version: "1"')
+        if isinstance(v, float):
+            raise ValueError(f"{v!r} is read as a number, not text; quote it, "
+                             'e.g. version: "1"')
         return str(v) if isinstance(v, int) else v
 
     def matches(self, model: str, version: str) -> bool:
@@ -68,6 +75,9 @@ class _RegistryFile(BaseModel):
 class Registry:
     """Validated registry entries with first-match lookup."""
 
+    #: Lookups remembered at most (cleared when full, so churning model names stay bounded).
+    CACHE_MAX = 10_000
+
     def __init__(self, entries: Iterable[ModelEntry] = (), source: str = "<memory>") -> None:
         self.entries = tuple(entries)
         self.source = source
@@ -76,10 +86,15 @@ class Registry:
     def lookup(self, model: str, version: str = "") -> ModelEntry | None:
         """The first entry matching ``model``/``version``, or None (unregistered)."""
         key = (model, version)
-        if key not in self._cache:
-            self._cache[key] = next((e for e in self.entries if e.matches(model, version)),
-                                    None)
-        return self._cache[key]
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        if len(self._cache) >= self.CACHE_MAX:
+            self._cache.clear()
+        entry = next((e for e in self.entries if e.matches(model, version)), None)
+        self._cache[key] = entry
+        return entry
 
     def info_lines(self, models: Iterable[tuple[str, str, str, str]]) -> list[str]:
         """``modelserver_model_info`` series lines for observed models.
@@ -103,11 +118,27 @@ def parse_registry(data: object, source: str = "<memory>") -> Registry:
     """Validate parsed YAML ``data``; raise :class:`RegistryError` naming source/entry/field."""
     if data is None:
         raise RegistryError(f"{source}: empty registry (expected a 'models:' list)")
+    if not isinstance(data, dict):
+        raise RegistryError(f"{source}: expected a mapping with a 'models:' list, "
+                            f"not {_yaml_kind(data)}")
     try:
         parsed = _RegistryFile.model_validate(data)
     except ValidationError as exc:
         raise RegistryError(_describe(exc, data, source)) from None
+    first: dict[tuple[str, str | None], int] = {}
+    for j, e in enumerate(parsed.models):
+        i = first.setdefault((e.name, e.version), j)
+        if i != j:
+            version = "any version" if e.version is None else f"version {e.version!r}"
+            raise RegistryError(
+                f"{source}: models[{j}] (name {e.name!r}, {version}): duplicate of "
+                f"models[{i}]; the first match wins, so models[{j}] would never be used")
     return Registry(parsed.models, source)
+
+
+def _yaml_kind(data: object) -> str:
+    kinds = {list: "a list", str: "text", bool: "a boolean", int: "a number", float: "a number"}
+    return kinds.get(type(data), "a scalar")
 
 
 def load_registry(path: str | Path) -> Registry:
@@ -121,6 +152,9 @@ def load_registry(path: str | Path) -> Registry:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise RegistryError(f"{p}: cannot read registry: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise RegistryError(f"{p}: not UTF-8 text (byte {exc.start}): cannot read "
+                            "registry") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -141,9 +175,16 @@ def _describe(exc: ValidationError, data: object, source: str) -> str:
                 name = data["models"][idx].get("name")
             where = f"models[{idx}]" + (f" (name {name!r})" if name else "")
             loc = loc[2:]
-        field = ".".join(str(x) for x in loc) or "(entry)"
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
             msg = "unknown field"
-        msgs.append(f"{source}: {where + ': ' if where else ''}field {field!r}: {msg}")
+        elif err["type"] == "value_error":
+            msg = msg.removeprefix("Value error, ")
+        elif err["type"] in ("model_type", "dict_type"):  # (no internal class names)
+            msg = "expected a mapping with name, team, owner and oncall"
+        prefix = f"{source}: {where + ': ' if where else ''}"
+        if loc:
+            msgs.append(f"{prefix}field {'.'.join(str(x) for x in loc)!r}: {msg}")
+        else:
+            msgs.append(f"{prefix}{msg}")
     return "\n".join(msgs)
