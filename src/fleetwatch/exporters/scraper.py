@@ -13,6 +13,9 @@ OpenMetrics and gzip. The whole body is read (however it is chunked or paced) wi
 total timeout: a body cut short (connection closed, fewer bytes than its Content-Length, a
 gzip stream without its end) is ``truncated``, never parsed as if complete; more than
 ``max_body_bytes`` (after decompression) is ``too_large``.
+
+Per-model facts (runtime, readiness) are forgotten once a model has not been observed for
+:data:`FORGET_AFTER_SCRAPES` successful scrapes, so churning model names do not grow memory.
 """
 
 from __future__ import annotations
@@ -39,6 +42,10 @@ log = logging.getLogger("fleetwatch.scraper")
 
 ACCEPT = ("text/plain;version=0.0.4;q=1.0,application/openmetrics-text;version=1.0.0;q=0.5,"
           "*/*;q=0.1")
+
+#: A model not observed in this many successful scrapes of its target is forgotten
+#: (learned runtime, readiness, log bookkeeping); it is learned again if it comes back.
+FORGET_AFTER_SCRAPES = 10
 
 
 class ScrapeError(Exception):
@@ -67,7 +74,11 @@ class TargetState:
     normalized: Normalized | None = None
     runtimes: dict[str, str] = field(default_factory=dict)
     models_ready: dict[str, bool] = field(default_factory=dict)
-    invalid_signature: tuple[int, str] | None = None
+    invalid_signature: tuple[int, tuple[str, ...]] | None = None
+    scrapes_ok: int = 0
+    last_seen: dict[str, int] = field(default_factory=dict)  # model → scrapes_ok when seen
+    exposed_unknown: set[str] = field(default_factory=set)  # exposed before runtime known
+    unreadable_config: set[str] = field(default_factory=set)  # logged once per model
 
     def runtime_for(self, model: str) -> str:
         return self.runtimes.get(model) or self.target.runtime or "unknown"
@@ -166,6 +177,7 @@ class Scraper:
         else:
             self._mark_up(st, normalized)
             await self._refresh_model_facts(st)
+            self._forget_unseen_models(st)
         st.duration = time.perf_counter() - t0
 
     async def _fetch(self, target: Target) -> str:
@@ -234,12 +246,25 @@ class Scraper:
         if n.meta.invalid:
             st.invalid_lines_total += len(n.meta.invalid)
             first = n.meta.invalid[0]
-            signature = (len(n.meta.invalid), first.reason)
+            # the same problem scrape after scrape is logged once; a new count or kind
+            # of problem is logged again
+            signature = (len(n.meta.invalid),
+                         tuple(sorted({bad.reason for bad in n.meta.invalid})))
             if signature != st.invalid_signature:
                 st.invalid_signature = signature
                 log.warning("target %s: skipped %d malformed line(s); first at line %d: %s: %r",
                             st.target.name, len(n.meta.invalid), first.lineno, first.reason,
                             first.line[:120])
+        elif st.invalid_signature is not None:
+            st.invalid_signature = None
+            log.info("target %s: no malformed lines any more", st.target.name)
+        st.scrapes_ok += 1
+        seen = st.scrapes_ok
+        learns = st.kind == "triton" and st.target.api_url is not None
+        for model in {m[0] for m in n.models}:
+            st.last_seen[model] = seen
+            if learns and model not in st.runtimes:
+                st.exposed_unknown.add(model)  # its runtime label is the fallback for now
         if not was_up:
             log.info("target %s (%s): up, %d series", st.target.name, st.kind, n.series_count)
 
@@ -256,6 +281,7 @@ class Scraper:
         t = st.target
         n = st.normalized
         observed = sorted({m[0] for m in n.models}) if n else []
+        before = st.models_ready
         if st.kind == "triton" and t.api_url:
             base = str(t.api_url).rstrip("/")
             names = t.models or observed
@@ -268,6 +294,27 @@ class Scraper:
             st.models_ready = {m: ok for m in (t.models or observed or ["(engine)"])}
         else:
             st.models_ready = {}
+        for model, ok in st.models_ready.items():  # one line per change
+            was = before.get(model)
+            if not ok and was is not False:
+                log.warning("target %s: model %s not ready", t.name, model)
+            elif ok and was is False:
+                log.info("target %s: model %s ready again", t.name, model)
+
+    def _forget_unseen_models(self, st: TargetState) -> None:
+        """Drop per-model facts of models not observed for FORGET_AFTER_SCRAPES scrapes."""
+        oldest = st.scrapes_ok - FORGET_AFTER_SCRAPES
+        gone = [m for m, seen in st.last_seen.items() if seen <= oldest]
+        if not gone:
+            return
+        keep_ready = set(st.target.models)
+        for m in gone:
+            del st.last_seen[m]
+            st.runtimes.pop(m, None)
+            st.exposed_unknown.discard(m)
+            st.unreadable_config.discard(m)
+            if m not in keep_ready:
+                st.models_ready.pop(m, None)
 
     async def _learn_runtimes(self, st: TargetState, n: Normalized) -> bool:
         """Read the runtime of models not seen before from Triton's model configuration
@@ -282,23 +329,44 @@ class Scraper:
         base = str(t.api_url).rstrip("/")
         learned = await asyncio.gather(*(self._triton_runtime(base, m) for m in unknown))
         changed = False
-        for m, rt in zip(unknown, learned, strict=True):
+        for m, (rt, problem) in zip(unknown, learned, strict=True):
             if rt is not None:
                 st.runtimes[m] = rt
+                st.unreadable_config.discard(m)
                 changed = True
+                if m in st.exposed_unknown:
+                    st.exposed_unknown.discard(m)
+                    log.info("target %s: model %s: runtime now %s (was exposed as %s)",
+                             t.name, m, rt, t.runtime or "unknown")
+            elif problem and m not in st.unreadable_config:
+                st.unreadable_config.add(m)
+                log.warning("target %s: model %s: cannot read its runtime from the model "
+                            "config (%s); runtime=%s until it can", t.name, m, problem,
+                            t.runtime or "unknown")
         if changed and st.normalizer is not None:
             st.normalizer.invalidate()
         return changed
 
-    async def _triton_runtime(self, base: str, model: str) -> str | None:
+    async def _triton_runtime(self, base: str, model: str) -> tuple[str | None, str | None]:
+        """``(runtime, None)``, or ``(None, problem)`` when the model config answered but
+        cannot be read, or ``(None, None)`` when it did not answer (retried next scrape)."""
         assert self._session is not None
         try:
             async with self._session.get(f"{base}/v2/models/{model}/config") as resp:
                 if resp.status != 200:
-                    return None
-                return runtime_from_model_config(await resp.json(content_type=None))
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
-            return None
+                    return None, None
+                config = await resp.json(content_type=None)
+        except (aiohttp.ClientError, asyncio.TimeoutError):
+            return None, None
+        except ValueError:
+            return None, "not JSON"
+        if not isinstance(config, dict):
+            return None, f"expected a JSON object, got {type(config).__name__}"
+        for key in ("backend", "platform"):
+            value = config.get(key)
+            if value is not None and not isinstance(value, str):
+                return None, f"{key!r} is a {type(value).__name__}, not a string"
+        return runtime_from_model_config(config), None
 
     async def _get_ok(self, url: str) -> bool:
         assert self._session is not None
