@@ -360,3 +360,34 @@ def test_bom_is_tolerated_and_truncated_reason_is_exported():
         await srv.stop()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("header,gzipped", [
+    ("gzip", True), ("gzip, deflate, br", True), ("deflate;q=1, gzip;q=0.5", True),
+    ("*", True), ("identity", False), ("deflate", False), ("gzip;q=0", False),
+])
+def test_metrics_content_type_and_gzip(header, gzipped):
+    async def scenario():
+        srv = FaultServer()
+        url = await srv.start()
+        async with Scraper(_config({"t": url})) as scraper:
+            await scraper.scrape_once()
+            runner = web.AppRunner(make_app(scraper))
+            await runner.setup()
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            port = runner.addresses[0][1]
+            async with aiohttp.ClientSession(auto_decompress=False) as s, \
+                    s.get(f"http://127.0.0.1:{port}/metrics",
+                          headers={"Accept-Encoding": header}) as r:
+                assert r.status == 200
+                assert r.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+                raw = await r.read()
+                assert (r.headers.get("Content-Encoding") == "gzip") is gzipped
+            text = (gzip.decompress(raw) if gzipped else raw).decode()
+            assert 'fleetwatch_upstream_up{target="t"} 1.0' in text
+            assert "modelserver_requests_total{" in text
+            await runner.cleanup()
+        await srv.stop()
+
+    asyncio.run(scenario())
