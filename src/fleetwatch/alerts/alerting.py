@@ -404,14 +404,13 @@ def model_recording_groups() -> list[RuleGroup]:
 
 
 def slo_groups(slos: SLOFile, registry: Registry, cfg: AlertingConfig) -> list[RuleGroup]:
-    """Per SLO: its recording group, then its alert group."""
+    """One group per SLO: its burn-rate recording rules, then its alerts. Rules of a group
+    run in order, so the alerts see the burn rates of the same evaluation (in separate
+    groups they would lag by up to one evaluation interval)."""
     windows = rec.burn_windows(slos)
-    out = []
-    for slo in slos.slos:
-        out.append(RuleGroup(f"fleetwatch-slo-{slo.name}-recording", rec.slo_rules(slo, windows)))
-        out.append(RuleGroup(f"fleetwatch-slo-{slo.name}-alerts",
-                             slo_alerts(slos, slo, registry, cfg)))
-    return out
+    return [RuleGroup(f"fleetwatch-slo-{slo.name}",
+                      (*rec.slo_rules(slo, windows), *slo_alerts(slos, slo, registry, cfg)))
+            for slo in slos.slos]
 
 
 def platform_groups(registry: Registry, cfg: AlertingConfig) -> list[RuleGroup]:

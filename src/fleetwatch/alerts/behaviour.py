@@ -267,7 +267,10 @@ def _actual_burn(ctx: _SLOContext, bad: int) -> float:
 
 
 def _margin_ok(burn: float, factors: list[Decimal], rel: float = 0.02) -> bool:
-    return all(abs(burn - float(f)) > rel * float(f) for f in factors)
+    """Clear of every threshold, and not on a rounding edge of the annotations' ``%.3g``
+    (Prometheus' float arithmetic may land on either side of it)."""
+    stable = "%.3g" % (burn * (1 - 1e-9)) == "%.3g" % (burn * (1 + 1e-9))
+    return stable and all(abs(burn - float(f)) > rel * float(f) for f in factors)
 
 
 def _slo_series(g: _Group, ctx: _SLOContext, version: str,
