@@ -135,7 +135,8 @@ def test_normalized_values_equal_triton_after_conversion(triton_server):
 
 def test_keeps_serving_while_second_target_is_down_and_readyz_follows_models(triton_server):
     s = triton_server
-    cfg = _config(s, [{"name": "dead", "url": "http://127.0.0.1:9/metrics"}])
+    cfg = _config(s, [{"name": "dead", "url": "http://127.0.0.1:9/metrics",
+                       "labels": {"server": "dead"}}])
 
     async def scenario():
         async with Scraper(cfg, REGISTRY) as scraper:
