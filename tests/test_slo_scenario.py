@@ -51,10 +51,11 @@ def _run(server: TritonServer):
     engine = SLOEngine(parse_slo_file(SLOS))
     done = threading.Event()
     results = {}
-    history: list[dict[str, str]] = []  # state of each version after every scrape
+    history: list[tuple[float, dict[str, str]]] = []  # (time, state per version) per scrape
 
-    def record(_snap):
-        history.append({s["model_version"]: s["state"] for s in engine.status()})
+    def record(snap):
+        history.append((snap.timestamp,
+                        {s["model_version"]: s["state"] for s in engine.status()}))
 
     def load():
         try:
@@ -122,14 +123,15 @@ def test_capacity_within_one_band_of_the_measured_knee(scenario):
 
 def test_overload_above_the_envelope_and_autoscaling_follows(scenario):
     engine, results = scenario
-    v1_states = [h["1"] for h in results["history"] if "1" in h]
-    print(v1_states)
-    # ok while concurrency stays within the envelope, overload once it goes above it,
-    # never a page for version 1
-    first_overload = v1_states.index("overload")
-    assert set(v1_states[:first_overload]) <= {"ok", "no_data"}
-    assert "regression" not in v1_states
-    assert first_overload >= len(STEPS[:-1]) * SECONDS_PER_STEP * 0.8  # during the c=8 step
+    v1 = [(t, h["1"]) for t, h in results["history"] if "1" in h]
+    print([state for _, state in v1])
+    c8 = next(r for r in results["v1"] if r.concurrency == 8)
+    # ok while concurrency stays within the envelope, overload once it goes above it
+    # (not before the concurrency-8 step started), never a page for version 1
+    t_overload = next(t for t, state in v1 if state == "overload")
+    assert t_overload >= c8.t_start
+    assert {state for t, state in v1 if t < c8.t_start} <= {"ok", "no_data"}
+    assert "regression" not in {state for _, state in v1}
     auto = next(a for a in engine.autoscaling() if a["model_version"] == "1")
     assert auto["capacity"] == _st(engine, "1")["capacity"]
     assert auto["components"]["concurrency"] == pytest.approx(
