@@ -117,8 +117,9 @@ _VALUE = '{{ printf "%.3g" $value }}'
 _PERCENT = "{{ $value | humanizePercentage }}"
 #: Owner sentence: the joined registry labels, or a note when the model has none.
 _OWNER = ("{{ with $labels.owner }}Owner {{ . }}, on-call {{ $labels.oncall }}."
-          "{{ else }}The model is not in the registry.{{ end }}")
-_MODEL = f"{_l('model')} version {_l('model_version')} on {_l('backend')}"
+          "{{ else }}No registry entry is known for this model.{{ end }}")
+_MODEL = (f"{_l('model')}{{{{ with $labels.model_version }}}} version {{{{ . }}}}{{{{ end }}}} "
+          f"on {_l('backend')}")
 
 
 def _url(template: str, alertname: str, static: dict[str, str]) -> str:
