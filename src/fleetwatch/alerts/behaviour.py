@@ -425,29 +425,25 @@ def _slo_multiwindow_group(ctx: _SLOContext) -> _Group | None:
 
 def _slo_context(slos: SLOFile, slo: SLOSpec, registry: Registry, rules: _Rules,
                  cfg: AlertingConfig) -> _SLOContext:
+    """A concrete model the SLO selects (its first model glob, else an entry of the team
+    that owns the SLO) and the registry entry the sidecar would give it."""
     owner = al.slo_team(slo, registry, cfg.platform.team)
-    if isinstance(owner, ModelEntry):
-        entry: ModelEntry | None = owner
-    else:
-        entry = next((e for e in registry.entries if e.team == owner), None)
     if slo.selector.models:
         model = _concrete(slo.selector.models[0])
-    elif entry is not None:
-        model = _concrete(entry.name)
+    elif isinstance(owner, ModelEntry):
+        model = _concrete(owner.name)
     else:
-        model = "model-a"
-    if entry is not None:
-        found = registry.lookup(model, "")
-        entry = found
-    return _SLOContext(slos, slo, rules, cfg, model, entry)
+        model = next((_concrete(e.name) for e in registry.entries if e.team == owner),
+                     "model-a")
+    return _SLOContext(slos, slo, rules, cfg, model, registry.lookup(model, ""))
 
 
 def _no_data_group(slos: SLOFile, registry: Registry, rules: _Rules,
                    cfg: AlertingConfig) -> _Group:
     g = _Group("No SLO events at all: FleetwatchSLONoData after its for: (not before)")
-    g.add("up", {"job": cfg.platform.sidecar_job, "instance": "sidecar-a:9810"},
-          _linear(0, 60, 1))
     for_min = int(_seconds(cfg.slo_alerts.absent_for) // 60)
+    g.add("up", {"job": cfg.platform.sidecar_job, "instance": "sidecar-a:9810"},
+          _linear(0, for_min + 3, 1))
     g.expect(for_min - 1, al.SLO_NO_DATA, [])
     exp = []
     for slo in slos.slos:
