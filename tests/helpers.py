@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,75 +22,93 @@ def fixture_files() -> list[Path]:
 
 class PrometheusProcess:
     """A real ``prometheus`` (Debian package) on a free loopback port, scraping ``targets``
-    (``host:port`` strings) every second; stopped and its data removed on exit."""
+    (``host:port``) every ``scrape_interval`` and evaluating ``recording`` rules
+    (``[(record, expr)]``) at the same interval; stopped and its data removed on exit.
 
-    def __init__(self, targets: list[str], rule_files: list[str] | None = None,
+    Raises ``RuntimeError`` (never skips) when the binary is missing or does not start.
+    """
+
+    def __init__(self, targets: list[str], recording: list[tuple[str, str]] | None = None,
                  scrape_interval: str = "1s") -> None:
         import shutil
         import tempfile
 
         if shutil.which("prometheus") is None:
             raise RuntimeError("prometheus not found: install Debian's prometheus (.ci/run)")
-        self.targets = targets
-        self.rule_files = rule_files or []
-        self.scrape_interval = scrape_interval
         self.dir = Path(tempfile.mkdtemp(prefix="fw-prom-"))
+        self.log = self.dir / "prometheus.log"
         self.proc = None
-        self.port = 0
+        self.url = ""
+        rule_files = []
+        if recording:
+            rules = self.dir / "rules.json"
+            rules.write_text(json.dumps({"groups": [{
+                "name": "fleetwatch-recording", "interval": scrape_interval,
+                "rules": [{"record": r, "expr": e} for r, e in recording]}]}))
+            rule_files.append(str(rules))
+        (self.dir / "prometheus.yml").write_text(json.dumps({
+            "global": {"scrape_interval": scrape_interval, "scrape_timeout": scrape_interval,
+                       "evaluation_interval": scrape_interval},
+            "rule_files": rule_files,
+            "scrape_configs": [{"job_name": "fleetwatch",
+                                "static_configs": [{"targets": targets}]}]}))
 
     def __enter__(self) -> PrometheusProcess:
-        import json
-        import socket
         import subprocess
-        import time
-        import urllib.request
 
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        cfg = {"global": {"scrape_interval": self.scrape_interval,
-                          "evaluation_interval": self.scrape_interval},
-               "rule_files": self.rule_files,
-               "scrape_configs": [{"job_name": "fleetwatch",
-                                   "static_configs": [{"targets": self.targets}]}]}
-        (self.dir / "prometheus.yml").write_text(json.dumps(cfg))
-        self.proc = subprocess.Popen(
-            ["prometheus", f"--config.file={self.dir / 'prometheus.yml'}",
-             f"--storage.tsdb.path={self.dir / 'data'}",
-             f"--web.listen-address=127.0.0.1:{self.port}"],
-            stdout=subprocess.DEVNULL, stderr=open(self.dir / "log", "w"))
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+        for _attempt in range(3):  # a free port can be taken before prometheus binds it
+            self.url = f"http://127.0.0.1:{_free_port()}"
+            with self.log.open("ab") as log:
+                self.proc = subprocess.Popen(
+                    ["prometheus", f"--config.file={self.dir / 'prometheus.yml'}",
+                     f"--storage.tsdb.path={self.dir / 'data'}",
+                     f"--web.listen-address={self.url[7:]}", "--log.level=warn"],
+                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                try:
+                    with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as r:
+                        if r.status == 200:
+                            return self
+                except OSError:
+                    time.sleep(0.2)
+            self._stop()
+        log_tail = self.log.read_text()[-3000:]
+        self.__exit__()
+        raise RuntimeError(f"prometheus did not start:\n{log_tail}")
+
+    def _stop(self) -> None:
+        import subprocess
+
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
             try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as r:
-                    if r.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.2)
-        self.__exit__(None, None, None)
-        raise RuntimeError(f"prometheus did not start: {(self.dir / 'log').read_text()[-2000:]}")
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
 
     def __exit__(self, *exc: object) -> None:
         import shutil
 
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except Exception:
-                self.proc.kill()
+        self._stop()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    def api(self, path: str, **params: object) -> dict:
+        """``GET /api/v1/<path>``; a 400/422 answer (a bad query) is returned, not raised."""
+        url = f"{self.url}/api/v1/{path}?{urllib.parse.urlencode(params)}"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                return json.load(r)
+        except urllib.error.HTTPError as exc:
+            return json.load(exc)
 
     def query(self, expr: str) -> list[dict]:
         """Instant query; the result vector."""
-        import json
-        import urllib.parse
-        import urllib.request
+        return self.api("query", query=expr)["data"]["result"]
 
-        q = urllib.parse.urlencode({"query": expr})
-        with urllib.request.urlopen(f"{self.url}/api/v1/query?{q}", timeout=5) as r:
-            return json.load(r)["data"]["result"]
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

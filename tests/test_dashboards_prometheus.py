@@ -14,23 +14,15 @@ panel and its result.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
-import shutil
-import socket
-import subprocess
 import threading
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 
 import pytest
-import yaml
-from tests.helpers import GOLDEN
+from tests.helpers import GOLDEN, PrometheusProcess
 
 from fleetwatch.alerts import recording
 from fleetwatch.config import parse_config
@@ -42,11 +34,7 @@ from fleetwatch.exporters.server import run_sidecar
 from fleetwatch.labels.registry import load_registry
 from fleetwatch.slo.spec import SLOFile, load_slo_file
 
-pytestmark = [
-    pytest.mark.triton,
-    pytest.mark.skipif(shutil.which("prometheus") is None,
-                       reason="needs the prometheus binary (Debian package prometheus)"),
-]
+pytestmark = pytest.mark.triton
 
 REGISTRY = load_registry(resources.files("fleetwatch.demo") / "registry.yaml")
 SLOS = load_slo_file(GOLDEN / "dashboards" / "slos.yaml")
@@ -67,12 +55,6 @@ def recording_rules(slos: SLOFile) -> list[tuple[str, str]]:
 
 
 # -- processes ---------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class SidecarThread:
@@ -109,76 +91,15 @@ class SidecarThread:
         self._thread.join(15)
 
 
-class Prometheus:
-    """A real ``prometheus`` on a free loopback port scraping ``target`` every second."""
-
-    def __init__(self, workdir: Path, target: str, rules: list[tuple[str, str]]) -> None:
-        self.workdir = workdir
-        rules_path = workdir / "rules.yaml"
-        rules_path.write_text(yaml.safe_dump({"groups": [{
-            "name": "fleetwatch-recording", "interval": "1s",
-            "rules": [{"record": r, "expr": e} for r, e in rules]}]}))
-        self.config = workdir / "prometheus.yml"
-        self.config.write_text(yaml.safe_dump({
-            "global": {"scrape_interval": "1s", "scrape_timeout": "1s",
-                       "evaluation_interval": "1s"},
-            "rule_files": [str(rules_path)],
-            "scrape_configs": [{"job_name": "fleetwatch",
-                                "static_configs": [{"targets": [target]}]}],
-        }))
-        self.proc: subprocess.Popen | None = None
-        self.url = ""
-        self.log = workdir / "prometheus.log"
-
-    def start(self) -> Prometheus:
-        for _attempt in range(3):  # a free port can be taken before prometheus binds it
-            port = _free_port()
-            self.url = f"http://127.0.0.1:{port}"
-            with self.log.open("ab") as log:
-                self.proc = subprocess.Popen(
-                    ["prometheus", f"--config.file={self.config}",
-                     f"--storage.tsdb.path={self.workdir / 'data'}",
-                     f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline and self.proc.poll() is None:
-                try:
-                    with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as r:
-                        if r.status == 200:
-                            return self
-                except OSError:
-                    time.sleep(0.2)
-            self.stop()
-        raise RuntimeError(f"prometheus did not start:\n{self.log.read_text()[-3000:]}")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-
-    def api(self, path: str, **params: object) -> dict:
-        url = f"{self.url}/api/v1/{path}?{urllib.parse.urlencode(params)}"
-        try:
-            with urllib.request.urlopen(url, timeout=10) as r:
-                return json.load(r)
-        except urllib.error.HTTPError as exc:  # 400/422: a bad query, reported as such
-            return json.load(exc)
-
-
 @dataclass
 class Stack:
-    prometheus: Prometheus
+    prometheus: PrometheusProcess
     started: float
     rules: int
 
 
 @pytest.fixture(scope="module")
-def stack(triton_server, tmp_path_factory) -> Iterator[Stack]:
-    workdir = tmp_path_factory.mktemp("prometheus")
+def stack(triton_server) -> Iterator[Stack]:
     stop_load = threading.Event()
     rules = recording_rules(SLOS)
     with run_in_thread(port=0, emulator=VllmEmulator(arrival_rate_rps=3.0)) as vllm:
@@ -197,12 +118,12 @@ def stack(triton_server, tmp_path_factory) -> Iterator[Stack]:
         load.start()
         prom = None
         try:
-            prom = Prometheus(workdir, f"127.0.0.1:{sidecar.port}", rules).start()
+            prom = PrometheusProcess([f"127.0.0.1:{sidecar.port}"], rules).__enter__()
             yield Stack(prom, time.time(), len(rules))
         finally:
             stop_load.set()
             if prom is not None:
-                prom.stop()
+                prom.__exit__()
             load.join(30)
             sidecar.stop()
 
@@ -225,7 +146,7 @@ def _finite(values) -> bool:
     return any(math.isfinite(float(v[1])) for v in values)
 
 
-def run_query(prom: Prometheus, target: dict, start: float) -> tuple[str, int]:
+def run_query(prom: PrometheusProcess, target: dict, start: float) -> tuple[str, int]:
     expr = substitute(target["expr"], VALUES)
     now = time.time()
     if target.get("instant"):
