@@ -37,7 +37,6 @@ import re
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -47,6 +46,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from fleetwatch.specfile import format_validation_error, read_yaml
 
 _HOST_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 
@@ -165,28 +166,7 @@ def load_config(path: str | Path) -> SidecarConfig:
     """Read and validate a sidecar configuration file; a relative ``registry`` path is
     resolved against the file's folder. Raises :class:`ConfigError`."""
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read configuration: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}): cannot read "
-                          "configuration") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML: {exc}") from None
-    cfg = parse_config(data, str(p))
+    cfg = parse_config(read_yaml(p, ConfigError, "configuration"), str(p))
     if cfg.registry and not Path(cfg.registry).is_absolute():
         cfg = cfg.model_copy(update={"registry": str(p.parent / cfg.registry)})
     return cfg
-
-
-def format_validation_error(exc: ValidationError, source: str) -> str:
-    """One line per error: ``SOURCE: a.b[2].c: message`` (``unknown field`` for extras)."""
-    lines = []
-    for err in exc.errors():
-        path = ""
-        for part in err["loc"]:
-            path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
-        lines.append(f"{source}: {path or '(top level)'}: {msg}")
-    return "\n".join(lines)

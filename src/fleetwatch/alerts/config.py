@@ -42,12 +42,11 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fleetwatch.alerts.numbers import window
-from fleetwatch.config import format_validation_error
 from fleetwatch.slo.spec import parse_duration
+from fleetwatch.specfile import format_validation_error, read_yaml
 
 #: Placeholders a URL template may use, and the alert label each stands for.
 URL_PLACEHOLDERS = ("alertname", "slo", "model", "model_version", "backend", "team")
@@ -274,11 +273,5 @@ def parse_alerting_config(data: object, source: str = "<memory>") -> AlertingCon
 
 def load_alerting_config(path: str | Path) -> AlertingConfig:
     """Read and validate an alerting configuration file; raises :class:`AlertingConfigError`."""
-    p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise AlertingConfigError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise AlertingConfigError(f"{p}: not valid YAML: {exc}") from None
-    return parse_alerting_config(data, str(p))
+    return parse_alerting_config(read_yaml(path, AlertingConfigError, "alerting config"),
+                                 str(Path(path)))

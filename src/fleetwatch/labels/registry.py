@@ -26,10 +26,10 @@ import fnmatch
 from collections.abc import Iterable
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fleetwatch.exporters.parser import render_labels
+from fleetwatch.specfile import read_yaml
 
 
 class RegistryError(ValueError):
@@ -147,19 +147,7 @@ def load_registry(path: str | Path) -> Registry:
     Raises :class:`RegistryError` when the file is missing, is not YAML, or an entry is
     invalid (message: ``FILE: models[3] (name 'ranker'): field 'owner': Field required``).
     """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RegistryError(f"{p}: cannot read registry: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise RegistryError(f"{p}: not UTF-8 text (byte {exc.start}): cannot read "
-                            "registry") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise RegistryError(f"{p}: not valid YAML: {exc}") from None
-    return parse_registry(data, str(p))
+    return parse_registry(read_yaml(path, RegistryError, "registry"), str(Path(path)))
 
 
 def _describe(exc: ValidationError, data: object, source: str) -> str:

@@ -37,7 +37,6 @@ import re
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -47,7 +46,7 @@ from pydantic import (
     model_validator,
 )
 
-from fleetwatch.config import format_validation_error
+from fleetwatch.specfile import format_validation_error, read_yaml
 
 #: Normalized histogram (and summary) families behind each latency metric name.
 LATENCY_METRICS = {
@@ -363,11 +362,4 @@ def parse_slo_file(data: object, source: str = "<memory>") -> SLOFile:
 
 def load_slo_file(path: str | Path) -> SLOFile:
     """Read and validate an SLO YAML file; raises :class:`SLOSpecError`."""
-    p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SLOSpecError(f"{p}: cannot read SLO file: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise SLOSpecError(f"{p}: not valid YAML: {exc}") from None
-    return parse_slo_file(data, str(p))
+    return parse_slo_file(read_yaml(path, SLOSpecError, "SLO file"), str(Path(path)))
