@@ -31,10 +31,11 @@ from fleetwatch.exporters.parser import (
     LabelPairs,
     Metadata,
     format_value,
-    iter_samples,
+    iter_lines,
     parse_value,
     render_labels,
     split_key,
+    split_sample_line,
 )
 from fleetwatch.labels.schema import (
     CORE_LABEL_ORDER,
@@ -316,11 +317,24 @@ class Normalizer:
         compile_entry = self._compile
         add_model = models.add
         bad = meta.bad
-        for key, tok, lineno in iter_samples(text, meta):
-            entry = cache.get(key)
-            if entry is None:
-                entry = compile_entry(key, meta)
-                cache[key] = entry
+        sample_lines = 0
+        for line, lineno in iter_lines(text, meta):
+            # Fast path: "key value" whose key is known (label sets repeat every scrape).
+            sp = line.rfind(" ")
+            entry = cache.get(line[:sp]) if sp > 0 and line[-1] != "\r" else None
+            if entry is not None:
+                key, tok = line[:sp], line[sp + 1:]
+            else:
+                split = split_sample_line(line)
+                if split.__class__ is str:
+                    bad(lineno, split, line)  # type: ignore[arg-type]
+                    continue
+                key, tok = split  # type: ignore[misc]
+                entry = cache.get(key)
+                if entry is None:
+                    entry = compile_entry(key, meta)
+                    cache[key] = entry
+            sample_lines += 1
             if entry.error is not None:
                 bad(lineno, entry.error, key)
                 continue
@@ -359,6 +373,7 @@ class Normalizer:
                 elif prio == cur[1]:
                     cur[0] += v
                     cur[2] = None  # an aggregate of several upstream series
+        meta.sample_lines = sample_lines
         for prefix, (v, _prio, _key, fam_idx) in agg.items():
             families[fam_idx][prefix] = v
         for count_prefix, (fam_idx, sum_prefix, inf_prefix) in self._mean_only.items():

@@ -58,53 +58,69 @@ def iter_samples(text: str, meta: Metadata) -> Iterator[tuple[str, str, int]]:
     and cache the result). HELP/TYPE lines fill ``meta``; malformed lines are recorded in
     ``meta.invalid`` and skipped. Never raises on bad input.
     """
-    lineno = 0
-    if text.startswith("\ufeff"):  # a UTF-8 byte-order mark
+    for line, lineno in iter_lines(text, meta):
+        split = split_sample_line(line)
+        if split.__class__ is str:
+            meta.bad(lineno, split, line)  # type: ignore[arg-type]
+            continue
+        meta.sample_lines += 1
+        yield split[0], split[1], lineno
+
+
+def iter_lines(text: str, meta: Metadata) -> Iterator[tuple[str, int]]:
+    """Yield ``(line, lineno)`` for each sample line (not blank, not a comment) of
+    ``text``; HELP/TYPE lines fill ``meta``. A UTF-8 byte-order mark is skipped and
+    nothing after an OpenMetrics ``# EOF`` counts."""
+    if text.startswith("\ufeff"):
         text = text[1:]
+    lineno = 0
     for line in text.split("\n"):
         lineno += 1
         if not line:
             continue
         if line[0] == "#":
-            if line.rstrip() == "# EOF":  # OpenMetrics: nothing after it counts
-                break
+            if line.rstrip() == "# EOF":
+                return
             _comment(line, meta, lineno)
             continue
-        if line[-1] == "\r":
-            line = line[:-1]
-        brace = line.find("{")
-        if brace >= 0:
-            if " # " in line:
-                split = _split_exemplar_line(line)
-                if split is None:
-                    meta.bad(lineno, "unterminated label set", line)
-                    continue
-                key, rest = split
-            else:
-                close = line.rfind("}")
-                if close < brace:
-                    meta.bad(lineno, "unterminated label set", line)
-                    continue
-                key = line[: close + 1]
-                rest = line[close + 1 :]
+        yield line, lineno
+
+
+def split_sample_line(line: str) -> tuple[str, str] | str:
+    """``(series_key, value_token)`` of a sample line, or the reason it is malformed.
+
+    The key is the raw ``name{labels}`` text; exemplars (`` # {…} v``), a timestamp and a
+    trailing CR are accepted and left out.
+    """
+    if line[-1] == "\r":
+        line = line[:-1]
+    brace = line.find("{")
+    if brace >= 0:
+        if " # " in line:
+            split = _split_exemplar_line(line)
+            if split is None:
+                return "unterminated label set"
+            key, rest = split
         else:
-            sp = line.find(" ")
+            close = line.rfind("}")
+            if close < brace:
+                return "unterminated label set"
+            key = line[: close + 1]
+            rest = line[close + 1 :]
+    else:
+        sp = line.find(" ")
+        if sp < 0:
+            sp = line.find("\t")
             if sp < 0:
-                tab = line.find("\t")
-                if tab < 0:
-                    meta.bad(lineno, "sample line without a value", line)
-                    continue
-                sp = tab
-            key = line[:sp]
-            rest = line[sp:]
-            if " # " in rest:
-                rest = rest[: rest.index(" # ")]
-        parts = rest.split()
-        if not parts or len(parts) > 2:
-            meta.bad(lineno, "expected 'value [timestamp]' after the series", line)
-            continue
-        meta.sample_lines += 1
-        yield key, parts[0], lineno
+                return "sample line without a value"
+        key = line[:sp]
+        rest = line[sp:]
+        if " # " in rest:
+            rest = rest[: rest.index(" # ")]
+    parts = rest.split()
+    if not parts or len(parts) > 2:
+        return "expected 'value [timestamp]' after the series"
+    return key, parts[0]
 
 
 def _split_exemplar_line(line: str) -> tuple[str, str] | None:
