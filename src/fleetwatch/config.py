@@ -42,12 +42,11 @@ from pydantic import (
     ConfigDict,
     Field,
     HttpUrl,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
-from fleetwatch.specfile import format_validation_error, read_yaml
+from fleetwatch.specfile import read_yaml, validate
 
 _HOST_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 
@@ -154,12 +153,8 @@ class SidecarConfig(_Strict):
 
 def parse_config(data: object, source: str = "<memory>") -> SidecarConfig:
     """Validate parsed YAML; raise :class:`ConfigError` naming ``source`` and the field."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a mapping with a 'targets:' list")
-    try:
-        return SidecarConfig.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, source)) from None
+    return validate(SidecarConfig, data, source, ConfigError,
+                    "a mapping with a 'targets:' list")
 
 
 def load_config(path: str | Path) -> SidecarConfig:

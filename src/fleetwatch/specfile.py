@@ -6,9 +6,12 @@ for a pydantic validation error, one line per problem ``FILE: a.b[2].c: message`
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def read_yaml(path: str | Path, error: type[Exception], what: str) -> object:
@@ -26,6 +29,18 @@ def read_yaml(path: str | Path, error: type[Exception], what: str) -> object:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise error(f"{p}: not valid YAML: {exc}") from None
+
+
+def validate(model: type[M], data: object, source: str, error: type[Exception],
+             expected: str) -> M:
+    """``model.model_validate(data)``; raises ``error`` naming ``source`` and each field,
+    or saying ``expected`` (e.g. "a mapping with a 'targets:' list") for a non-mapping."""
+    if not isinstance(data, dict):
+        raise error(f"{source}: expected {expected}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise error(format_validation_error(exc, source)) from None
 
 
 def format_validation_error(exc: ValidationError, source: str) -> str:

@@ -42,11 +42,11 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fleetwatch.alerts.numbers import window
 from fleetwatch.slo.spec import parse_duration
-from fleetwatch.specfile import format_validation_error, read_yaml
+from fleetwatch.specfile import read_yaml, validate
 
 #: Placeholders a URL template may use, and the alert label each stands for.
 URL_PLACEHOLDERS = ("alertname", "slo", "model", "model_version", "backend", "team")
@@ -261,14 +261,8 @@ class AlertingConfig(_Strict):
 
 def parse_alerting_config(data: object, source: str = "<memory>") -> AlertingConfig:
     """Validate parsed YAML (None or ``{}`` = all defaults, no receivers)."""
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise AlertingConfigError(f"{source}: expected a mapping (receivers, teams, urls, …)")
-    try:
-        return AlertingConfig.model_validate(data)
-    except ValidationError as exc:
-        raise AlertingConfigError(format_validation_error(exc, source)) from None
+    return validate(AlertingConfig, {} if data is None else data, source,
+                    AlertingConfigError, "a mapping (receivers, teams, urls, …)")
 
 
 def load_alerting_config(path: str | Path) -> AlertingConfig:
