@@ -133,7 +133,7 @@ def test_validate_cli_exit_codes(tmp_path):
     cli = [sys.executable, "-m", "fleetwatch.cli", "validate", "--config"]
     ok = subprocess.run([*cli, str(good)], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
-    assert "1 registry entries" in ok.stdout
+    assert "1 registry entry)" in ok.stdout
     ko = subprocess.run([*cli, str(bad)], capture_output=True, text=True)
     assert ko.returncode == 2
     assert f"{bad_reg}: models[0] (name 'a'): field 'team': Field required" in ko.stderr

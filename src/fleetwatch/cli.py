@@ -132,7 +132,8 @@ def validate(config_path: str) -> None:
         _fail(str(exc))
     registry = _registry(cfg.registry, f"{config_path}: registry")
     click.echo(f"{config_path}: ok ({len(cfg.targets)} targets, "
-               f"{len(registry.entries)} registry entries)")
+               f"{len(registry.entries)} registry "
+               f"{'entry' if len(registry.entries) == 1 else 'entries'})")
 
 
 @main.command()
