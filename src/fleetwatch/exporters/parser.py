@@ -18,7 +18,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-LabelPairs = tuple[tuple[str, str], ...]
+from fleetwatch.labels.text import LabelPairs, escape_label_value, render_labels
+
+__all__ = ["LabelPairs", "escape_label_value", "render_labels"]  # re-exported helpers
 
 _NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 _LABEL_NAME_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
@@ -243,20 +245,6 @@ def parse_label_block(block: str) -> LabelPairs:
             j += 1
         i = j
     return tuple(pairs)
-
-
-def escape_label_value(value: str) -> str:
-    """Escape a label value for the text format (backslash, double quote, newline)."""
-    if "\\" in value or '"' in value or "\n" in value:
-        return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return value
-
-
-def render_labels(pairs: LabelPairs) -> str:
-    """Render label pairs as ``{a="b",…}``, or ``""`` when there are none."""
-    if not pairs:
-        return ""
-    return "{" + ",".join(f'{k}="{escape_label_value(v)}"' for k, v in pairs) + "}"
 
 
 def format_value(value: float) -> str:

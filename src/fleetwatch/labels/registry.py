@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from fleetwatch.exporters.parser import render_labels
+from fleetwatch.labels.text import render_labels
 from fleetwatch.specfile import read_yaml
 
 
