@@ -187,7 +187,7 @@ _Scaled = tuple[int, str, float, float, bool]  # + divide, multiply, negative-is
 _Shared = tuple[int, str, float, float, bool, int]  # + priority: may meet other series
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     """Compiled mapping of one raw upstream series key."""
 
@@ -198,10 +198,12 @@ class _Entry:
     error: str | None = None
     model: tuple[str, str, str, str] | None = None  # (model, version, backend, runtime)
     canon: str = ""  # the upstream series' canonical identity (duplicates: last wins)
+    skip: bool = False  # an error, an unmapped family or a sample no rule uses
+    more: bool = False  # has scaled or shared slots
 
-    @property
-    def mapped(self) -> bool:
-        return bool(self.direct or self.scaled or self.shared)
+    def __post_init__(self) -> None:
+        self.more = bool(self.scaled or self.shared)
+        self.skip = not (self.direct or self.more)
 
 
 def value_of(v: float | str) -> float:
@@ -318,30 +320,33 @@ class Normalizer:
         add_model = models.add
         bad = meta.bad
         sample_lines = 0
+        cache_get = cache.get
         for line, lineno in iter_lines(text, meta):
             # Fast path: "key value" whose key is known (label sets repeat every scrape).
             sp = line.rfind(" ")
-            entry = cache.get(line[:sp]) if sp > 0 and line[-1] != "\r" else None
-            if entry is not None:
-                key, tok = line[:sp], line[sp + 1:]
+            key = line[:sp]
+            entry = cache_get(key)
+            if entry is not None and line[-1] != "\r":
+                tok = line[sp + 1:]
             else:
                 split = split_sample_line(line)
                 if split.__class__ is str:
                     bad(lineno, split, line)  # type: ignore[arg-type]
                     continue
                 key, tok = split  # type: ignore[misc]
-                entry = cache.get(key)
+                entry = cache_get(key)
                 if entry is None:
                     entry = compile_entry(key, meta)
                     cache[key] = entry
             sample_lines += 1
-            if entry.error is not None:
-                bad(lineno, entry.error, key)
-                continue
-            if entry.unmapped_family is not None:
-                unmapped.add(entry.unmapped_family)
-                if self.passthrough:
-                    passthrough.setdefault(entry.unmapped_family, []).append(f"{key} {tok}")
+            if entry.skip:
+                if entry.error is not None:
+                    bad(lineno, entry.error, key)
+                elif entry.unmapped_family is not None:
+                    unmapped.add(entry.unmapped_family)
+                    if self.passthrough:
+                        passthrough.setdefault(entry.unmapped_family, []).append(
+                            f"{key} {tok}")
                 continue
             if "_" in tok:
                 bad(lineno, f"invalid sample value {tok!r}", key)
@@ -353,11 +358,14 @@ class Normalizer:
                 continue
             if entry.model is not None:
                 add_model(entry.model)
-            if entry.direct:
+            direct = entry.direct
+            if direct:
                 # finite values keep the upstream's text; NaN/±Inf get canonical spelling
                 out: float | str = tok if value - value == 0 else value
-                for fam_idx, prefix in entry.direct:
+                for fam_idx, prefix in direct:
                     families[fam_idx][prefix] = out
+            if not entry.more:
+                continue
             for fam_idx, prefix, div, mul, neg_nan in entry.scaled:
                 v = value / div * mul
                 families[fam_idx][prefix] = math.nan if neg_nan and v < 0 else v
@@ -642,7 +650,8 @@ def render(normalized: Iterable[Normalized], extra_families: Mapping[str, list[s
             if not fam:
                 continue
             if seen is None:
-                lines.extend(f"{p} {_text_of(v)}" for p, v in fam.items())
+                lines.extend([p + " " + (v if v.__class__ is str else format_value(v))
+                              for p, v in fam.items()])
                 continue
             for p, v in fam.items():
                 if p in seen:
