@@ -259,3 +259,33 @@ def test_default_bands_double_up_to_twice_the_envelope():
                                   "timeWindow": [{"duration": "28d"}],
                                   "concurrency": {"envelope": 6}}]})
     assert f.slos[0].concurrency.bands == [1, 2, 4, 8, 16]
+
+
+def test_a_scrape_gap_loses_no_events_and_stretches_the_interval():
+    f = Feed()
+    f.step(2, 0, 0)
+    f.step(2, 10, 10)
+    # the target is down for two scrapes while 30 requests finish
+    for _ in range(2):
+        f.t += 1.0
+        f.engine.update(Snapshot(f.t, {"vllm": None}))
+    f.good += 20
+    f.total += 30
+    f.step(2, 0, 0)  # back: cumulative values include the gap
+    st = f.state()
+    assert st["events"]["all"] == 40.0
+    assert st["events"]["2"] == 40.0
+
+
+def test_littles_law_uses_the_models_own_interval_after_a_gap():
+    engine = SLOEngine(parse_slo_file({"slos": [
+        {"name": "a", "sli": {"availability": {}}, "objectives": [{"target": 0.99}],
+         "timeWindow": [{"duration": "1h"}], "concurrency": {"envelope": 4}}]}))
+    norm = Normalizer(TABLES["triton"])
+    body = ('nv_inference_request_success{{model="m",version="1"}} {n}\n'
+            'nv_inference_request_duration_us{{model="m",version="1"}} {us}\n')
+    engine.update(Snapshot(100.0, {"t": norm.normalize(body.format(n=0, us=0))}))
+    engine.update(Snapshot(102.0, {"t": None}))
+    # 12 s of request time over the 4 s since the model was last seen: L = 3, not 6
+    engine.update(Snapshot(104.0, {"t": norm.normalize(body.format(n=40, us=12_000_000))}))
+    assert engine.concurrency[("m", "1", "triton")] == pytest.approx(3.0)

@@ -143,9 +143,15 @@ class SLOModelState:
 class SLOEngine:
     """Runs the SLOs of an :class:`SLOFile` over successive snapshots.
 
-    Subscribe :meth:`update` to the scraper; read :meth:`status`, :meth:`autoscaling` or
-    collect the Prometheus families of :meth:`collect`.
+    ``CARRY_SECONDS``: how long a series' last value is kept when its target is down, so
+    that the events of the gap are counted (over the longer interval) when it returns.
+
+    Subscribe :meth:`update` to the scraper; read :meth:`status` and :meth:`autoscaling`
+    (JSON-ready), or expose :meth:`iter_metrics` through
+    :class:`fleetwatch.slo.export.SLOCollector`.
     """
+
+    CARRY_SECONDS = 3600.0
 
     def __init__(self, slos: SLOFile, registry: Registry | None = None,
                  buckets: int = 60) -> None:
@@ -162,7 +168,10 @@ class SLOEngine:
         self.last_update: float | None = None
         self.update_seconds = 0.0
         self._prev_ts: float | None = None
-        self._prev: dict[str, float] = {}  # series prefix → last cumulative value
+        # series prefix → (last cumulative value, when seen): kept across a scrape gap (a
+        # target down) for CARRY_SECONDS, so the gap's events are counted when it returns
+        self._prev: dict[str, tuple[float, float]] = {}
+        self._model_seen: dict[ModelKey, float] = {}  # when each model last had data
         self._prev_running: dict[ModelKey, float] = {}
         self._readers: dict[str, tuple] = {}
         self._row_objective: list[float] = []
@@ -192,20 +201,24 @@ class SLOEngine:
         if self._prev_ts is not None and ts <= self._prev_ts:
             return
         intervals: dict[ModelKey, _Interval] = defaultdict(_Interval)
-        seen: dict[str, float] = {}
+        seen: dict[str, tuple[float, float]] = {}
         gpu_used = gpu_total = 0.0
         for normalized in snap.targets.values():
             if normalized is None:
                 continue
-            u, tot = self._read(normalized, intervals, seen)
+            u, tot = self._read(normalized, intervals, seen, ts)
             gpu_used, gpu_total = gpu_used + u, gpu_total + tot
         self.gpu_memory_ratio = gpu_used / gpu_total if gpu_total > 0 else None
-        first = self._prev_ts is None
-        dt = 0.0 if first else ts - self._prev_ts
+        prev_ts = self._prev_ts
+        for prefix, (value, when) in self._prev.items():
+            if prefix not in seen and ts - when <= self.CARRY_SECONDS:
+                seen[prefix] = (value, when)
         self._prev = seen
         self._prev_ts = ts
-        if not first and dt > 0:
-            self._account(ts, dt, intervals)
+        if prev_ts is not None:
+            self._account(ts, prev_ts, intervals)
+        for mk in intervals:
+            self._model_seen[mk] = ts
         for mk, iv in intervals.items():
             if iv.running_now is not None:
                 self._prev_running[mk] = iv.running_now
@@ -244,7 +257,7 @@ class SLOEngine:
         return (_R_SKIP, None, None)
 
     def _read(self, n: Normalized, intervals: dict[ModelKey, _Interval],
-              seen: dict[str, float]) -> tuple[float, float]:
+              seen: dict[str, tuple[float, float]], ts: float) -> tuple[float, float]:
         gpu_used = gpu_total = 0.0
         readers = self._readers
         prev = self._prev
@@ -261,10 +274,10 @@ class SLOEngine:
                     continue
                 value = raw if raw.__class__ is float else float(raw)
                 if code >= _R_COUNTERS:  # cumulative: take the reset-aware delta
-                    seen[prefix] = value
+                    seen[prefix] = (value, ts)
                     before = prev.get(prefix)
                     d = 0.0 if before is None else (
-                        value - before if value >= before else value)
+                        value - before[0] if value >= before[0] else value)
                     iv = intervals[mk]
                     if code == _R_BUCKET:
                         h = iv.hists[arg[0]]
@@ -354,9 +367,14 @@ class SLOEngine:
             return None
         return (1.0 if q <= ts.threshold_seconds else 0.0), 1.0
 
-    def _account(self, ts: float, dt: float, intervals: dict[ModelKey, _Interval]) -> None:
+    def _account(self, ts: float, prev_ts: float,
+                 intervals: dict[ModelKey, _Interval]) -> None:
         rows, goods, totals = [], [], []
         for mk, iv in intervals.items():
+            # the model's own interval: since it last had data (a target down stretches it)
+            dt = ts - self._model_seen.get(mk, prev_ts)
+            if dt <= 0:
+                continue
             conc = self._concurrency(mk, iv, dt)
             if conc is not None:
                 self.concurrency[mk] = conc
