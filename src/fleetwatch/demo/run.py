@@ -10,7 +10,8 @@
   an LLM, ``emulated-llm``;
 * the sidecar, scraping both every 2 s and serving the normalized ``/metrics`` on
   ``--port``, with the demo registry (owners, on-call, tiers) on
-  ``modelserver_model_info``.
+  ``modelserver_model_info`` and the SLO engine running the demo SLOs
+  (``demo/slos.yaml``: ``/slo``, ``/autoscaling``, ``fleetwatch_slo_*``).
 
 Everything stops after ``duration`` seconds or on Ctrl-C.
 """
@@ -28,6 +29,7 @@ from fleetwatch.demo.triton import TritonServer
 from fleetwatch.demo.vllm_emulator import run_in_thread
 from fleetwatch.exporters.server import run_sidecar
 from fleetwatch.labels.registry import load_registry
+from fleetwatch.slo.spec import load_slo_file
 
 log = logging.getLogger("fleetwatch.demo")
 
@@ -51,6 +53,7 @@ def run_demo(duration: float = 600.0, port: int = 9810) -> None:
     """Run the demo for at most ``duration`` seconds (see module docstring)."""
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     registry = load_registry(resources.files("fleetwatch.demo") / "registry.yaml")
+    slos = load_slo_file(resources.files("fleetwatch.demo") / "slos.yaml")
     stop_load = threading.Event()
     with TritonServer() as triton, run_in_thread(port=0) as vllm:
         load = threading.Thread(target=run_demo_load, args=(triton, stop_load),
@@ -59,14 +62,16 @@ def run_demo(duration: float = 600.0, port: int = 9810) -> None:
         cfg = demo_config(triton, vllm.metrics_url, vllm.health_url, port)
 
         def announce(bound: int) -> None:
-            print(f"fleetwatch demo: normalized metrics at http://127.0.0.1:{bound}/metrics "
-                  f"(readiness /readyz); Triton {triton.metrics_url}, vLLM emulator "
-                  f"{vllm.metrics_url}; stops in {duration:.0f} s or on Ctrl-C", flush=True)
+            base = f"http://127.0.0.1:{bound}"
+            print(f"fleetwatch demo: normalized metrics at {base}/metrics, SLOs at {base}/slo, "
+                  f"autoscaling at {base}/autoscaling (readiness /readyz); Triton "
+                  f"{triton.metrics_url}, vLLM emulator {vllm.metrics_url}; stops in "
+                  f"{duration:.0f} s or on Ctrl-C", flush=True)
 
         async def main() -> None:
             stop = asyncio.Event()
             asyncio.get_running_loop().call_later(duration, stop.set)
-            await run_sidecar(cfg, registry, stop=stop, on_ready=announce)
+            await run_sidecar(cfg, registry, stop=stop, on_ready=announce, slos=slos)
 
         try:
             asyncio.run(main())

@@ -1,0 +1,67 @@
+"""The README's main job: ``fleetwatch demo`` (real Triton + vLLM-format emulator + sidecar
+with the SLO engine) serves classic models and the LLM side by side, then stops by itself."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from fleetwatch.exporters.parser import parse_exposition
+
+pytestmark = pytest.mark.triton
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_demo_serves_classic_models_and_the_llm_then_stops():
+    proc = subprocess.Popen([sys.executable, "-m", "fleetwatch.cli", "demo", "--duration", "30",
+                             "--port", "0", "--log-level", "warning"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        base = None
+        deadline = time.monotonic() + 90
+        assert proc.stdout is not None
+        while base is None and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line and proc.poll() is not None:
+                pytest.fail(f"demo exited early with {proc.returncode}")
+            m = re.search(r"(http://127\.0\.0\.1:\d+)/metrics", line)
+            if m:
+                base = m.group(1)
+        assert base, "the demo never announced its URL"
+        models, slo_states = set(), []
+        while time.monotonic() < deadline:
+            status, body = _get(f"{base}/metrics")
+            samples, meta = parse_exposition(body)
+            assert not meta.invalid
+            models = {(dict(lab).get("model"), dict(lab).get("backend")) for name, lab, _
+                      in samples if name == "modelserver_requests_total"}
+            slo_states = json.loads(_get(f"{base}/slo")[1])["slos"]
+            if {("ranker", "triton"), ("faulty", "triton"), ("streamer", "triton"),
+                    ("emulated-llm", "vllm")} <= models and len(slo_states) >= 5:
+                break
+            time.sleep(2)
+        assert ("emulated-llm", "vllm") in models and ("ranker", "triton") in models
+        info = [dict(lab) for name, lab, _ in samples if name == "modelserver_model_info"]
+        assert {i["model"]: i["team"] for i in info}["faulty"] == "platform"
+        assert {s["slo"] for s in slo_states} >= {"llm-ttft", "availability"}
+        assert _get(f"{base}/readyz")[0] == 200
+        assert json.loads(_get(f"{base}/autoscaling")[1])["models"]
+        proc.wait(timeout=60)  # stops by itself after --duration
+        assert proc.returncode == 0
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=30)
