@@ -43,7 +43,7 @@ def test_demo_serves_classic_models_and_the_llm_then_stops():
         assert base, "the demo never announced its URL"
         models, slo_states = set(), []
         while time.monotonic() < deadline:
-            status, body = _get(f"{base}/metrics")
+            _status, body = _get(f"{base}/metrics")
             samples, meta = parse_exposition(body)
             assert not meta.invalid
             models = {(dict(lab).get("model"), dict(lab).get("backend")) for name, lab, _
