@@ -15,9 +15,20 @@ MODEL_OWNER = ("topk by (model, model_version) (1, group by (model, model_versio
 _RE_SPECIAL = set(".^$*+?()[]{}|\\")
 
 
+_STRING_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def string(text: str) -> str:
-    """A PromQL double-quoted string literal of ``text``."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A PromQL double-quoted string literal of ``text`` (Go escapes: a raw newline would end
+    the literal — ``unterminated quoted string`` — and other control characters are
+    written as ``\\xHH``, so the rule file stays printable)."""
+    out = []
+    for c in text:
+        esc = _STRING_ESCAPES.get(c)
+        if esc is None and (ord(c) < 0x20 or ord(c) == 0x7F):
+            esc = f"\\x{ord(c):02x}"
+        out.append(c if esc is None else esc)
+    return '"' + "".join(out) + '"'
 
 
 def regex_escape(text: str) -> str:
