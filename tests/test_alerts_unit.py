@@ -155,7 +155,7 @@ def test_model_not_ready_uses_tier_allowance_and_registry_precedence():
     assert by_entry["faulty"].for_ == "15m"           # batch
     assert by_entry[""].for_ == "10m" and dict(by_entry[""].labels)["team"] == "platform"
     assert dict(by_entry["llama-*"].labels)["owner"] == "bob@example.com"
-    assert 'model=~"llama-.*"' in by_entry["llama-*"].expr
+    assert 'model=~"(?s:llama-.*)"' in by_entry["llama-*"].expr
     assert 'unless on (model) fleetwatch_upstream_model_ready{model=~"ranker|streamer"}' in \
         by_entry["llama-*"].expr
     assert len([r for r in rules if dict(r.labels).get("registry_entry") == "ranker"]) == 1

@@ -103,3 +103,59 @@ def test_model_names_with_quotes_backslashes_and_newlines_are_valid_promql(tmp_p
     names = [v for v in HOSTILE if "{{" not in v]  # templates: see the template tests
     out = generate(tmp_path, [entry(v) for v in names] + [entry("after")])
     check_rules(out)
+
+
+# -- regexes from globs -----------------------------------------------------------------------
+NASTY_GLOBS = ["[z-a]weird", "[!]x]", "[[:alpha:]]", "[a-]", "[\\]", "[-a]", "[!-a]", "[]-a]",
+               "[a-c-e]", "[!]", "[]]", "x[!", "[a--]", "[--z]", "[a&&b]", "a.b+c(d)|e^f$g",
+               "llama-[0-9]*?", "by", "offset", "bool", "*", "?", "[^a]", "{a,b}", "a\nb*"]
+
+
+def _python(rx: str) -> str:
+    """An RE2 regex of :func:`glob_regex` in Python's ``re`` dialect (only the code point
+    escape differs)."""
+    return rx.replace("\\x{10FFFF}", "\\U0010FFFF")
+
+
+def _agrees(glob: str, name: str) -> None:
+    import fnmatch
+    import re
+
+    from fleetwatch.alerts.promql import glob_regex
+
+    try:
+        expected = fnmatch.fnmatchcase(name, glob)
+    except (re.error, IndexError):  # pragma: no cover - fnmatch's own limits
+        return
+    assert bool(re.fullmatch(_python(glob_regex(glob)), name)) == expected, (glob, name)
+
+
+@pytest.mark.parametrize("glob", NASTY_GLOBS)
+@pytest.mark.parametrize("name", ["zweird", "]", "x", "[", ":", "a", "-", "\\", "b", "!",
+                                  "&", "a.b+c(d)|e^f$g", "llama-7x", "by", "\n", "a\nbc",
+                                  "^", "{a,b}", "weird"])
+def test_glob_regex_matches_exactly_what_fnmatch_matches(glob, name):
+    """Classes such as ``[[:alpha:]]``, ``[!]x]`` or ``[z-a]`` once gave RE2 syntax errors
+    (``missing closing ]``, ``invalid character class range``) or other matches."""
+    _agrees(glob, name)
+
+
+def test_glob_regex_agrees_with_fnmatch_on_generated_globs():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    alphabet = st.sampled_from(list("ab-]![*?\\^z.&\n:"))
+
+    @settings(max_examples=3000, deadline=None, database=None)
+    @given(st.text(alphabet, max_size=8), st.text(alphabet, max_size=5))
+    def check(glob, name):
+        _agrees(glob, name)
+
+    check()
+
+
+def test_nasty_globs_give_valid_rules(tmp_path):
+    """promtool accepts every regex built from these globs (the FleetwatchModelNotReady rules
+    and their ``unless`` of earlier entries)."""
+    out = generate(tmp_path, [entry(g) for g in NASTY_GLOBS], tests=False)
+    check_rules(out)
