@@ -159,3 +159,68 @@ def test_nasty_globs_give_valid_rules(tmp_path):
     and their ``unless`` of earlier entries)."""
     out = generate(tmp_path, [entry(g) for g in NASTY_GLOBS], tests=False)
     check_rules(out)
+
+
+# -- templates in values ----------------------------------------------------------------------
+TEMPLATES = ["{{ $value }}", '{{ template "x" }}', "{{ .Owner }}", "x{", "a}}b{{c",
+             '{{ y }} "q" \\ back\nline']
+
+
+def test_template_values_stay_text_in_labels_and_annotations(tmp_path):
+    """Alert labels and annotations are Go templates: a team, owner, on-call, latency tier
+    or sidecar job with ``{{`` once made ``promtool check rules`` fail (``function "y" not
+    defined``) or was evaluated (``{{ $value }}`` became the alert's value). Checked by
+    promtool itself: the alerts fire with the values as they are written."""
+    from fleetwatch.alerts import alerting as al
+    from fleetwatch.alerts.behaviour import render_template
+    from fleetwatch.alerts.generate import PLATFORM_FILE, SLO_FILE
+
+    models = [{"name": f"m{i}", "team": v, "owner": v, "oncall": v, "latency_tier": v}
+              for i, v in enumerate(TEMPLATES)]
+    slos = {"slos": [{**SLOS["slos"][0], "selector": {"models": ["m0"]}}]}
+    job = TEMPLATES[-1]
+    out = generate(tmp_path, models, slos, {"platform": {"sidecar_job": job}})
+    check_rules(out)
+
+    rules = {}
+    for f in (PLATFORM_FILE, SLO_FILE):
+        for g in yaml.safe_load((out / f).read_text())["groups"]:
+            for r in g["rules"]:
+                if "alert" in r:
+                    key = (r["alert"], render_template(r["labels"].get("registry_entry", ""),
+                                                       {}, 0))
+                    rules[key] = r
+
+    def expect(rule: dict, sample: dict[str, str], value: float) -> dict:
+        labels = {**sample, **{k: render_template(v, sample, value)
+                               for k, v in rule["labels"].items()}}
+        notes = {k: render_template(v, sample, value) for k, v in rule["annotations"].items()}
+        return {"exp_labels": labels, "exp_annotations": notes}
+
+    side = {"job": job, "instance": "s:1", "target": "t"}
+    series, not_ready = [], []
+    for i, v in enumerate(TEMPLATES):
+        series.append({"series": f'fleetwatch_upstream_model_ready{{job="{i}", instance="s:1", '
+                                 f'target="t", model="m{i}"}}', "values": "0x20"})
+        series.append({"series": f'fleetwatch_upstream_up{{job="{i}", instance="s:1", '
+                                 f'target="t"}}', "values": "1x20"})
+        rule = rules[(al.MODEL_NOT_READY, f"m{i}")]
+        exp = expect(rule, {**side, "job": str(i), "model": f"m{i}"}, 0)
+        assert {exp["exp_labels"][k] for k in ("team", "owner", "oncall", "latency_tier")} \
+            == {v}
+        assert f"Owner {v}, on-call {v}." in exp["exp_annotations"]["description"]
+        not_ready.append(exp)
+    tests = [{"eval_time": "16m", "alertname": al.MODEL_NOT_READY, "exp_alerts": not_ready}]
+    # sidecar down: the job in the description; no data: the selected entry's owners
+    down = expect(rules[(al.SIDECAR_DOWN, "")], {"job": job}, 1)
+    assert f"(job {job})" in down["exp_annotations"]["description"]
+    tests.append({"eval_time": "16m", "alertname": al.SIDECAR_DOWN, "exp_alerts": [down]})
+    nodata = expect(rules[(al.SLO_NO_DATA, "")], {"slo": "avail", "band": "all"}, 1)
+    assert nodata["exp_labels"]["owner"] == TEMPLATES[0]
+    tests.append({"eval_time": "16m", "alertname": al.SLO_NO_DATA, "exp_alerts": [nodata]})
+    doc = {"rule_files": [str(out / PLATFORM_FILE), str(out / SLO_FILE)],
+           "evaluation_interval": "1m",
+           "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": tests}]}
+    (tmp_path / "t.yml").write_text(yaml.safe_dump(doc, allow_unicode=True))
+    res = run(tool("promtool"), "test", "rules", str(tmp_path / "t.yml"))
+    assert res.returncode == 0, res.stdout + res.stderr

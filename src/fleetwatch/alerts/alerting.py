@@ -113,6 +113,14 @@ def _l(label: str) -> str:
     return f"{{{{ $labels.{label} }}}}"
 
 
+def literal(value: str) -> str:
+    """``value`` as literal text of a Prometheus template (alert labels and annotations are
+    Go templates): a registry or configuration value with ``{{`` — or a ``{`` that could
+    meet one of the generator's own actions — becomes a string action, ``{{ "…" }}``, which
+    renders as the value itself; anything else is written as it is."""
+    return "{{ " + string(value) + " }}" if "{" in value else value
+
+
 _VALUE = '{{ printf "%.3g" $value }}'
 _PERCENT = "{{ $value | humanizePercentage }}"
 #: Owner sentence: the joined registry labels, or a note when the model has none.
@@ -242,8 +250,9 @@ def slo_alerts(slos: SLOFile, slo: SLOSpec, registry: Registry,
                 f"replica limits and the HPA/KEDA status. {cost}{impossible} {_OWNER}",
                 static, autoscaler=True)))
     owner = slo_team(slo, registry, team)
-    owner_labels = ((("team", owner.team), ("owner", owner.owner), ("oncall", owner.oncall))
-                    if isinstance(owner, ModelEntry) else (("team", owner),))
+    owner_labels = ((("team", literal(owner.team)), ("owner", literal(owner.owner)),
+                     ("oncall", literal(owner.oncall)))
+                    if isinstance(owner, ModelEntry) else (("team", literal(owner)),))
     rules.append(AlertRule(
         SLO_NO_DATA,
         f"absent(fleetwatch_slo_events_total{{slo={string(slo.name)}, band=\"all\"}})",
@@ -301,21 +310,22 @@ def model_not_ready_alerts(registry: Registry, cfg: AlertingConfig) -> tuple[Ale
         allowance = settings.allowance(tier)
         return AlertRule(
             MODEL_NOT_READY, expr,
-            (("severity", settings.severity), *labels, ("latency_tier", tier),
-             *((("registry_entry", entry),) if entry else ())),
+            (("severity", settings.severity), *((k, literal(v)) for k, v in labels),
+             ("latency_tier", literal(tier)),
+             *((("registry_entry", literal(entry)),) if entry else ())),
             _annotations(
                 cfg.urls, MODEL_NOT_READY,
                 f"Model {_l('model')} not ready for {allowance} on {_l('target')}",
                 f"Model {_l('model')} has not been ready on target {_l('target')} (sidecar "
                 f"{_l('instance')}) for {allowance}, the start-up allowance of latency tier "
-                f"{tier}: it is failing to load or has become unhealthy. {who}"),
+                f"{literal(tier)}: it is failing to load or has become unhealthy. {who}"),
             allowance)
 
     for e, earlier in _not_ready_entries(registry):
         rules.append(rule(e.name, glob_regex(e.name), [glob_regex(x.name) for x in earlier],
                           e.latency_tier,
                           (("team", e.team), ("owner", e.owner), ("oncall", e.oncall)),
-                          f"Owner {e.owner}, on-call {e.oncall}."))
+                          f"Owner {literal(e.owner)}, on-call {literal(e.oncall)}."))
     all_names = [glob_regex(e.name) for e, _ in _not_ready_entries(registry)]
     rules.append(rule("", ".+", all_names, "default", (("team", cfg.platform.team),),
                       "The model is not in the registry."))
@@ -335,8 +345,8 @@ def platform_alerts(registry: Registry, cfg: AlertingConfig) -> tuple[AlertRule,
             _annotations(
                 urls, SIDECAR_DOWN, f"fleetwatch sidecar {_l('instance')} is down",
                 f"Prometheus cannot scrape the fleetwatch sidecar {_l('instance')} (job "
-                f"{p.sidecar_job}), or finds no sidecar at all: the models behind it have no "
-                f"metrics, SLO events or autoscaling signal."),
+                f"{literal(p.sidecar_job)}), or finds no sidecar at all: the models behind it "
+                f"have no metrics, SLO events or autoscaling signal."),
             p.sidecar_down.for_),
         AlertRule(
             UPSTREAM_DOWN,

@@ -50,7 +50,8 @@ class BehaviourTestError(ValueError):
 
 
 # -- Go templates (the subset the generator emits) -----------------------------------------
-_ACTION = re.compile(r"{{(.*?)}}", re.S)
+#: An action: ``{{`` … ``}}``, where a string literal may hold ``}}``.
+_ACTION = re.compile(r'{{((?:[^"}]|"(?:[^"\\]|\\.)*"|}(?!}))*)}}', re.S)
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:
@@ -101,9 +102,33 @@ def render_template(text: str, labels: dict[str, str], value: float) -> str:
     return "".join(out)
 
 
+_GO_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_GO_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", '"': '"'}
+
+
+def _go_string(literal: str) -> str:
+    """The value of a Go interpreted string literal (the escapes :func:`~fleetwatch.alerts.
+    promql.string` writes: ``\\\\ \\" \\n \\r \\t \\xHH``)."""
+    out, i, body = [], 0, literal[1:-1]
+    while i < len(body):
+        c = body[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+        elif body[i + 1] == "x":
+            out.append(chr(int(body[i + 2:i + 4], 16)))
+            i += 4
+        else:
+            out.append(_GO_ESCAPES[body[i + 1]])
+            i += 2
+    return "".join(out)
+
+
 def _action(body: str, labels: dict[str, str], value: float, dot: str) -> str:
     if body == ".":
         return dot
+    if _GO_STRING.fullmatch(body):
+        return _go_string(body)
     m = re.fullmatch(r"\$labels\.(\w+)", body)
     if m:
         return labels.get(m.group(1), "")
@@ -189,7 +214,8 @@ class _Rules:
 
     def find(self, alert: str, **static: str) -> al.AlertRule:
         hits = [r for r in self.rules if r.alert == alert
-                and all(dict(r.labels).get(k) == v for k, v in static.items())]
+                and all(render_template(dict(r.labels).get(k, ""), {}, 0.0) == v
+                        for k, v in static.items())]
         if len(hits) != 1:
             raise BehaviourTestError(f"expected one {alert} rule with {static}, got {len(hits)}")
         return hits[0]
@@ -198,7 +224,7 @@ class _Rules:
 def _expected(rule: al.AlertRule, sample: dict[str, str], value: float) -> dict[str, Any]:
     """The alert promtool should see: sample labels overridden by the rule's labels, and
     the annotations rendered with the sample's labels (as Prometheus does)."""
-    labels = {**sample, **dict(rule.labels)}
+    labels = {**sample, **{k: render_template(v, sample, value) for k, v in rule.labels}}
     labels = {k: v for k, v in labels.items() if v != ""}
     return {"exp_labels": labels,
             "exp_annotations": {k: render_template(v, sample, value)
