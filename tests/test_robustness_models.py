@@ -225,3 +225,23 @@ def test_per_model_facts_stay_bounded_when_model_names_churn(monkeypatch):
         await srv.stop()
 
     asyncio.run(scenario())
+
+
+def test_hostile_model_names_stay_one_url_path_segment():
+    """A model named like a path ("a/../../v2/repository/index", "x?y#z") must reach
+    /v2/models/<name>/config and /ready as one encoded segment (else the test double's
+    routes would not match, the runtime would stay unknown and readiness false)."""
+    hostile = ["a/../../v2/repository/index", "x?y#z", "sp ace"]
+
+    async def scenario():
+        srv = FaultTriton(hostile)
+        srv.configs = {m: {"backend": "onnxruntime"} for m in hostile}
+        base = await srv.start()
+        async with Scraper(_config(base, models=hostile)) as scraper:
+            await scraper.scrape_once()
+            for m in hostile:
+                assert _runtime_of(scraper, m) == "onnxruntime", m
+            assert scraper.states["t"].models_ready == {m: True for m in hostile}
+        await srv.stop()
+
+    asyncio.run(scenario())

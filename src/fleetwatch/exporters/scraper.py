@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import urllib.parse
 import zlib
 from collections import Counter
 from collections.abc import Callable
@@ -285,7 +286,7 @@ class Scraper:
         if st.kind == "triton" and t.api_url:
             base = str(t.api_url).rstrip("/")
             names = t.models or observed
-            ready = await asyncio.gather(*(self._get_ok(f"{base}/v2/models/{m}/ready")
+            ready = await asyncio.gather(*(self._get_ok(f"{base}/v2/models/{_q(m)}/ready")
                                            for m in names))
             st.models_ready = dict(zip(names, ready, strict=True))
         elif st.kind == "vllm":
@@ -352,7 +353,7 @@ class Scraper:
         cannot be read, or ``(None, None)`` when it did not answer (retried next scrape)."""
         assert self._session is not None
         try:
-            async with self._session.get(f"{base}/v2/models/{model}/config") as resp:
+            async with self._session.get(f"{base}/v2/models/{_q(model)}/config") as resp:
                 if resp.status != 200:
                     return None, None
                 config = await resp.json(content_type=None)
@@ -438,3 +439,9 @@ def _sibling(url: str, path: str) -> str:
     scheme, _, rest = url.partition("://")
     host = rest.split("/", 1)[0]
     return f"{scheme}://{host}{path}"
+
+
+def _q(model: str) -> str:
+    """A model name as one URL path segment (a name with ``/``, ``?`` or ``..`` must not
+    reach another Triton endpoint)."""
+    return urllib.parse.quote(model, safe="")
