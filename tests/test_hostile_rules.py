@@ -224,3 +224,28 @@ def test_template_values_stay_text_in_labels_and_annotations(tmp_path):
     (tmp_path / "t.yml").write_text(yaml.safe_dump(doc, allow_unicode=True))
     res = run(tool("promtool"), "test", "rules", str(tmp_path / "t.yml"))
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+# -- behaviour tests of hostile specs ---------------------------------------------------------
+def test_behaviour_tests_of_a_hostile_registry_generate_and_pass(tmp_path):
+    """``fleetwatch rules --tests`` once died with ``StopIteration`` on a class glob
+    (``[!]x]``: the made-up model name did not match its own entry) and wrote unescaped
+    label values into the tests' series selectors. Now the tests are generated for every
+    entry that can match a name, and promtool runs them: the not-ready alerts of models with
+    quotes, newlines, templates and unicode fire with the owners written in the registry."""
+    models = [{"name": v, "team": v, "owner": f"{v} owner", "oncall": f"{v} oncall",
+               "latency_tier": v} for v in HOSTILE + NASTY_GLOBS if v not in ("*", "?")]
+    models.append({"name": "x" * 3000, "team": "y" * 3000, "owner": "o", "oncall": "c"})
+    slos = {"slos": [{**SLOS["slos"][0], "selector": {"models": ["we\"ird", "[!]x]"],
+                                                      "teams": ['we"ird', "{{ $value }}"]}},
+                     {**SLOS["slos"][0], "name": "by", "selector": {"models": ["[z-a]weird"]}}]}
+    out = generate(tmp_path, models, slos, tests=True)
+    check_rules(out)
+    res = run(tool("promtool"), "test", "rules", "fleetwatch.rules.test.yml", cwd=out)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    doc = yaml.safe_load((out / "fleetwatch.rules.test.yml").read_text())
+    fired = {(a["exp_labels"].get("registry_entry"), a["exp_labels"].get("owner"))
+             for t in doc["tests"] for r in t.get("alert_rule_test", [])
+             for a in r["exp_alerts"]}
+    for v in ('we"ird', "new\nline", "{{ $value }}", "✓ ünïcode team", "[!]x]", "by"):
+        assert (v, f"{v} owner") in fired, v

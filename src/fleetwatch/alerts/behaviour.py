@@ -34,6 +34,7 @@ from fleetwatch.alerts import alerting as al
 from fleetwatch.alerts import recording as rec
 from fleetwatch.alerts.config import AlertingConfig
 from fleetwatch.alerts.numbers import burn_factor, error_budget
+from fleetwatch.alerts.promql import string
 from fleetwatch.alerts.render import dump, header
 from fleetwatch.labels.registry import ModelEntry, Registry
 from fleetwatch.slo.engine import band_label
@@ -142,7 +143,7 @@ def _action(body: str, labels: dict[str, str], value: float, dot: str) -> str:
 
 # -- building blocks ------------------------------------------------------------------------
 def _selector(name: str, labels: dict[str, str]) -> str:
-    inner = ", ".join(f'{k}="{v}"' for k, v in labels.items())
+    inner = ", ".join(f"{k}={string(v)}" for k, v in labels.items())
     return f"{name}{{{inner}}}"
 
 
@@ -231,10 +232,29 @@ def _expected(rule: al.AlertRule, sample: dict[str, str], value: float) -> dict[
                                 for k, v in rule.annotations}}
 
 
-def _concrete(glob: str) -> str:
-    """A model name matching ``glob`` (``*`` → ``x``, ``?`` → ``x``, classes → first char)."""
-    out = re.sub(r"\[!?(.)[^\]]*\]", r"\1", glob)
-    return out.replace("*", "x").replace("?", "x")
+def _concrete(glob: str, default: str = "model-a") -> str:
+    """A model name matching ``glob`` (``*`` → ``x``, ``?`` → ``x``, a class → one of its
+    members), or ``default`` when ``glob`` matches no name (an empty range: ``[z-a]``)."""
+    out, i, n = [], 0, len(glob)
+    while i < n:
+        c = glob[i]
+        i += 1
+        if c in "*?":
+            out.append("x")
+            continue
+        if c == "[":  # find the class as fnmatch does; an unclosed [ is itself
+            j = i + (glob[i:i + 1] == "!")
+            j += glob[j:j + 1] == "]"
+            j = glob.find("]", j)
+            if j >= 0:
+                cls = glob[i - 1:j + 1]
+                out.append(next((m for m in dict.fromkeys(glob[i:j] + "xa0-_!Z.~#")
+                                 if fnmatch.fnmatchcase(m, cls)), ""))
+                i = j + 1
+                continue
+        out.append(c)
+    name = "".join(out)
+    return name if fnmatch.fnmatchcase(name, glob) else default
 
 
 def _info(g: _Group, model: str, version: str, entry: ModelEntry | None, steps: int) -> None:
@@ -545,10 +565,10 @@ def _platform_groups(registry: Registry, rules: _Rules, cfg: AlertingConfig) -> 
                "registry entry's owners; unregistered models use the default allowance")
     cases: list[tuple[str, al.AlertRule, int]] = []
     for e, _earlier in al._not_ready_entries(registry):
-        name = _concrete(e.name)
-        first = next(x for x in registry.entries if _name_match(x, name))
-        if first.name != e.name:
-            continue
+        name = _concrete(e.name, "")
+        first = next((x for x in registry.entries if _name_match(x, name)), None)
+        if not name or first is None or first.name != e.name:
+            continue  # a glob that matches no name, or whose names an earlier entry takes
         rule = rules.find(al.MODEL_NOT_READY, registry_entry=e.name)
         cases.append((name, rule, int(_seconds(rule.for_ or "0s") // 60)))
     unregistered = "unregistered-model-z9"
