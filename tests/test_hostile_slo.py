@@ -26,3 +26,20 @@ def test_year_long_windows_give_runnable_behaviour_tests(tmp_path):
     check_rules(out)
     res = run(tool("promtool"), "test", "rules", "fleetwatch.rules.test.yml", cwd=out)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+
+
+def test_tiny_numbers_are_not_rounded_to_zero(tmp_path):
+    """Numbers were rounded to 12 decimal places: an objective of 0.9999999999999 gave
+    ``/ 0`` (every burn rate +Inf) and a 1e-13 s queue-wait threshold ``> 0``."""
+    from fleetwatch.alerts.generate import PLATFORM_FILE, SLO_FILE
+    from fleetwatch.alerts.numbers import error_budget, num
+
+    assert num(1e-13) == "0.0000000000001"
+    assert num(error_budget(0.9999999999999)) == "0.0000000000001"
+    assert num(0.1 + 0.2) == "0.3" and num(10**20) == "100000000000000000000"
+    out = generate(tmp_path, MODELS, {"slos": [slo(objectives=[{"target": 0.9999999999999}])]},
+                   {"platform": {"queue_wait": {"seconds": 1e-13}}})
+    check_rules(out)
+    rules = (out / SLO_FILE).read_text()
+    assert "/ 0.0000000000001\n" in rules and "/ 0\n" not in rules
+    assert "mean5m > 0.0000000000001\n" in (out / PLATFORM_FILE).read_text()

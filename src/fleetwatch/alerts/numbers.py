@@ -1,10 +1,10 @@
 """Exact number and duration formatting for generated rules.
 
 Every number that reaches a rule file goes through :func:`num`: ``0.999`` stays ``0.999``
-(never ``0.9990000000000001``), ``1 - 0.999`` is ``0.001``, ``14.4`` is ``14.4``, integers
-have no ``.0`` and nothing is written in exponent form. Arithmetic on SLO numbers is done
-in :class:`~decimal.Decimal` from the shortest ``repr`` of the spec's floats, so the
-generated text is what a person would write.
+(never ``0.9990000000000001``), ``1 - 0.999`` is ``0.001``, ``14.4`` is ``14.4``, ``1e-13``
+is ``0.0000000000001``, integers have no ``.0`` and nothing is written in exponent form.
+Arithmetic on SLO numbers is done in :class:`~decimal.Decimal` from the shortest ``repr``
+of the spec's floats, so the generated text is what a person would write.
 """
 
 from __future__ import annotations
@@ -14,12 +14,23 @@ from decimal import Decimal, localcontext
 _UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 
 
+#: Significant digits kept: a float's shortest repr has up to 17, of which the last one or
+#: two are binary noise (``0.1 + 0.2`` is ``0.30000000000000004``); 15 are always exact.
+SIGNIFICANT = 15
+
+
 def dec(x: float | int | Decimal) -> Decimal:
-    """``x`` as a Decimal of its shortest repr, rounded to 12 decimal places."""
-    d = x if isinstance(x, Decimal) else Decimal(repr(round(float(x), 12)))
+    """``x`` as a Decimal of its shortest repr, rounded to :data:`SIGNIFICANT` significant
+    digits — not to a number of decimal places, so ``1e-13`` stays ``1e-13`` (an error
+    budget of 0.9999999999999 is not 0). Raises ``ValueError`` for NaN and infinities."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return Decimal(x)  # exact already
+    d = x if isinstance(x, Decimal) else Decimal(repr(float(x)))
+    if not d.is_finite():
+        raise ValueError(f"{x!r} is not a finite number")
     with localcontext() as ctx:
-        ctx.prec = 40
-        return d.quantize(Decimal("1e-12")).normalize()
+        ctx.prec = SIGNIFICANT
+        return (+d).normalize()
 
 
 def num(x: float | int | Decimal) -> str:
