@@ -5,6 +5,10 @@ numbers come out exactly as written, and what cannot be expressed is a clean exi
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
+import pytest
 from tests.test_hostile_rules import check_rules, generate, run, tool
 
 AVAIL = {"name": "a", "sli": {"availability": {}}, "objectives": [{"target": 0.999}],
@@ -43,3 +47,89 @@ def test_tiny_numbers_are_not_rounded_to_zero(tmp_path):
     rules = (out / SLO_FILE).read_text()
     assert "/ 0.0000000000001\n" in rules and "/ 0\n" not in rules
     assert "mean5m > 0.0000000000001\n" in (out / PLATFORM_FILE).read_text()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fleetwatch.cli", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.mark.parametrize("text", ["99.9%", "99.99%", "99.999%", "0.07%", "99.95%", " 99.9 %"])
+def test_percent_objectives_are_the_ratio_written(tmp_path, text):
+    """``"99.9%"`` was ``float("99.9") / 100`` = 0.9990000000000001, which went as it is into
+    the dashboards' thresholds (and the engine)."""
+    from decimal import Decimal
+
+    from fleetwatch.dashboards import generate as dashboards
+    from fleetwatch.labels.registry import parse_registry
+    from fleetwatch.slo.spec import parse_slo_file
+
+    f = parse_slo_file({"slos": [slo(objectives=[{"target": text}])]})
+    expected = float(Decimal(text.replace("%", "").strip()) / 100)
+    assert f.slos[0].objective == expected and len(repr(expected)) <= 9
+    files = dashboards(parse_registry({"models": MODELS}), f)
+    assert repr(expected) in files["dashboards/slos.json"]
+    for name, body in files.items():
+        assert "00000000" not in body and "99999999" not in body, name
+
+
+def _spec_file(tmp_path, **fields: object) -> str:
+    import yaml
+
+    path = tmp_path / "slos.yaml"
+    path.write_text(yaml.safe_dump({"slos": [slo(**fields)]}, allow_unicode=True))
+    return str(path)
+
+
+BAD_SPECS = {
+    "nan period": {"timeWindow": [{"duration": float("nan")}]},
+    "infinite period": {"timeWindow": [{"duration": float("inf")}]},
+    "period beyond Prometheus ranges": {"timeWindow": [{"duration": "106752d"}]},
+    "sub-millisecond period": {"timeWindow": [{"duration": "0.5ms"}]},
+    "sub-millisecond number of seconds": {"timeWindow": [{"duration": 0.0001}]},
+    "infinite envelope": {"concurrency": {"envelope": float("inf")}},
+    "infinite band": {"concurrency": {"envelope": 1, "bands": [1, float("inf")]}},
+    "bands sharing a label": {"concurrency": {"envelope": 1,
+                                              "bands": [1, 1234567, 1234568]}},
+    "infinite threshold": {"sli": {"latency": {"metric": "ttft",
+                                               "threshold_seconds": float("inf")}}},
+    "lone surrogate": {"description": "x\ud800y"},
+    "not a percentage": {"objectives": [{"target": "nine%"}]},
+}
+
+
+@pytest.mark.parametrize("case", BAD_SPECS)
+def test_impossible_numbers_are_bad_input_not_tracebacks(tmp_path, case):
+    """Each was accepted by ``slo validate`` (exit 0) and then gave a traceback (NaN or
+    infinite periods, envelopes and bands — an infinite envelope made 1025 bands — or
+    UnicodeEncodeError when writing dashboards), rules promtool rejects (``duration out of
+    range``), or two bands exported as one series. Now: exit 2, the file and the field."""
+    path = _spec_file(tmp_path, **BAD_SPECS[case])
+    reg = tmp_path / "models.yaml"
+    reg.write_text("models: [{name: m, team: t, owner: o, oncall: c}]\n")
+    for args in (["slo", "validate", path],
+                 ["rules", "--registry", str(reg), "--slos", path, "--out", str(tmp_path / "r")],
+                 ["dashboards", "--registry", str(reg), "--slos", path, "--out",
+                  str(tmp_path / "d")]):
+        res = cli(*args)
+        assert res.returncode == 2, (args, res.stdout, res.stderr)
+        assert "Traceback" not in res.stderr
+        assert res.stderr.startswith(f"fleetwatch: error: {path}: slos[0]"), res.stderr
+
+
+def test_millisecond_and_fractional_durations_are_exact(tmp_path):
+    """``1.1h`` is 3960 s exactly (it was 3960.0000000000005), and a 1500ms period or a
+    90500ms window — valid Prometheus ranges — once raised ``ValueError: window 1.5 s is not a
+    positive whole number of seconds`` from ``fleetwatch rules``."""
+    from fleetwatch.alerts.generate import SLO_FILE
+    from fleetwatch.slo.spec import parse_duration
+
+    assert parse_duration("1.1h") == 3960 and parse_duration("0.3s") == 0.3
+    spec = {"windows": [{"long": "1h", "short": "90500ms", "budget_consumed": 0.02}],
+            "slos": [slo(timeWindow=[{"duration": "1500ms"}]),
+                     slo(name="b", timeWindow=[{"duration": "1.1h"}])]}
+    out = generate(tmp_path, MODELS, spec)
+    check_rules(out)
+    text = (out / SLO_FILE).read_text()
+    for name in ("ratio_rate1500ms", "ratio_rate90500ms", "ratio_rate66m"):
+        assert name in text

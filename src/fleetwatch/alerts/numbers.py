@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from decimal import Decimal, localcontext
 
-_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+_UNITS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1))
 
 
 #: Significant digits kept: a float's shortest repr has up to 17, of which the last one or
@@ -62,15 +62,18 @@ def burn_factor(budget_consumed: float, period_seconds: float, long_seconds: flo
 
 
 def window(seconds: float) -> str:
-    """A Prometheus range in the largest exact unit among d/h/m/s (``28d``, ``1h``, ``30s``).
+    """A Prometheus range in the largest exact unit among d/h/m/s/ms (``28d``, ``1h``,
+    ``30s``, ``1500ms``).
 
     Weeks are never used (``28d``, not ``4w``) so names read like the SLO period.
-    Raises ``ValueError`` for durations that are not whole seconds.
+    Raises ``ValueError`` for durations that are not whole milliseconds (the SLO file's
+    durations always are).
     """
-    s = dec(seconds)
-    if s <= 0 or s != s.to_integral_value():
-        raise ValueError(f"window {seconds!r} s is not a positive whole number of seconds")
-    n = int(s)
+    ms = dec(seconds) * 1000
+    if ms <= 0 or ms != ms.to_integral_value():
+        raise ValueError(f"window {seconds!r} s is not a positive whole number of "
+                         "milliseconds")
+    n = int(ms)
     for unit, size in _UNITS:
         if n % size == 0:
             return f"{n // size}{unit}"

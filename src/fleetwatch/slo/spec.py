@@ -33,7 +33,9 @@ Errors raise :class:`SLOSpecError` naming the file, the SLO and the field.
 
 from __future__ import annotations
 
+import math
 import re
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Literal
 
@@ -62,7 +64,12 @@ SUMMARY_METRICS = {
 }
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_DEC_UNITS = {"ms": Decimal("0.001"), "s": Decimal(1), "m": Decimal(60), "h": Decimal(3600),
+              "d": Decimal(86400), "w": Decimal(604800)}
+_DURATION_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d|w)")
+#: The longest duration accepted: 100 years (Prometheus ranges end at about 292 years).
+MAX_DURATION_SECONDS = 36500 * 86400
+_MS = Decimal("0.001")
 
 
 class SLOSpecError(ValueError):
@@ -72,22 +79,29 @@ class SLOSpecError(ValueError):
 def parse_duration(text: str | int | float) -> float:
     """``"5m"``, ``"1h30m"``, ``"28d"``, ``"250ms"`` or a number of seconds → seconds (>0).
 
-    Raises ``ValueError`` for anything else.
+    Computed in decimal, so ``"1.1h"`` is exactly 3960 s. A duration must be a whole number
+    of milliseconds (what Prometheus ranges can express) and at most
+    :data:`MAX_DURATION_SECONDS`. Raises ``ValueError`` for anything else.
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        if text <= 0:
-            raise ValueError("duration must be positive")
-        return float(text)
-    s = str(text).strip()
-    pos, total = 0, 0.0
-    for m in _DURATION_RE.finditer(s):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    if pos != len(s) or not s or total <= 0:
-        raise ValueError(f"invalid duration {text!r} (use e.g. 30s, 5m, 1h, 28d)")
-    return total
+        total = Decimal(text) if isinstance(text, int) else Decimal(repr(float(text)))
+        if not total.is_finite() or total <= 0:
+            raise ValueError(f"duration must be a positive number of seconds, not {text!r}")
+    else:
+        s = str(text).strip()
+        pos, total = 0, Decimal(0)
+        for m in _DURATION_RE.finditer(s):
+            if m.start() != pos:
+                break
+            total += Decimal(m.group(1)) * _DEC_UNITS[m.group(2)]
+            pos = m.end()
+        if pos != len(s) or not s or total <= 0:
+            raise ValueError(f"invalid duration {text!r} (use e.g. 30s, 5m, 1h, 28d)")
+    if total > MAX_DURATION_SECONDS:
+        raise ValueError(f"duration {text!r} is longer than {MAX_DURATION_SECONDS // 86400}d")
+    if total % _MS:
+        raise ValueError(f"duration {text!r} is not a whole number of milliseconds")
+    return float(total)
 
 
 def format_duration(seconds: float) -> str:
@@ -156,7 +170,7 @@ class LatencySLI(_Strict):
     """Good event: an observation of ``metric`` ≤ ``threshold_seconds`` (histogram buckets)."""
 
     metric: Literal["ttft", "itl", "tpot", "request", "queue"]
-    threshold_seconds: float = Field(gt=0)
+    threshold_seconds: float = Field(gt=0, allow_inf_nan=False)
 
 
 class AvailabilitySLI(_Strict):
@@ -173,7 +187,7 @@ class TimesliceSLI(_Strict):
 
     metric: Literal["request", "queue"]
     statistic: str = Field(pattern=r"^(mean|p\d{1,2}(\.\d+)?)$")
-    threshold_seconds: float = Field(gt=0)
+    threshold_seconds: float = Field(gt=0, allow_inf_nan=False)
 
     @property
     def quantile(self) -> str | None:
@@ -211,7 +225,11 @@ class Objective(_Strict):
     @classmethod
     def _percent(cls, v: object) -> object:
         if isinstance(v, str) and v.strip().endswith("%"):
-            return float(v.strip()[:-1]) / 100
+            # in decimal: "99.9%" is 0.999, not 0.9990000000000001
+            try:
+                return float(Decimal(v.strip()[:-1].strip()) / 100)
+            except (InvalidOperation, ValueError):
+                raise ValueError(f"{v!r} is not a percentage (e.g. '99.9%')") from None
         return v
 
     @field_validator("target")
@@ -246,7 +264,7 @@ class Concurrency(_Strict):
     and the bands (upper bounds, ascending) that condition events. Default bands: 1, 2,
     4, … up to twice the envelope."""
 
-    envelope: float = Field(gt=0)
+    envelope: float = Field(gt=0, allow_inf_nan=False)
     bands: list[float] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -260,6 +278,12 @@ class Concurrency(_Strict):
             object.__setattr__(self, "bands", bands)
         if any(b <= 0 for b in self.bands) or sorted(set(self.bands)) != list(self.bands):
             raise ValueError("bands must be positive and strictly ascending")
+        for b in self.bands:
+            # a band is a label (band="4"), written with 6 significant digits: 1234567 and
+            # 1234568 would both be "1.23457e+06", one series for two bands
+            if not math.isfinite(b) or float(format(b, "g")) != b:
+                raise ValueError(f"band {b!r} must be a finite number of at most 6 "
+                                 "significant digits (it is a label value)")
         if self.envelope > self.bands[-1]:
             raise ValueError("envelope must not exceed the highest band")
         return self
@@ -313,7 +337,7 @@ class CapacitySettings(_Strict):
 class AutoscalingSettings(_Strict):
     """Targets of the autoscaling components (each component = observed / target)."""
 
-    queue_wait_seconds: float = Field(0.5, gt=0)
+    queue_wait_seconds: float = Field(0.5, gt=0, allow_inf_nan=False)
     kv_cache_usage_ratio: float = Field(0.9, gt=0, le=1)
     gpu_memory_usage_ratio: float = Field(0.9, gt=0, le=1)
 
@@ -345,6 +369,10 @@ def parse_slo_file(data: object, source: str = "<memory>") -> SLOFile:
     """Validate parsed YAML; raise :class:`SLOSpecError` naming source, SLO and field."""
     if not isinstance(data, dict):
         raise SLOSpecError(f"{source}: expected a mapping with a 'slos:' list")
+    where = _not_unicode(data)
+    if where is not None:  # YAML's "\ud800" escape: no file or label can hold it
+        raise SLOSpecError(f"{source}: {where or '(top level)'}: not valid Unicode text "
+                           "(a lone surrogate escape such as \\ud800)")
     try:
         return SLOFile.model_validate(data)
     except ValidationError as exc:
@@ -358,6 +386,27 @@ def parse_slo_file(data: object, source: str = "<memory>") -> SLOFile:
             return f"slos[{i}]" + (f" (name {name!r})" if name else "")
 
         raise SLOSpecError(re.sub(r"slos\[(\d+)\]", named, text)) from None
+
+
+def _not_unicode(data: object, path: str = "") -> str | None:
+    """The path (``slos[0].description``) of the first text in ``data`` with a lone
+    surrogate, or None."""
+    if isinstance(data, str):
+        return None if data.isascii() or not any(
+            0xD800 <= ord(c) <= 0xDFFF for c in data) else path
+    if isinstance(data, dict):
+        for k, v in data.items():
+            sub = f"{path}.{k}" if path else str(k)
+            found = _not_unicode(k, sub) if isinstance(k, str) else None
+            found = found if found is not None else _not_unicode(v, sub)
+            if found is not None:
+                return found
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            found = _not_unicode(v, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
 
 
 def load_slo_file(path: str | Path) -> SLOFile:
