@@ -249,3 +249,27 @@ def test_behaviour_tests_of_a_hostile_registry_generate_and_pass(tmp_path):
              for a in r["exp_alerts"]}
     for v in ('we"ird', "new\nline", "{{ $value }}", "✓ ünïcode team", "[!]x]", "by"):
         assert (v, f"{v} owner") in fired, v
+
+
+# -- the alerting configuration ---------------------------------------------------------------
+@pytest.mark.parametrize(("receivers", "message"), [
+    ({"platform": {"queue_wait": {"seconds": float("inf")}}},
+     "platform.queue_wait.seconds: Input should be a finite number"),
+    ({"prometheus_rule": {"labels": {"b: c": "x"}}}, "not a Kubernetes label key"),
+    ({"prometheus_rule": {"labels": {"release": "prom\nx: y"}}},
+     "not a Kubernetes label value"),
+])
+def test_alerting_config_values_the_outputs_cannot_hold_are_input_errors(tmp_path, receivers,
+                                                                         message):
+    """An infinite queue-wait threshold gave a traceback (``ValueError: inf is not a finite
+    number``); PrometheusRule labels that Kubernetes rejects were written as they are."""
+    import sys
+
+    rcv = write_yaml(tmp_path / "receivers.yaml", receivers)
+    reg = write_yaml(tmp_path / "models.yaml", {"models": [entry("m")]})
+    slo = write_yaml(tmp_path / "slos.yaml", SLOS)
+    res = subprocess.run([sys.executable, "-m", "fleetwatch.cli", "rules", "--registry",
+                          str(reg), "--slos", str(slo), "--receivers", str(rcv), "--out",
+                          str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.startswith(f"fleetwatch: error: {rcv}: ") and message in res.stderr

@@ -57,6 +57,8 @@ INTEGRATIONS = ("email_configs", "opsgenie_configs", "pagerduty_configs", "pusho
 Severity = Literal["page", "ticket"]
 _NAME = r"^[A-Za-z0-9_.:-]+$"
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+_K8S_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
+_K8S_PREFIX = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 
 
 class AlertingConfigError(ValueError):
@@ -134,7 +136,7 @@ class QueueWait(Timed):
 
     for_: str = Field("10m", alias="for")
     severity: Severity = "ticket"
-    seconds: float = Field(1.0, gt=0)
+    seconds: float = Field(1.0, gt=0, allow_inf_nan=False)
 
 
 class UsageRatio(Timed):
@@ -201,6 +203,21 @@ class PrometheusRuleMeta(_Strict):
     name: str = Field("fleetwatch", pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
     namespace: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
     labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("labels")
+    @classmethod
+    def _k8s_labels(cls, v: dict[str, str]) -> dict[str, str]:
+        """Kubernetes label syntax (the API server rejects the resource otherwise)."""
+        for key, value in v.items():
+            prefix, _, name = key.rpartition("/")
+            if not (re.fullmatch(_K8S_NAME, name) and len(name) <= 63) or (
+                    prefix and not (re.fullmatch(_K8S_PREFIX, prefix) and len(prefix) <= 253)):
+                raise ValueError(f"label {key!r}: not a Kubernetes label key "
+                                 "(e.g. release or example.com/team)")
+            if value and not (re.fullmatch(_K8S_NAME, value) and len(value) <= 63):
+                raise ValueError(f"label {key!r}: value {value!r} is not a Kubernetes label "
+                                 "value (up to 63 letters, digits, - _ . inside)")
+        return v
 
 
 class TeamReceivers(_Strict):
