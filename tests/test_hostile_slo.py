@@ -133,3 +133,15 @@ def test_millisecond_and_fractional_durations_are_exact(tmp_path):
     text = (out / SLO_FILE).read_text()
     for name in ("ratio_rate1500ms", "ratio_rate90500ms", "ratio_rate66m"):
         assert name in text
+
+
+def test_burn_thresholds_in_annotations_are_plain_numbers(tmp_path):
+    """Annotations wrote thresholds with ``%.4g``: 525600 as "5.256e+05x", 2102.4 as "2102x"."""
+    from fleetwatch.alerts.generate import SLO_FILE
+
+    spec = {"windows": [{"long": "5m", "short": "1m", "budget_consumed": 0.02},
+                        {"long": "1m", "short": "30s", "budget_consumed": 1}],
+            "slos": [slo(timeWindow=[{"duration": "365d"}])]}
+    text = (generate(tmp_path, MODELS, spec) / SLO_FILE).read_text()
+    assert "A 525600x burn" in text and "A 2102.4x burn" in text
+    assert "e+05" not in text and "2102x" not in text

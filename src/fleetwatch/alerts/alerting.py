@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from fleetwatch.alerts import recording as rec
 from fleetwatch.alerts.config import AlertingConfig, URLTemplates
 from fleetwatch.alerts.numbers import (
+    approx,
     burn_factor,
     dec,
     error_budget,
@@ -215,7 +216,7 @@ def slo_alerts(slos: SLOFile, slo: SLOSpec, registry: Registry,
     rules: list[AlertRule] = []
     for w in ordered_tiers(slos.windows):
         factor = burn_factor(w.budget_consumed, slo.period_seconds, w.long)
-        f, long, short, tier = f"{float(factor):.4g}", window(w.long), window(w.short), tier_name(w)
+        f, long, short, tier = approx(factor), window(w.long), window(w.short), tier_name(w)
         exhaust = human_duration(dec(slo.period_seconds) / factor)
         spent = percent(w.budget_consumed)
         burn = (f"burns the error budget of SLO {slo.name} (objective {objective} over "

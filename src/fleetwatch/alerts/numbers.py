@@ -44,6 +44,18 @@ def num(x: float | int | Decimal) -> str:
     return text
 
 
+def approx(x: float | Decimal, digits: int = 4) -> str:
+    """A ratio for prose: exact (:func:`num`) when it has at most ``digits + 2`` significant
+    digits (``14.4``, ``2102.4``, ``525600``), else rounded to ``digits`` (``10.29`` for
+    10.285714…) — never in exponent form (``5.256e+05``)."""
+    d = dec(x)
+    if len(d.as_tuple().digits) <= digits + 2:
+        return num(d)
+    with localcontext() as ctx:
+        ctx.prec = digits
+        return num(+d)
+
+
 def percent(ratio: float | Decimal) -> str:
     """``0.999`` → ``99.9%``."""
     return f"{num(dec(ratio) * 100)}%"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from fleetwatch.alerts.promql import string
+
 #: Matchers of the model-detail variables: the selected model, version and backend.
 MODEL_VARS = {"model": "$model", "model_version": "$version", "backend": "$backend"}
 #: Labels of a model's identity (what recording rules keep).
@@ -13,7 +15,8 @@ MODEL_KEY = ("model", "model_version", "backend")
 
 
 def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')
+    """The inside of a PromQL string literal (newlines and control characters escaped)."""
+    return string(value)[1:-1]
 
 
 def sel(metric: str, eq: Mapping[str, str] | None = None,

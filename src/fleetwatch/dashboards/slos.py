@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from grafanalib import core as g
 
+from fleetwatch.alerts.numbers import approx, burn_factor, dec, num, percent
 from fleetwatch.dashboards import names as n
 from fleetwatch.dashboards import panels as p
 from fleetwatch.dashboards.common import (
@@ -17,7 +20,7 @@ from fleetwatch.dashboards.common import (
 from fleetwatch.dashboards.names import window
 from fleetwatch.dashboards.panels import Q
 from fleetwatch.dashboards.promql import MODEL_KEY, agg, by, rate, sel
-from fleetwatch.slo.spec import LATENCY_METRICS, SLOFile, SLOSpec
+from fleetwatch.slo.spec import LATENCY_METRICS, BurnWindow, SLOFile, SLOSpec
 
 MODEL = {"model": "$model"}
 V = "{{model}} v{{model_version}}"
@@ -26,12 +29,27 @@ _METRIC_TEXT = {"ttft": "time to first token", "itl": "inter-token latency",
                 "queue": "queue wait"}
 
 
-def percent(ratio: float) -> str:
-    return f"{ratio * 100:.6g}%"
-
-
 def seconds(value: float) -> str:
-    return f"{value * 1000:.6g} ms" if value < 1 else f"{value:.6g} s"
+    """``0.5`` → ``500 ms``, ``2.5`` → ``2.5 s``: exact, as the SLO file says it."""
+    return f"{num(dec(value) * 1000)} ms" if value < 1 else f"{num(value)} s"
+
+
+def factor(w: BurnWindow, s: SLOSpec) -> str:
+    """A tier's burn-rate threshold for an SLO, as the alert annotations write it."""
+    return approx(burn_factor(w.budget_consumed, s.period_seconds, w.long))
+
+
+#: Markdown (and Grafana) syntax in SLO file text: escaped so that a description or a
+#: selector renders as written, in its table cell.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~<>&])")
+
+
+def md(text: str) -> str:
+    """``text`` as literal markdown inside a table cell: markdown punctuation escaped (``|``
+    no longer ends the cell, ``[[x]]`` is not a Grafana variable), line breaks as spaces,
+    and ``$`` as ``&#36;`` so that Grafana does not interpolate ``$model``."""
+    text = re.sub(r"\r\n|[\r\n\u2028\u2029\x85]", " ", text)
+    return _MD_SPECIAL.sub(r"\\\1", text).replace("$", "&#36;")
 
 
 def sli_text(slo: SLOSpec) -> str:
@@ -53,7 +71,7 @@ def covered(expr: str, slo: SLOSpec) -> str:
 
 
 def _fmt_band(b: float) -> str:
-    return format(b, "g")
+    return num(b)
 
 
 def catalog_markdown(slos: SLOFile) -> str:
@@ -61,11 +79,11 @@ def catalog_markdown(slos: SLOFile) -> str:
     lines = ["| SLO | SLI (good events) | Objective | Period | Method | Envelope | Bands | "
              "Selector |", "|---|---|---|---|---|---|---|---|"]
     for s in slos.slos:
-        sel_parts = [f"{k}: {', '.join(v)}" for k, v in (
+        sel_parts = [f"{k}: {', '.join(md(x) for x in v)}" for k, v in (
             ("models", s.selector.models), ("teams", s.selector.teams),
             ("tiers", s.selector.latency_tiers)) if v]
         lines.append(
-            f"| **{s.name}** {s.description} | {sli_text(s)} | {percent(s.objective)} | "
+            f"| **{md(s.name)}** {md(s.description)} | {sli_text(s)} | {percent(s.objective)} | "
             f"{window(s.period_seconds)} | {s.budgeting_method} | "
             f"{_fmt_band(s.concurrency.envelope)} | "
             f"{', '.join(_fmt_band(b) for b in s.concurrency.bands)} | "
@@ -73,7 +91,7 @@ def catalog_markdown(slos: SLOFile) -> str:
     lines += ["", "| Alert windows (long / short) | Budget consumed | Severity | "
               "Burn-rate threshold per SLO |", "|---|---|---|---|"]
     for w in slos.windows:
-        factors = ", ".join(f"{s.name}: {w.factor(s.period_seconds):.4g}×" for s in slos.slos)
+        factors = ", ".join(f"{md(s.name)}: {factor(w, s)}×" for s in slos.slos)
         lines.append(f"| {w.name} | {percent(w.budget_consumed)} | {w.severity} | {factors} |")
     lines += ["", "A burn inside the concurrency envelope is a **regression** (page the "
               "owner); a burn only above it is **overload** (scale out). Capacity at SLO is "
@@ -113,7 +131,7 @@ def _slo_row(grid: p.Grid, slos: SLOFile, s: SLOSpec) -> None:
     eq = {"slo": s.name}
     period = window(s.period_seconds)
     grid.row(f"{s.name}: {sli_text(s)} — {percent(s.objective)} over {period}",
-             description=s.description)
+             description=md(s.description))
     grid.add(p.state_timeline(
         "State", f"State of {s.name} per model over time (highest severity over replicas): "
         "regression pages the owner, overload asks for more replicas.",
@@ -137,7 +155,7 @@ def _slo_row(grid: p.Grid, slos: SLOFile, s: SLOSpec) -> None:
     factors = {w.long: w.factor(s.period_seconds) for w in slos.windows}
     page = max((w.factor(s.period_seconds) for w in slos.windows if w.severity == "page"),
                default=max(factors.values()))
-    explain = "; ".join(f"{w.name}: {w.factor(s.period_seconds):.4g}× ({w.severity})"
+    explain = "; ".join(f"{w.name}: {factor(w, s)}× ({w.severity})"
                         for w in slos.windows)
     grid.add(p.timeseries(
         "Burn rate by window", "Overall burn rate (error rate ÷ error budget, all bands) over "
