@@ -95,13 +95,16 @@ BAD_SPECS = {
                                                "threshold_seconds": float("inf")}}},
     "lone surrogate": {"description": "x\ud800y"},
     "not a percentage": {"objectives": [{"target": "nine%"}]},
+    "percentage beyond any float": {"objectives": [{"target": "1e99999999999%"}]},
+    "envelope too large for the default bands": {"concurrency": {"envelope": 1e300}},
 }
 
 
 @pytest.mark.parametrize("case", BAD_SPECS)
 def test_impossible_numbers_are_bad_input_not_tracebacks(tmp_path, case):
     """Each was accepted by ``slo validate`` (exit 0) and then gave a traceback (NaN or
-    infinite periods, envelopes and bands — an infinite envelope made 1025 bands — or
+    infinite periods, envelopes and bands — an infinite envelope made 1025 bands, a 1e300
+    one 998 bands whose labels collide — or
     UnicodeEncodeError when writing dashboards), rules promtool rejects (``duration out of
     range``), or two bands exported as one series. Now: exit 2, the file and the field."""
     path = _spec_file(tmp_path, **BAD_SPECS[case])

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Literal
 
@@ -228,7 +228,7 @@ class Objective(_Strict):
             # in decimal: "99.9%" is 0.999, not 0.9990000000000001
             try:
                 return float(Decimal(v.strip()[:-1].strip()) / 100)
-            except (InvalidOperation, ValueError):
+            except (ArithmeticError, ValueError):  # decimal's InvalidOperation, Overflow
                 raise ValueError(f"{v!r} is not a percentage (e.g. '99.9%')") from None
         return v
 
@@ -275,6 +275,10 @@ class Concurrency(_Strict):
                 bands.append(b)
                 b *= 2
             bands.append(b)
+            if b >= 1e6:
+                raise ValueError(f"envelope {self.envelope:g} is too large for the default "
+                                 "bands (1, 2, 4, … up to twice the envelope: band labels "
+                                 "have at most 6 digits); list 'bands:'")
             object.__setattr__(self, "bands", bands)
         if any(b <= 0 for b in self.bands) or sorted(set(self.bands)) != list(self.bands):
             raise ValueError("bands must be positive and strictly ascending")
