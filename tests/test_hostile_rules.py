@@ -273,3 +273,34 @@ def test_alerting_config_values_the_outputs_cannot_hold_are_input_errors(tmp_pat
                           str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
     assert res.stderr.startswith(f"fleetwatch: error: {rcv}: ") and message in res.stderr
+
+
+def test_input_file_names_cannot_inject_yaml_through_the_header(tmp_path):
+    """The "generated from" header named the input files as they are: a registry file
+    called ``evil\\nfoo: bar\\n#.yaml`` added ``foo: bar`` to every generated file (promtool:
+    ``field foo not found``; the Alertmanager configuration took it as a key)."""
+    from fleetwatch.alerts.generate import (
+        ALERTMANAGER_FILE,
+        build_alertmanager_file,
+        source_names,
+    )
+
+    reg = write_yaml(tmp_path / "evil\nfoo: bar\n#.yaml", {"models": [entry("m")]})
+    slo = write_yaml(tmp_path / "slos.yaml", SLOS)
+    rcv = write_yaml(tmp_path / "r\u2028x.yaml", {"default": {"page": "p", "ticket": "p"},
+                                                  "receivers": {"p": {}}})
+    registry, slo_file, cfg = load_inputs(reg, slo, rcv)
+    assert slo_file is not None
+    sources = source_names(reg, slo, rcv)
+    files = build_rules(registry, slo_file, cfg, sources)
+    files[ALERTMANAGER_FILE], _ = build_alertmanager_file(registry, cfg, slo_file, sources)
+    out = tmp_path / "out"
+    write_files(files, out)
+    check_rules(out)
+    res = run(tool("amtool"), "check-config", str(out / ALERTMANAGER_FILE))
+    assert res.returncode == 0, res.stdout + res.stderr
+    for name, text in files.items():
+        head = text.split("\n", 2)[:2]
+        assert all(line.startswith("# ") for line in head), (name, head)
+        assert "evil\\x0afoo: bar\\x0a#.yaml" in head[0]
+        assert "foo" not in (yaml.safe_load(text) or {}), name

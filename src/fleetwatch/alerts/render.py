@@ -40,8 +40,18 @@ def dump(data: Any) -> str:
                      default_flow_style=False)
 
 
+def _comment_text(text: str) -> str:
+    """``text`` for a ``#`` comment line: line breaks and other unprintable characters
+    escaped (``\\n``), so that an input file's name cannot end the comment."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else
+                   f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+                   for c in text)
+
+
 def header(command: str, sources: list[str]) -> str:
-    return HEADER.format(command=command, sources=", ".join(sources))
+    return HEADER.format(command=command, sources=", ".join(map(_comment_text, sources)))
 
 
 def rule_dict(rule: RecordingRule | AlertRule) -> dict[str, Any]:
