@@ -148,3 +148,24 @@ def test_burn_thresholds_in_annotations_are_plain_numbers(tmp_path):
     text = (generate(tmp_path, MODELS, spec) / SLO_FILE).read_text()
     assert "A 525600x burn" in text and "A 2102.4x burn" in text
     assert "e+05" not in text and "2102x" not in text
+
+
+def test_behaviour_tests_carry_no_float_noise(tmp_path):
+    """The behaviour tests' input series were written with ``repr``: a queue-wait
+    threshold of 0.1 s gave ``18.000000000000004`` (120 × 0.15). They still pass."""
+    import re
+
+    from fleetwatch.alerts.generate import TESTS_FILE
+
+    noise = re.compile(r"[0-9]\.[0-9]*(0000000|9999999)[0-9]")
+    for qs, kv in ((0.1, 0.85), (0.3, 0.7), (0.7, 0.33)):
+        (tmp_path / f"{qs}").mkdir()
+        out = generate(tmp_path / f"{qs}", MODELS,
+                       {"slos": [slo(objectives=[{"target": "99.9%"}])]},
+                       {"platform": {"queue_wait": {"seconds": qs},
+                                     "kv_cache": {"usage_ratio": kv},
+                                     "gpu_memory": {"usage_ratio": kv}}}, tests=True)
+        for f in out.iterdir():
+            assert not noise.search(f.read_text()), (qs, f.name, noise.search(f.read_text()))
+    res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=out)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

@@ -34,7 +34,7 @@ from typing import Any
 from fleetwatch.alerts import alerting as al
 from fleetwatch.alerts import recording as rec
 from fleetwatch.alerts.config import AlertingConfig
-from fleetwatch.alerts.numbers import burn_factor, error_budget
+from fleetwatch.alerts.numbers import burn_factor, error_budget, num
 from fleetwatch.alerts.promql import string
 from fleetwatch.alerts.render import dump, header
 from fleetwatch.labels.registry import ModelEntry, Registry
@@ -153,7 +153,7 @@ def _linear(rate_per_step: int | float, steps: int, start: float = 0) -> str:
 
 
 def _n(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else repr(float(x))
+    return num(x)  # exact: 120 × 0.15 is 18, not 18.000000000000004
 
 
 def _piecewise(rates: list[tuple[int, int]]) -> str:
