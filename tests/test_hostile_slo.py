@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 from tests.test_hostile_rules import check_rules, generate, run, tool
 
 AVAIL = {"name": "a", "sli": {"availability": {}}, "objectives": [{"target": 0.999}],
@@ -167,5 +168,21 @@ def test_behaviour_tests_carry_no_float_noise(tmp_path):
                                      "gpu_memory": {"usage_ratio": kv}}}, tests=True)
         for f in out.iterdir():
             assert not noise.search(f.read_text()), (qs, f.name, noise.search(f.read_text()))
+    res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=out)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+
+
+def test_an_envelope_below_the_lowest_band_gives_runnable_behaviour_tests(tmp_path):
+    """``envelope: 0.5`` (a fast classic model under Little's law) with bands [1, 2]: no band
+    is inside the envelope, so every burn is overload. ``rules --tests`` once died with
+    ``IndexError``; now it tests the overload alerts and promtool runs them."""
+    from fleetwatch.alerts.generate import TESTS_FILE
+
+    spec = {"slos": [slo(concurrency={"envelope": 0.5, "bands": [1, 2]})]}
+    out = generate(tmp_path, MODELS, spec, tests=True)
+    check_rules(out)
+    doc = yaml.safe_load((out / TESTS_FILE).read_text())
+    assert any(r["alertname"] == "FleetwatchSLOOverload" and r["exp_alerts"]
+               for t in doc["tests"] for r in t.get("alert_rule_test", []))
     res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=out)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

@@ -290,9 +290,11 @@ class _SLOContext:
     def factor(self, w: BurnWindow) -> Decimal:
         return burn_factor(w.budget_consumed, self.slo.period_seconds, w.long)
 
-    def inside(self) -> str:
-        """The highest band inside the envelope (the boundary is what tests tell apart)."""
-        return al.inside_bands(self.slo)[-1]
+    def inside(self) -> str | None:
+        """The highest band inside the envelope (the boundary is what tests tell apart), or
+        None when the envelope is below the lowest band (every burn is overload)."""
+        bands = al.inside_bands(self.slo)
+        return bands[-1] if bands else None
 
     def above(self) -> str:
         env = self.slo.concurrency.envelope
@@ -398,13 +400,16 @@ def _slo_threshold_groups(ctx: _SLOContext, first: bool) -> list[_Group]:
         g = _Group(f"SLO {ctx.slo.name}, tier {al.tier_name(w)}: burn just above and below "
                    f"{float(f):.4g}x; regression inside the envelope, overload only above it")
         ins, out = ctx.inside(), ctx.above()
-        scenarios = {  # version → band → bad per step
-            "reg-above": {ins: above}, "reg-below": {ins: below},
-            "ovl-above": {ins: 0, out: above}, "ovl-below": {ins: 0, out: below},
-            "both": {ins: above, out: above},
-        }
+        if ins is None:  # no band inside the envelope: only overload can fire
+            scenarios = {"ovl-above": {out: above}, "ovl-below": {out: below}}
+        else:
+            scenarios = {  # version → band → bad per step
+                "reg-above": {ins: above}, "reg-below": {ins: below},
+                "ovl-above": {ins: 0, out: above}, "ovl-below": {ins: 0, out: below},
+                "both": {ins: above, out: above},
+            }
         if first and i == 0:
-            scenarios["unowned"] = {ins: above}
+            scenarios["unowned"] = {ins if ins is not None else out: above}
         for version, bands in scenarios.items():
             _slo_series(g, ctx, version, {b: [(r, steps)] for b, r in bands.items()}, steps)
             if version != "unowned":
@@ -429,6 +434,9 @@ def _window_burn(bad: list[tuple[int, int]], per_step: int, minute: int, w_steps
 
 def _slo_multiwindow_group(ctx: _SLOContext) -> _Group | None:
     w = al.ordered_tiers(ctx.slos.windows)[0]
+    inside = ctx.inside()
+    if inside is None:
+        return None  # no band inside the envelope: no regression to tell apart
     if w.short < 2 * STEP or w.long % STEP or w.short % STEP:
         raise BehaviourTestError(
             f"behaviour tests need whole-minute windows of at least 2m; tier "
@@ -465,9 +473,9 @@ def _slo_multiwindow_group(ctx: _SLOContext) -> _Group | None:
                     f"multiwindow scenario {version} of SLO {ctx.slo.name} is too close to "
                     f"the threshold of tier {al.tier_name(x)}")
             tier_burns[al.tier_name(x)] = (lb, sb)
-        _slo_series(g, ctx, version, {ctx.inside(): bad}, minute + 1)
+        _slo_series(g, ctx, version, {inside: bad}, minute + 1)
         _info(g, ctx.model, version, ctx.entry, minute + 1)
-        exp += _burn_alerts(ctx, al.SLO_REGRESSION, version, {ctx.inside(): 0.0}, tier_burns)
+        exp += _burn_alerts(ctx, al.SLO_REGRESSION, version, {inside: 0.0}, tier_burns)
     if not any(e["exp_labels"]["model_version"] == "sustained"
                and e["exp_labels"]["burn_tier"] == al.tier_name(w) for e in exp):
         raise BehaviourTestError("sustained scenario does not fire")
