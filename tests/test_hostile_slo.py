@@ -186,3 +186,20 @@ def test_an_envelope_below_the_lowest_band_gives_runnable_behaviour_tests(tmp_pa
                for t in doc["tests"] for r in t.get("alert_rule_test", []))
     res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=out)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+
+
+def test_five_nines_with_a_window_as_long_as_the_period_is_tested(tmp_path):
+    """99.999 % over 2h with one 2h/2m tier (threshold 1x): with 100 000 events per step the
+    threshold was a single bad event, so ``rules --tests`` refused (``multiwindow scenario
+    sustained … is too close to the threshold``, exit 2) and threshold tests of small
+    budgets were silently left out. Events per step now scale with the budget."""
+    from fleetwatch.alerts.generate import TESTS_FILE
+
+    spec = {"windows": [{"long": "2h", "short": "2m", "budget_consumed": 1}],
+            "slos": [slo(objectives=[{"target": "99.999%"}], timeWindow=[{"duration": "2h"}],
+                         concurrency={"envelope": 16, "bands": [16]})]}
+    out = generate(tmp_path, MODELS, spec, tests=True)
+    text = (out / TESTS_FILE).read_text()
+    assert "burn just above and below 1x" in text and "both windows must burn" in text
+    res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=out)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

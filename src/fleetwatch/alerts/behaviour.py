@@ -290,6 +290,18 @@ class _SLOContext:
     def factor(self, w: BurnWindow) -> Decimal:
         return burn_factor(w.budget_consumed, self.slo.period_seconds, w.long)
 
+    @property
+    def per_step(self) -> int:
+        """Events per step and band: :data:`_EVENTS_PER_STEP`, or more (powers of 10) so
+        that a burn at the lowest threshold is at least 50 bad events per step — burns are
+        then exact to 1 % even for a 99.999 % objective (with 100 000 events a 1x
+        threshold was 1 bad event, and a burn 10 % above it rounded onto it)."""
+        low = min(self.factor(w) for w in self.slos.windows) * self.budget
+        n = _EVENTS_PER_STEP
+        while low * n < 50 and n < 10**12:
+            n *= 10
+        return n
+
     def inside(self) -> str | None:
         """The highest band inside the envelope (the boundary is what tests tell apart), or
         None when the envelope is below the lowest band (every burn is overload)."""
@@ -310,12 +322,12 @@ MULTIWINDOW_MAX_STEPS = 4 * 24 * 60
 
 def _bad_per_step(ctx: _SLOContext, burn: Decimal) -> int | None:
     """Bad events per step for a constant burn rate (None when impossible)."""
-    bad = int((burn * ctx.budget * _EVENTS_PER_STEP).to_integral_value())
-    return bad if 1 <= bad <= _EVENTS_PER_STEP else None
+    bad = int((burn * ctx.budget * ctx.per_step).to_integral_value())
+    return bad if 1 <= bad <= ctx.per_step else None
 
 
 def _actual_burn(ctx: _SLOContext, bad: int) -> float:
-    return bad / _EVENTS_PER_STEP / float(ctx.budget)
+    return bad / ctx.per_step / float(ctx.budget)
 
 
 def _margin_ok(burn: float, factors: list[Decimal], rel: float = 0.02) -> bool:
@@ -327,21 +339,21 @@ def _margin_ok(burn: float, factors: list[Decimal], rel: float = 0.02) -> bool:
 
 def _slo_series(g: _Group, ctx: _SLOContext, version: str,
                 bands: dict[str, list[tuple[int, int]]], steps: int) -> None:
-    """Events (``_EVENTS_PER_STEP`` per step per band) and good events of ``bands``
+    """Events (``ctx.per_step`` per step per band) and good events of ``bands``
     (band → piecewise bad events per step), plus band ``all``."""
     base = {"slo": ctx.slo.name, "model": ctx.model, "model_version": version,
             "backend": _BACKEND}
     total_bad = [0] * (steps + 1)
     for band, bad_rates in bands.items():
-        g.add(_EVENTS, {**base, "band": band}, _linear(_EVENTS_PER_STEP, steps))
-        good = [(_EVENTS_PER_STEP - r, n) for r, n in bad_rates]
+        g.add(_EVENTS, {**base, "band": band}, _linear(ctx.per_step, steps))
+        good = [(ctx.per_step - r, n) for r, n in bad_rates]
         g.add(_GOOD, {**base, "band": band}, _piecewise(good))
         for s in range(steps + 1):
             total_bad[s] += _counter_at(bad_rates, s)
     n = len(bands)
-    g.add(_EVENTS, {**base, "band": "all"}, _linear(_EVENTS_PER_STEP * n, steps))
+    g.add(_EVENTS, {**base, "band": "all"}, _linear(ctx.per_step * n, steps))
     g.add(_GOOD, {**base, "band": "all"},
-          " ".join(str(s * _EVENTS_PER_STEP * n - total_bad[s]) for s in range(steps + 1)))
+          " ".join(str(s * ctx.per_step * n - total_bad[s]) for s in range(steps + 1)))
 
 
 def _burn_alerts(ctx: _SLOContext, kind: str, version: str, burns: dict[str, float],
@@ -464,8 +476,8 @@ def _slo_multiwindow_group(ctx: _SLOContext) -> _Group | None:
     for version, bad in scenarios.items():
         tier_burns = {}
         for x in ctx.slos.windows:
-            lb = _window_burn(bad, _EVENTS_PER_STEP, minute, int(x.long // STEP), budget)
-            sb = _window_burn(bad, _EVENTS_PER_STEP, minute, int(x.short // STEP), budget)
+            lb = _window_burn(bad, ctx.per_step, minute, int(x.long // STEP), budget)
+            sb = _window_burn(bad, ctx.per_step, minute, int(x.short // STEP), budget)
             fx = factors[al.tier_name(x)]
             decisive = [b for b in (lb, sb) if b <= fx] or [lb, sb]
             if not _margin_ok(min(decisive), [Decimal(repr(fx))], 0.03):
