@@ -203,3 +203,14 @@ def test_five_nines_with_a_window_as_long_as_the_period_is_tested(tmp_path):
     assert "burn just above and below 1x" in text and "both windows must burn" in text
     res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=out)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+
+
+def test_a_sub_minute_period_gives_runnable_behaviour_tests(tmp_path):
+    """A 1500ms period (a valid range): the recording-rule test expected a burn rate over
+    [1500ms] from one-minute samples, which Prometheus cannot compute (``got: nil``)."""
+    from fleetwatch.alerts.generate import TESTS_FILE
+
+    spec = {"slos": [slo(timeWindow=[{"duration": "1500ms"}])]}
+    out = generate(tmp_path, MODELS, spec, tests=True)
+    res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=out)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

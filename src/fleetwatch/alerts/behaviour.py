@@ -729,13 +729,16 @@ def _recording_group(slos: SLOFile) -> _Group:
         g.add(_EVENTS, {**base, "band": band}, _linear(_EVENTS_PER_STEP, steps))
         g.add(_GOOD, {**base, "band": band}, _linear(_EVENTS_PER_STEP - bad, steps))
     budget = float(error_budget(slo.objective))
-    for w in rec.burn_windows(slos):
+    # a range needs two samples: windows under two steps (a 1500ms period) are not checked
+    for w in (w for w in rec.burn_windows(slos) if w >= 2 * STEP):
         for band in ("1", "all"):
             g.exprs.append({
                 "expr": f'round(1000 * {rec.burn_rate(w)}{{slo="{slo.name}", band="{band}"}})',
                 "eval_time": f"{steps}m",
                 "exp_samples": [{"labels": _selector("", {**base, "band": band}),
                                  "value": round(1000 * bad_share / budget)}]})
+    if slo.period_seconds < 2 * STEP:
+        return g
     g.exprs.append({
         "expr": f'round(1000 * {rec.ERROR_BUDGET_REMAINING}{{slo="{slo.name}"}})',
         "eval_time": f"{steps}m",
