@@ -214,3 +214,21 @@ def test_a_sub_minute_period_gives_runnable_behaviour_tests(tmp_path):
     out = generate(tmp_path, MODELS, spec, tests=True)
     res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=out)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+
+
+def test_multiwindow_scenarios_step_off_annotation_rounding_edges(tmp_path):
+    """A 90s period with 2h/5m, 3d/5m and 3d/1h tiers: the sustained burn (1.1x a 0.00125
+    threshold = 0.001375) sits on a ``%.3g`` rounding edge of the annotations, and
+    ``rules --tests`` gave up (``too close to the threshold``, exit 2) instead of trying
+    another burn."""
+    from fleetwatch.alerts.generate import TESTS_FILE
+
+    spec = {"windows": [{"long": "2h", "short": "5m", "budget_consumed": 0.1},
+                        {"long": "3d", "short": "5m", "budget_consumed": 0.1},
+                        {"long": "3d", "short": "1h", "budget_consumed": 1,
+                         "severity": "ticket"}],
+            "slos": [slo(timeWindow=[{"duration": "90s"}])]}
+    out = generate(tmp_path, MODELS, spec, tests=True)
+    assert "both windows must burn" in (out / TESTS_FILE).read_text()
+    res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=out)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

@@ -457,11 +457,34 @@ def _slo_multiwindow_group(ctx: _SLOContext) -> _Group | None:
     minute = long + short
     if minute > MULTIWINDOW_MAX_STEPS:
         return None  # promtool would evaluate every rule for months of minutes
+    error: BehaviourTestError | None = None
+    for mults in _MULTIWINDOW_MULTIPLIERS:  # the first whose burns clear every threshold
+        try:
+            return _multiwindow_attempt(ctx, w, inside, minute, short, mults)
+        except _TooClose as exc:
+            error = exc
+    assert error is not None
+    raise error
+
+
+class _TooClose(BehaviourTestError):
+    """A scenario's burn is too close to a threshold (or to an annotation rounding edge)."""
+
+
+#: (spike, stopped, sustained) burns as multiples of the fastest tier's threshold, tried in
+#: turn: 1.375x the threshold is on a %.3g rounding edge when the threshold is 0.00125.
+_MULTIWINDOW_MULTIPLIERS = tuple(tuple(Decimal(m) for m in ms) for ms in (
+    ("2", "1.5", "1.1"), ("2.1", "1.6", "1.15"), ("1.9", "1.4", "1.2"), ("2.2", "1.45", "1.05")))
+
+
+def _multiwindow_attempt(ctx: _SLOContext, w: BurnWindow, inside: str, minute: int,
+                         short: int, mults: tuple[Decimal, ...]) -> _Group | None:
     f = ctx.factor(w)
     budget = float(ctx.budget)
-    spike = _bad_per_step(ctx, min(f * 2, (1 / ctx.budget) * Decimal("0.99")))
-    stopped = _bad_per_step(ctx, min(f * Decimal("1.5"), (1 / ctx.budget) * Decimal("0.99")))
-    steady = _bad_per_step(ctx, f * Decimal("1.1"))
+    top = (1 / ctx.budget) * Decimal("0.99")
+    spike = _bad_per_step(ctx, min(f * mults[0], top))
+    stopped = _bad_per_step(ctx, min(f * mults[1], top))
+    steady = _bad_per_step(ctx, f * mults[2])
     if spike is None or stopped is None or steady is None:
         return None
     scenarios = {
@@ -481,7 +504,7 @@ def _slo_multiwindow_group(ctx: _SLOContext) -> _Group | None:
             fx = factors[al.tier_name(x)]
             decisive = [b for b in (lb, sb) if b <= fx] or [lb, sb]
             if not _margin_ok(min(decisive), [Decimal(repr(fx))], 0.03):
-                raise BehaviourTestError(
+                raise _TooClose(
                     f"multiwindow scenario {version} of SLO {ctx.slo.name} is too close to "
                     f"the threshold of tier {al.tier_name(x)}")
             tier_burns[al.tier_name(x)] = (lb, sb)
