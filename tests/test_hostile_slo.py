@@ -101,6 +101,22 @@ BAD_SPECS = {
 }
 
 
+def test_two_tiers_with_the_same_windows_are_an_input_error(tmp_path):
+    """Two window pairs 6h/1h (budgets 2 % and 10 %) made two alerts per kind with the same
+    ``burn_tier`` (one identity, no inhibition order between them); ``rules --tests`` said
+    ``expected one FleetwatchSLORegression rule … got 2``."""
+    path = tmp_path / "slos.yaml"
+    path.write_text(yaml.safe_dump({
+        "windows": [{"long": "6h", "short": "1h", "budget_consumed": 0.02},
+                    {"long": "1d", "short": "2m", "budget_consumed": 0.02},
+                    {"long": "6h", "short": "1h", "budget_consumed": 0.1}],
+        "slos": [slo()]}))
+    res = cli("slo", "validate", str(path))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.startswith(f"fleetwatch: error: {path}: ")
+    assert "windows[2] has the same long and short windows as windows[0] (6h/1h)" in res.stderr
+
+
 @pytest.mark.parametrize("case", BAD_SPECS)
 def test_impossible_numbers_are_bad_input_not_tracebacks(tmp_path, case):
     """Each was accepted by ``slo validate`` (exit 0) and then gave a traceback (NaN or

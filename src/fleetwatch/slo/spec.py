@@ -360,6 +360,14 @@ class SLOFile(_Strict):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"SLO names must be unique; repeated: {', '.join(dupes)}")
+        # a window pair is an alert tier (burn_tier="1h/5m"): two with the same windows
+        # would be two alerts with one identity, and the inhibitions could not order them
+        seen: dict[tuple[float, float], int] = {}
+        for i, w in enumerate(self.windows):
+            j = seen.setdefault((w.long, w.short), i)
+            if j != i:
+                raise ValueError(f"windows[{i}] has the same long and short windows as "
+                                 f"windows[{j}] ({w.name}); each pair is one alert tier")
         return self
 
     def all_windows(self) -> list[float]:
