@@ -248,3 +248,16 @@ def test_multiwindow_scenarios_step_off_annotation_rounding_edges(tmp_path):
     assert "both windows must burn" in (out / TESTS_FILE).read_text()
     res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=out)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+
+
+def test_thirteen_nines_give_runnable_behaviour_tests(tmp_path):
+    """An objective of 0.9999999999999 (budget 1e-13): 2 % bad events burn at 2e11, and the
+    recording-rule test compared ``round(1000 × burn)`` exactly — doubles have no
+    thousandths there (``got 1.99999999999999E+14``). Large values are now compared
+    relatively."""
+    from fleetwatch.alerts.generate import TESTS_FILE
+
+    spec = {"slos": [slo(objectives=[{"target": 0.9999999999999}])]}
+    out = generate(tmp_path, MODELS, spec, tests=True)
+    res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=out)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

@@ -747,26 +747,29 @@ def _recording_group(slos: SLOFile) -> _Group:
     # burn rates and budget: 2 % bad in band "1" (rounded to 1/1000 by the expression)
     slo = slos.slos[0]
     base = {"slo": slo.name, **mk}
-    bad_share = 0.02
-    for band, bad in (("1", 2000), ("all", 2000)):
+    for band, bad in (("1", 2000), ("all", 2000)):  # 2 % bad
         g.add(_EVENTS, {**base, "band": band}, _linear(_EVENTS_PER_STEP, steps))
         g.add(_GOOD, {**base, "band": band}, _linear(_EVENTS_PER_STEP - bad, steps))
-    budget = float(error_budget(slo.objective))
+    burn = Decimal("0.02") / error_budget(slo.objective)
+
+    def close_to(expr: str, labels: dict[str, str], value: Decimal) -> None:
+        # to 1/1000: absolutely, or relatively for values too large for that (a budget of
+        # 1e-13 burns at 2e11, where doubles have no thousandths)
+        if abs(value) < 10**9:
+            check, expected = f"round(1000 * {expr})", round(1000 * value)
+        else:
+            check, expected = f"round(1000 * {expr} / {num(value)})", 1000
+        g.exprs.append({"expr": check, "eval_time": f"{steps}m",
+                        "exp_samples": [{"labels": _selector("", labels),
+                                         "value": int(expected)}]})
+
     # a range needs two samples: windows under two steps (a 1500ms period) are not checked
     for w in (w for w in rec.burn_windows(slos) if w >= 2 * STEP):
         for band in ("1", "all"):
-            g.exprs.append({
-                "expr": f'round(1000 * {rec.burn_rate(w)}{{slo="{slo.name}", band="{band}"}})',
-                "eval_time": f"{steps}m",
-                "exp_samples": [{"labels": _selector("", {**base, "band": band}),
-                                 "value": round(1000 * bad_share / budget)}]})
-    if slo.period_seconds < 2 * STEP:
-        return g
-    g.exprs.append({
-        "expr": f'round(1000 * {rec.ERROR_BUDGET_REMAINING}{{slo="{slo.name}"}})',
-        "eval_time": f"{steps}m",
-        "exp_samples": [{"labels": _selector("", base),
-                         "value": round(1000 * (1 - bad_share / budget))}]})
+            close_to(f"{rec.burn_rate(w)}{{slo={string(slo.name)}, band={string(band)}}}",
+                     {**base, "band": band}, burn)
+    if slo.period_seconds >= 2 * STEP:
+        close_to(f"{rec.ERROR_BUDGET_REMAINING}{{slo={string(slo.name)}}}", base, 1 - burn)
     return g
 
 
