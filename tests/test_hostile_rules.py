@@ -76,6 +76,7 @@ SLOS = {"slos": [{"name": "avail", "sli": {"availability": {}},
 
 def generate(tmp_path: Path, models: list[dict], slos: dict | None = None,
              receivers: dict | None = None, tests: bool = False) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     reg = write_yaml(tmp_path / "models.yaml", {"models": models})
     slo = write_yaml(tmp_path / "slos.yaml", slos or SLOS)
     rcv = write_yaml(tmp_path / "receivers.yaml", receivers) if receivers else None

@@ -248,6 +248,16 @@ def test_multiwindow_scenarios_step_off_annotation_rounding_edges(tmp_path):
     assert "both windows must burn" in (out / TESTS_FILE).read_text()
     res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=out)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    # a 3d period with 3d/1d (0.001x), 1d/2h (1.5x) and 3d/2h tiers: every burn of the
+    # first multipliers tried landed on an edge (1.875, 1.575) of some tier
+    spec = {"windows": [{"long": "3d", "short": "1d", "budget_consumed": 0.001},
+                        {"long": "1d", "short": "2h", "budget_consumed": 0.5,
+                         "severity": "ticket"},
+                        {"long": "3d", "short": "2h", "budget_consumed": 0.02,
+                         "severity": "ticket"}],
+            "slos": [slo(timeWindow=[{"duration": "3d"}])]}
+    out = generate(tmp_path / "second", MODELS, spec, tests=True)
+    assert "both windows must burn" in (out / TESTS_FILE).read_text()
 
 
 def test_thirteen_nines_give_runnable_behaviour_tests(tmp_path):

@@ -457,57 +457,38 @@ def _slo_multiwindow_group(ctx: _SLOContext) -> _Group | None:
     minute = long + short
     if minute > MULTIWINDOW_MAX_STEPS:
         return None  # promtool would evaluate every rule for months of minutes
-    error: BehaviourTestError | None = None
-    for mults in _MULTIWINDOW_MULTIPLIERS:  # the first whose burns clear every threshold
-        try:
-            return _multiwindow_attempt(ctx, w, inside, minute, short, mults)
-        except _TooClose as exc:
-            error = exc
-    assert error is not None
-    raise error
-
-
-class _TooClose(BehaviourTestError):
-    """A scenario's burn is too close to a threshold (or to an annotation rounding edge)."""
-
-
-#: (spike, stopped, sustained) burns as multiples of the fastest tier's threshold, tried in
-#: turn: 1.375x the threshold is on a %.3g rounding edge when the threshold is 0.00125.
-_MULTIWINDOW_MULTIPLIERS = tuple(tuple(Decimal(m) for m in ms) for ms in (
-    ("2", "1.5", "1.1"), ("2.1", "1.6", "1.15"), ("1.9", "1.4", "1.2"), ("2.2", "1.45", "1.05")))
-
-
-def _multiwindow_attempt(ctx: _SLOContext, w: BurnWindow, inside: str, minute: int,
-                         short: int, mults: tuple[Decimal, ...]) -> _Group | None:
     f = ctx.factor(w)
     budget = float(ctx.budget)
     top = (1 / ctx.budget) * Decimal("0.99")
-    spike = _bad_per_step(ctx, min(f * mults[0], top))
-    stopped = _bad_per_step(ctx, min(f * mults[1], top))
-    steady = _bad_per_step(ctx, f * mults[2])
-    if spike is None or stopped is None or steady is None:
-        return None
-    scenarios = {
-        "spike": [(0, minute - short), (spike, short + 2)],
-        "stopped": [(stopped, minute - 2 * short), (0, 2 * short + 2)],
-        "sustained": [(steady, minute + 2)],
-    }
     factors = {al.tier_name(x): float(ctx.factor(x)) for x in ctx.slos.windows}
     g = _Group(f"SLO {ctx.slo.name}, tier {al.tier_name(w)}: both windows must burn "
                "(a short spike or a burn that stopped does not fire)")
     exp: list[dict[str, Any]] = []
-    for version, bad in scenarios.items():
-        tier_burns = {}
-        for x in ctx.slos.windows:
-            lb = _window_burn(bad, ctx.per_step, minute, int(x.long // STEP), budget)
-            sb = _window_burn(bad, ctx.per_step, minute, int(x.short // STEP), budget)
-            fx = factors[al.tier_name(x)]
-            decisive = [b for b in (lb, sb) if b <= fx] or [lb, sb]
-            if not _margin_ok(min(decisive), [Decimal(repr(fx))], 0.03):
-                raise _TooClose(
-                    f"multiwindow scenario {version} of SLO {ctx.slo.name} is too close to "
-                    f"the threshold of tier {al.tier_name(x)}")
-            tier_burns[al.tier_name(x)] = (lb, sb)
+    for version, mults in _MULTIWINDOW_BURNS.items():
+        problem = ""
+        for m in mults:  # the first burn that is clear of every threshold and rounding edge
+            burn = f * Decimal(m)
+            bad_per_step = _bad_per_step(ctx, burn if version == "sustained" else min(burn, top))
+            if bad_per_step is None:
+                return None
+            bad = {"spike": [(0, minute - short), (bad_per_step, short + 2)],
+                   "stopped": [(bad_per_step, minute - 2 * short), (0, 2 * short + 2)],
+                   "sustained": [(bad_per_step, minute + 2)]}[version]
+            tier_burns = {}
+            for x in ctx.slos.windows:
+                lb = _window_burn(bad, ctx.per_step, minute, int(x.long // STEP), budget)
+                sb = _window_burn(bad, ctx.per_step, minute, int(x.short // STEP), budget)
+                fx = factors[al.tier_name(x)]
+                decisive = [b for b in (lb, sb) if b <= fx] or [lb, sb]
+                if not _margin_ok(min(decisive), [Decimal(repr(fx))], 0.03):
+                    problem = (f"multiwindow scenario {version} of SLO {ctx.slo.name} is too "
+                               f"close to the threshold of tier {al.tier_name(x)}")
+                    break
+                tier_burns[al.tier_name(x)] = (lb, sb)
+            else:
+                break
+        else:
+            raise BehaviourTestError(problem)
         _slo_series(g, ctx, version, {inside: bad}, minute + 1)
         _info(g, ctx.model, version, ctx.entry, minute + 1)
         exp += _burn_alerts(ctx, al.SLO_REGRESSION, version, {inside: 0.0}, tier_burns)
@@ -516,6 +497,16 @@ def _multiwindow_attempt(ctx: _SLOContext, w: BurnWindow, inside: str, minute: i
         raise BehaviourTestError("sustained scenario does not fire")
     g.expect(minute, al.SLO_REGRESSION, exp)
     return g
+
+
+#: Burns of the multiwindow scenarios as multiples of the fastest tier's threshold, tried
+#: in turn until one is clear of every tier's threshold and of the annotations' %.3g
+#: rounding edges (1.1 × 0.00125 = 0.001375 is on one).
+_MULTIWINDOW_BURNS = {
+    "spike": ("2", "2.1", "1.9", "2.2", "2.05", "1.95", "2.15", "2.3"),
+    "stopped": ("1.5", "1.6", "1.4", "1.45", "1.55", "1.42", "1.52", "1.35"),
+    "sustained": ("1.1", "1.15", "1.2", "1.05", "1.12", "1.17", "1.08", "1.13"),
+}
 
 
 def _slo_context(slos: SLOFile, slo: SLOSpec, registry: Registry, rules: _Rules,
