@@ -305,3 +305,32 @@ def test_input_file_names_cannot_inject_yaml_through_the_header(tmp_path):
         assert all(line.startswith("# ") for line in head), (name, head)
         assert "evil\\x0afoo: bar\\x0a#.yaml" in head[0]
         assert "foo" not in (yaml.safe_load(text) or {}), name
+
+
+def test_label_values_in_url_annotations_are_query_escaped(tmp_path):
+    """``dashboard: …?var-model={model}&var-model_version={model_version}`` put the raw
+    label into the URL: a model ``a&var-x=1 #b/ü`` added a query parameter and cut the URL
+    at ``#``. Placeholders are now ``urlquery``-escaped (checked by promtool: the alert's
+    URL is exactly the escaped one)."""
+    import urllib.parse
+
+    from fleetwatch.alerts import alerting as al
+    from fleetwatch.alerts.behaviour import render_template
+    from fleetwatch.alerts.generate import PLATFORM_FILE
+
+    model = "a&var-x=1 #b/ü"
+    urls = {"runbook": "https://r.example.com/{alertname}",
+            "dashboard": "https://g.example.com/d?var-model={model}&var-v={model_version}"}
+    out = generate(tmp_path, [entry(model)], receivers={"urls": urls}, tests=True)
+    check_rules(out)
+    res = run(tool("promtool"), "test", "rules", "fleetwatch.rules.test.yml", cwd=out)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    rule = next(r for g in yaml.safe_load((out / PLATFORM_FILE).read_text())["groups"]
+                for r in g["rules"] if r.get("alert") == al.MODEL_NOT_READY
+                and r["labels"].get("registry_entry") == model)
+    url = render_template(rule["annotations"]["dashboard_url"],
+                          {"model": model, "model_version": "1 2"}, 0)
+    assert url == ("https://g.example.com/d?var-model=" + urllib.parse.quote_plus(model)
+                   + "&var-v=1+2")
+    assert urllib.parse.parse_qs(urllib.parse.urlsplit(url).query) == {
+        "var-model": [model], "var-v": ["1 2"]}

@@ -33,6 +33,7 @@ all, so it takes the team the SLO's selector implies (else the platform team).
 from __future__ import annotations
 
 import fnmatch
+import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -132,9 +133,13 @@ _MODEL = (f"{_l('model')}{{{{ with $labels.model_version }}}} version {{{{ . }}}
 
 
 def _url(template: str, alertname: str, static: dict[str, str]) -> str:
+    """A URL annotation: placeholders become the alert's labels, query-escaped (``urlquery``:
+    a model ``a&b #c`` must not add a parameter or end the URL)."""
     out = template.replace("{alertname}", alertname)
     for name in ("slo", "model", "model_version", "backend", "team"):
-        out = out.replace("{" + name + "}", static.get(name, _l(name)))
+        value = (urllib.parse.quote_plus(static[name]) if name in static
+                 else f"{{{{ $labels.{name} | urlquery }}}}")
+        out = out.replace("{" + name + "}", value)
     return out
 
 

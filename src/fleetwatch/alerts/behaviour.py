@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import urllib.parse
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -70,7 +71,8 @@ def _tokens(text: str) -> list[tuple[str, str]]:
 
 def render_template(text: str, labels: dict[str, str], value: float) -> str:
     """Render an annotation as Prometheus would: ``{{ $labels.x }}``, ``{{ . }}``,
-    ``{{ printf "%.3g" $value }}``, ``{{ $value | humanizePercentage }}`` and
+    ``{{ printf "%.3g" $value }}``, ``{{ $value | humanizePercentage }}``,
+    ``{{ $labels.x | urlquery }}``, ``{{ "a string" }}`` and
     ``{{ with $labels.x }}…{{ else }}…{{ end }}``. Raises ``ValueError`` on anything else."""
     toks = _tokens(text)
 
@@ -134,6 +136,9 @@ def _action(body: str, labels: dict[str, str], value: float, dot: str) -> str:
     m = re.fullmatch(r"\$labels\.(\w+)", body)
     if m:
         return labels.get(m.group(1), "")
+    m = re.fullmatch(r"\$labels\.(\w+) \| urlquery", body)
+    if m:  # Go's url.QueryEscape
+        return urllib.parse.quote_plus(labels.get(m.group(1), ""))
     m = re.fullmatch(r'printf "(%[.0-9]*[gfe])" \$value', body)
     if m:
         return m.group(1) % value
