@@ -105,6 +105,8 @@ class FakePrometheus:
                 "resultType": "scalar", "result": [1, "1"]}})
         if mode == "deep":
             return web.Response(text="[" * 200_000, content_type="application/json")
+        if mode == "ftp-redirect":
+            raise web.HTTPFound("ftp://127.0.0.1:1/api/v1/query")
         if mode == "notutf8":
             return web.Response(body=b"\xff\xfe{}", content_type="application/json")
         resp = web.StreamResponse(headers={"Content-Type": "application/json"})
@@ -199,6 +201,7 @@ def test_a_well_behaved_prometheus_gives_the_report(prom):
     ("deep", "not JSON"),
     ("notutf8", "not JSON"),
     ("cut", "the answer was cut short (990 bytes missing)"),
+    ("ftp-redirect", "answered HTTP 302 redirect to ftp://127.0.0.1:1/api/v1/query refused"),
 ])
 def test_a_prometheus_that_cannot_answer_is_one_error_line_and_exit_1(prom, mode, says):
     """A JSON list, no ``data``, a scalar or matrix answer, 200 000 nested brackets or a

@@ -82,6 +82,19 @@ def check_target(base: str, timeout: float) -> None:
         raise ReportInputError(f"--timeout {timeout!r}: must be a positive number of seconds")
 
 
+class _HTTPRedirectsOnly(urllib.request.HTTPRedirectHandler):
+    """Redirects are followed to http(s) URLs only (urllib would follow one to ftp://)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        if urllib.parse.urlsplit(newurl).scheme not in ("http", "https"):
+            raise urllib.error.HTTPError(newurl, code, f"redirect to {_detail(newurl)} refused",
+                                         headers, fp)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_HTTPRedirectsOnly)
+
+
 def _read(resp: http.client.HTTPResponse, base: str, deadline: float) -> bytes:
     chunks, size = [], 0
     while True:
@@ -125,7 +138,7 @@ def query(base: str, promql: str, timeout: float = 10.0) -> list[dict]:
     url = f"{base.rstrip('/')}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
     deadline = time.monotonic() + timeout
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        with _OPENER.open(url, timeout=timeout) as resp:
             raw = _read(resp, base, deadline)
     except urllib.error.HTTPError as exc:
         raise _http_error(exc, base, deadline) from None
