@@ -28,6 +28,11 @@ interval is good when its quantile from Triton's summaries, or its mean latency,
 threshold). A window's burn-rate threshold is ``budget_consumed × period / long``
 (14.4 / 6 / 3 / 1 for a 30-day period).
 
+Numbers are what they say: ``"99.9%"`` is 0.999 and ``"1.1h"`` 3960 s (decimal
+arithmetic). Durations are whole milliseconds up to 100 years (Prometheus ranges);
+thresholds, envelopes and bands are finite; a band is a label value, so it has at most 6
+significant digits (``format(b, "g")``); two window pairs may not share both windows.
+
 Errors raise :class:`SLOSpecError` naming the file, the SLO and the field.
 """
 
