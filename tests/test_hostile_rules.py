@@ -364,3 +364,33 @@ def test_a_thousand_registry_entries_give_rules_of_linear_size(tmp_path):
                        "llama-3-8b": ["llama-3-*", "llama-*"],
                        "x[ab]y": ["*-canary"],  # kept: "-canary" ends with "y" (cautious)
                        "xa?": ["*-canary", "x[ab]y"]}
+
+
+def test_alertmanager_config_of_yaml_special_names_routes_by_team(tmp_path):
+    """Coverage (no defect found): team and receiver names YAML would read as null, true
+    or 0 stay strings; amtool accepts the file and routes pages and tickets by team."""
+    from fleetwatch.alerts.generate import build_alertmanager_file
+
+    hook = {"webhook_configs": [{"url": "http://127.0.0.1:1/x"}]}
+    receivers = {"teams": {"null": {"page": "true", "ticket": "0"},
+                           "a.b:c-d_E": {"page": "true", "ticket": "0"}},
+                 "default": {"page": "p", "ticket": "t"},
+                 "receivers": {"true": hook, "0": hook, "p": hook, "t": hook}}
+    reg = write_yaml(tmp_path / "models.yaml", {"models": [entry(v, v) for v in HOSTILE]})
+    rcv = write_yaml(tmp_path / "receivers.yaml", receivers)
+    registry, slos, cfg = load_inputs(reg, None, rcv)
+    text, am = build_alertmanager_file(registry, cfg, slos, ["x"])
+    assert not any(w.startswith("team 'null'") for w in am.warnings)  # it has receivers
+    assert "team 'a.b:c-d_E' in 'teams:' owns no model of the registry" in am.warnings
+    path = tmp_path / "alertmanager.yml"
+    path.write_text(text, encoding="utf-8")
+    amtool = tool("amtool")
+    res = run(amtool, "check-config", str(path))
+    assert res.returncode == 0, res.stdout + res.stderr
+    for labels, receiver in ((("team=null", "severity=page"), "true"),
+                             (("team=null", "severity=ticket"), "0"),
+                             (("team=a.b:c-d_E", "severity=ticket"), "0"),
+                             (("team=other", "severity=page"), "p"),
+                             (("team=other", "severity=ticket"), "t")):
+        res = run(amtool, "config", "routes", "test", f"--config.file={path}", *labels)
+        assert res.stdout.strip() == receiver, (labels, res.stdout, res.stderr)
