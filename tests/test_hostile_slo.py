@@ -176,7 +176,6 @@ def test_behaviour_tests_carry_no_float_noise(tmp_path):
 
     noise = re.compile(r"[0-9]\.[0-9]*(0000000|9999999)[0-9]")
     for qs, kv in ((0.1, 0.85), (0.3, 0.7), (0.7, 0.33)):
-        (tmp_path / f"{qs}").mkdir()
         out = generate(tmp_path / f"{qs}", MODELS,
                        {"slos": [slo(objectives=[{"target": "99.9%"}])]},
                        {"platform": {"queue_wait": {"seconds": qs},
