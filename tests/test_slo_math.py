@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from fleetwatch.exporters.mapping import Normalizer
-from fleetwatch.exporters.scraper import Snapshot
+from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.exporters.sources import TABLES
-from fleetwatch.slo.engine import SLOEngine, band_of, budget_remaining, burn_rate
+from fleetwatch.slo.bands import band_of, budget_remaining, burn_rate
+from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import (
     DEFAULT_WINDOWS,
     SLOSpecError,

@@ -59,7 +59,7 @@ from fleetwatch.alerts.promql import (
     with_owner,
 )
 from fleetwatch.labels.registry import ModelEntry, Registry
-from fleetwatch.slo.engine import band_label
+from fleetwatch.slo.bands import band_label
 from fleetwatch.slo.spec import BurnWindow, SLOFile, SLOSpec
 
 SLO_REGRESSION = "FleetwatchSLORegression"

@@ -39,7 +39,7 @@ from fleetwatch.alerts.numbers import burn_factor, error_budget, num
 from fleetwatch.alerts.promql import string
 from fleetwatch.alerts.render import dump, header
 from fleetwatch.labels.registry import ModelEntry, Registry
-from fleetwatch.slo.engine import band_label
+from fleetwatch.slo.bands import band_label
 from fleetwatch.slo.spec import BurnWindow, SLOFile, SLOSpec, parse_duration
 
 STEP = 60  # seconds: input interval and evaluation interval

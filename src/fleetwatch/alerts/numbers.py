@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from decimal import Decimal, localcontext
 
-_UNITS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1))
-
+from fleetwatch.slo.durations import format_duration
 
 #: Significant digits kept: a float's shortest repr has up to 17, of which the last one or
 #: two are binary noise (``0.1 + 0.2`` is ``0.30000000000000004``); 15 are always exact.
@@ -73,23 +72,8 @@ def burn_factor(budget_consumed: float, period_seconds: float, long_seconds: flo
         return dec(dec(budget_consumed) * dec(period_seconds) / dec(long_seconds))
 
 
-def window(seconds: float) -> str:
-    """A Prometheus range in the largest exact unit among d/h/m/s/ms (``28d``, ``1h``,
-    ``30s``, ``1500ms``).
-
-    Weeks are never used (``28d``, not ``4w``) so names read like the SLO period.
-    Raises ``ValueError`` for durations that are not whole milliseconds (the SLO file's
-    durations always are).
-    """
-    ms = dec(seconds) * 1000
-    if ms <= 0 or ms != ms.to_integral_value():
-        raise ValueError(f"window {seconds!r} s is not a positive whole number of "
-                         "milliseconds")
-    n = int(ms)
-    for unit, size in _UNITS:
-        if n % size == 0:
-            return f"{n // size}{unit}"
-    raise AssertionError("unreachable")  # pragma: no cover
+#: Window labels come from the one formatter the SLO engine uses too (``28d``).
+window = format_duration
 
 
 def human_duration(seconds: float | Decimal) -> str:

@@ -37,6 +37,7 @@ from fleetwatch.exporters.parser import (
     split_key,
     split_sample_line,
 )
+from fleetwatch.exporters.snapshot import SeriesKey
 from fleetwatch.labels.schema import (
     CORE_LABEL_ORDER,
     METRICS,
@@ -235,6 +236,11 @@ class Normalized:
     @property
     def series_count(self) -> int:
         return sum(len(f) for f in self.families)
+
+    def key(self, prefix: str) -> SeriesKey:
+        """The typed :data:`~fleetwatch.exporters.snapshot.SeriesKey` of a series prefix of
+        :attr:`families` (sample name and label pairs, values unescaped)."""
+        return split_key(prefix)
 
     def samples(self) -> Iterable[tuple[str, float]]:
         """Yield ``(series_prefix, value)`` for every normalized sample, schema order."""

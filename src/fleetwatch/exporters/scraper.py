@@ -35,6 +35,7 @@ import aiohttp
 from fleetwatch.config import SidecarConfig, Target
 from fleetwatch.exporters.mapping import Normalized, Normalizer, TargetContext, render
 from fleetwatch.exporters.parser import describe_if_not_metrics
+from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.exporters.sources import TABLES, detect_kind
 from fleetwatch.exporters.triton import runtime_from_model_config
 from fleetwatch.labels.registry import Registry
@@ -87,15 +88,6 @@ class TargetState:
     @property
     def ready(self) -> bool:
         return self.up and all(self.models_ready.values())
-
-
-@dataclass
-class Snapshot:
-    """One scrape cycle: Unix ``timestamp`` (seconds) and each target's normalized state
-    (None when the target is down)."""
-
-    timestamp: float
-    targets: dict[str, Normalized | None]
 
 
 class Scraper:

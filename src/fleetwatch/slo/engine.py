@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fleetwatch.exporters.mapping import Normalized
-from fleetwatch.exporters.parser import split_key
-from fleetwatch.exporters.scraper import Snapshot
+from fleetwatch.exporters.snapshot import SeriesKey, Snapshot
 from fleetwatch.labels.registry import Registry
 from fleetwatch.labels.schema import METRICS
+from fleetwatch.slo.bands import band_label, band_of, budget_remaining
 from fleetwatch.slo.spec import (
     LATENCY_METRICS,
     SUMMARY_METRICS,
@@ -69,35 +69,6 @@ _GPU_TOTAL = "modelserver_gpu_memory_total_bytes"
 _R_SKIP, _R_RUNNING, _R_KV, _R_QUANTILE, _R_GPU_USED, _R_GPU_TOTAL = range(6)
 _R_COUNTERS = 10
 _R_BUCKET, _R_COUNT, _R_SUM, _R_REQ_GOOD, _R_REQ_BAD, _R_SUMMARY_COUNT = range(10, 16)
-
-
-def band_label(bound: float) -> str:
-    """``4.0`` → ``"4"``; bands are upper bounds of per-replica concurrency."""
-    return "+Inf" if math.isinf(bound) else format(bound, "g")
-
-
-def band_of(concurrency: float, bands: list[float]) -> float:
-    """The smallest band bound ≥ ``concurrency`` (``inf`` above the highest band)."""
-    for b in bands:
-        if concurrency <= b:
-            return b
-    return math.inf
-
-
-def burn_rate(good: float, total: float, objective: float) -> float:
-    """Error rate ÷ error budget: ``(1 - good/total) / (1 - objective)``; NaN when no
-    events. 1 means the budget lasts exactly the period."""
-    if total <= 0:
-        return math.nan
-    return (1.0 - good / total) / (1.0 - objective)
-
-
-def budget_remaining(good: float, total: float, objective: float) -> float:
-    """Share of the period's error budget left: ``1 - bad / ((1 - objective) × total)``
-    (1 with no events; negative when overspent)."""
-    if total <= 0:
-        return 1.0
-    return 1.0 - (total - good) / ((1.0 - objective) * total)
 
 
 @dataclass
@@ -225,9 +196,9 @@ class SLOEngine:
         self.last_update = ts
         self.update_seconds = time.perf_counter() - t0
 
-    def _reader(self, fam_name: str, prefix: str) -> tuple:
+    def _reader(self, fam_name: str, key: SeriesKey) -> tuple:
         """Compile how a normalized series feeds the interval (once per series)."""
-        name, labels = split_key(prefix)
+        name, labels = key
         labels = dict(labels)
         if fam_name == _GPU_USED:
             return (_R_GPU_USED, None, None)
@@ -268,7 +239,7 @@ class SLOEngine:
                 if r is None:
                     if len(readers) > 500_000:
                         readers.clear()
-                    r = readers[prefix] = self._reader(fam_name, prefix)
+                    r = readers[prefix] = self._reader(fam_name, n.key(prefix))
                 code, mk, arg = r
                 if code == _R_SKIP:
                     continue

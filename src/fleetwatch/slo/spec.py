@@ -53,6 +53,7 @@ from pydantic import (
     model_validator,
 )
 
+from fleetwatch.slo.durations import format_duration, parse_duration
 from fleetwatch.specfile import format_validation_error, read_yaml
 
 #: Normalized histogram (and summary) families behind each latency metric name.
@@ -68,54 +69,8 @@ SUMMARY_METRICS = {
     "queue": "modelserver_queue_duration_summary_seconds",
 }
 
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-_DEC_UNITS = {"ms": Decimal("0.001"), "s": Decimal(1), "m": Decimal(60), "h": Decimal(3600),
-              "d": Decimal(86400), "w": Decimal(604800)}
-_DURATION_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d|w)")
-#: The longest duration accepted: 100 years (Prometheus ranges end at about 292 years).
-MAX_DURATION_SECONDS = 36500 * 86400
-_MS = Decimal("0.001")
-
-
 class SLOSpecError(ValueError):
     """An invalid SLO file; the message names the file, the SLO and the field."""
-
-
-def parse_duration(text: str | int | float) -> float:
-    """``"5m"``, ``"1h30m"``, ``"28d"``, ``"250ms"`` or a number of seconds → seconds (>0).
-
-    Computed in decimal, so ``"1.1h"`` is exactly 3960 s. A duration must be a whole number
-    of milliseconds (what Prometheus ranges can express) and at most
-    :data:`MAX_DURATION_SECONDS`. Raises ``ValueError`` for anything else.
-    """
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        total = Decimal(text) if isinstance(text, int) else Decimal(repr(float(text)))
-        if not total.is_finite() or total <= 0:
-            raise ValueError(f"duration must be a positive number of seconds, not {text!r}")
-    else:
-        s = str(text).strip()
-        pos, total = 0, Decimal(0)
-        for m in _DURATION_RE.finditer(s):
-            if m.start() != pos:
-                break
-            total += Decimal(m.group(1)) * _DEC_UNITS[m.group(2)]
-            pos = m.end()
-        if pos != len(s) or not s or total <= 0:
-            raise ValueError(f"invalid duration {text!r} (use e.g. 30s, 5m, 1h, 28d)")
-    if total > MAX_DURATION_SECONDS:
-        raise ValueError(f"duration {text!r} is longer than {MAX_DURATION_SECONDS // 86400}d")
-    if total % _MS:
-        raise ValueError(f"duration {text!r} is not a whole number of milliseconds")
-    return float(total)
-
-
-def format_duration(seconds: float) -> str:
-    """The shortest exact ``30s``/``5m``/``1h``/``3d`` form (Prometheus range style)."""
-    for unit in ("w", "d", "h", "m", "s"):
-        size = _UNITS[unit]
-        if seconds >= size and seconds % size == 0:
-            return f"{int(seconds // size)}{unit}"
-    return f"{round(seconds * 1000)}ms"
 
 
 class _Strict(BaseModel):

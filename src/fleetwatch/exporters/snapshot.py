@@ -1,0 +1,29 @@
+"""What the exporters hand to the SLO engine: typed snapshots, never re-parsed text.
+
+A :class:`Snapshot` is one scrape cycle: its Unix timestamp and, per target, the
+:class:`~fleetwatch.exporters.mapping.Normalized` state (``None`` when the target is
+down). Consumers read series as :data:`SeriesKey` — sample name and label pairs — through
+``Normalized.key(prefix)``, so nothing downstream parses exposition text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fleetwatch.exporters.mapping import Normalized
+
+#: ``(sample name, ((label, value), …))`` of one normalized series, labels in schema order
+#: (e.g. ``("modelserver_request_duration_seconds_bucket", (("model", "m"), …, ("le",
+#: "0.1")))``).
+SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
+
+
+@dataclass
+class Snapshot:
+    """One scrape cycle: Unix ``timestamp`` (seconds) and each target's normalized state
+    (``None`` when the target is down)."""
+
+    timestamp: float
+    targets: dict[str, Normalized | None]
