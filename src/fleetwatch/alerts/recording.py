@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fleetwatch.alerts.numbers import error_budget, num, window
+from fleetwatch.slo.sli import LATENCY_HISTOGRAMS  # latency histograms with recorded stats
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 
 LatencyStat = Literal["mean", "p50", "p90", "p99"]
@@ -46,14 +47,6 @@ MODEL = ("model", "model_version", "backend")
 SLO_BAND = ("slo", "model", "model_version", "backend", "band")
 SLO_MODEL = ("slo", "model", "model_version", "backend")
 
-#: Latency histograms with recorded means and quantiles.
-LATENCY_HISTOGRAMS = (
-    "modelserver_request_duration_seconds",
-    "modelserver_queue_duration_seconds",
-    "modelserver_time_to_first_token_seconds",
-    "modelserver_inter_token_latency_seconds",
-    "modelserver_time_per_output_token_seconds",
-)
 LATENCY_STATS: tuple[LatencyStat, ...] = ("mean", "p50", "p90", "p99")
 _QUANTILES = {"p50": "0.5", "p90": "0.9", "p99": "0.99"}
 

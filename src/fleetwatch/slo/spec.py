@@ -54,20 +54,11 @@ from pydantic import (
 )
 
 from fleetwatch.slo.durations import format_duration, parse_duration
+from fleetwatch.slo.sli import LATENCY_METRICS, SUMMARY_METRICS
 from fleetwatch.specfile import format_validation_error, read_yaml
 
-#: Normalized histogram (and summary) families behind each latency metric name.
-LATENCY_METRICS = {
-    "ttft": "modelserver_time_to_first_token_seconds",
-    "itl": "modelserver_inter_token_latency_seconds",
-    "tpot": "modelserver_time_per_output_token_seconds",
-    "request": "modelserver_request_duration_seconds",
-    "queue": "modelserver_queue_duration_seconds",
-}
-SUMMARY_METRICS = {
-    "request": "modelserver_request_duration_summary_seconds",
-    "queue": "modelserver_queue_duration_summary_seconds",
-}
+# Re-exported: the SLO file's latency vocabulary is derived from the schema in .sli.
+__all__ = ["LATENCY_METRICS", "SUMMARY_METRICS", "format_duration", "parse_duration"]
 
 class SLOSpecError(ValueError):
     """An invalid SLO file; the message names the file, the SLO and the field."""

@@ -1,0 +1,204 @@
+"""Accounting: the events of an interval, attributed to the concurrency band it ran at,
+into sliding windows; burn rates over every window.
+
+Per SLO and model an interval yields Δgood and Δtotal events
+(:func:`interval_events`): latency, histogram bucket ``le = threshold`` vs ``_count``;
+availability, successful vs all requests; time slice, one event, good when the
+interval's quantile or mean ≤ threshold. They are attributed to the **concurrency band**
+of the interval (:func:`interval_concurrency`): the average of the running-requests gauge
+at both ends (vLLM, TensorRT-LLM), else Little's law, Δ(sum of request durations) / Δt
+(Triton). :class:`Ledger` keeps them per (SLO, model, band) and overall in
+:class:`~fleetwatch.slo.windows.RollingWindows` (bounded memory) and computes, vectorized,
+the **burn rate** (error rate ÷ error budget, SRE Workbook) of every row and window and
+which rows burn faster than a window pair's threshold on both its windows.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from fleetwatch.labels.registry import Registry
+from fleetwatch.slo.decode import DURATION, Interval
+from fleetwatch.slo.sli import LATENCY_METRICS, SUMMARY_METRICS
+from fleetwatch.slo.spec import SLOFile, SLOSpec
+from fleetwatch.slo.state import ModelKey, SLOModelState
+from fleetwatch.slo.windows import RollingWindows
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass
+class ModelGauges:
+    """Per-model observations of the last interval that had them: ``concurrency``
+    (requests in the system per replica), ``queue_wait`` (mean seconds), ``kv_usage``
+    (ratio 0–1); and the fleet's ``gpu_memory_ratio`` (0–1, None without GPU series)."""
+
+    concurrency: dict[ModelKey, float] = field(default_factory=dict)
+    queue_wait: dict[ModelKey, float] = field(default_factory=dict)
+    kv_usage: dict[ModelKey, float] = field(default_factory=dict)
+    gpu_memory_ratio: float | None = None
+
+
+class Selection:
+    """Which models an SLO covers (names as globs, registry teams and latency tiers),
+    decided once per (SLO, model)."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self._cache: dict[tuple[str, ModelKey], bool] = {}
+
+    def __call__(self, slo: SLOSpec, mk: ModelKey) -> bool:
+        key = (slo.name, mk)
+        hit = self._cache.get(key)
+        if hit is None:
+            sel = slo.selector
+            entry = self.registry.lookup(mk[0], mk[1])
+            hit = ((not sel.models or any(fnmatch.fnmatchcase(mk[0], g) for g in sel.models))
+                   and (not sel.teams or (entry is not None and entry.team in sel.teams))
+                   and (not sel.latency_tiers
+                        or (entry is not None and entry.latency_tier in sel.latency_tiers)))
+            self._cache[key] = hit
+        return hit
+
+
+def interval_concurrency(iv: Interval, prev_running: float | None,
+                         dt: float) -> float | None:
+    """Mean concurrency (requests) of an interval of ``dt`` seconds: the mean of the
+    running gauge at both ends (``prev_running`` None: the end value), else Little's law
+    L = Σ request durations / Δt; None without either."""
+    if iv.running_now is not None:
+        prev = iv.running_now if prev_running is None else prev_running
+        return (prev + iv.running_now) / 2.0
+    h = iv.hists.get(DURATION)
+    if h is not None:
+        return h.sum / dt
+    return None
+
+
+def interval_events(st: SLOModelState, iv: Interval,
+                    bounds: dict[tuple[str, ModelKey], set[float]]) -> tuple[float, float] | None:
+    """``(good, total)`` events of an interval for one SLO and model, or None when the
+    interval has no evidence for it. A latency threshold that is not a bucket boundary
+    (``bounds``: seconds seen per (family, model)) sets ``st.error`` (naming the nearest
+    boundaries) and yields None; a matching one clears it."""
+    sli = st.slo.sli
+    if sli.availability:
+        return iv.good_requests, iv.total_requests
+    if sli.latency:
+        fam = LATENCY_METRICS[sli.latency.metric]
+        h = iv.hists.get(fam)
+        if h is None:
+            return None
+        seen = bounds.get((fam, st.model), set())
+        thr = sli.latency.threshold_seconds
+        match = next((b for b in seen if math.isclose(b, thr, rel_tol=1e-9)), None)
+        if match is None:
+            finite = sorted(b for b in seen if not math.isinf(b))
+            below = [b for b in finite if b < thr][-2:]
+            above = [b for b in finite if b > thr][:2]
+            near = ", ".join(format(b, "g") for b in below + above) or "none (no buckets)"
+            st.error = (f"threshold {thr:g} s is not a bucket boundary of {fam} for model "
+                        f"{st.model[0]}; nearest boundaries: {near}")
+            return None
+        st.error = None
+        return h.buckets.get(match, 0.0), h.count
+    ts = sli.timeslice
+    assert ts is not None  # the spec guarantees exactly one SLI kind
+    fam = LATENCY_METRICS[ts.metric]
+    if ts.quantile is None:
+        h = iv.hists.get(fam)
+        if h is None or h.count <= 0:
+            return None
+        return (1.0 if h.sum / h.count <= ts.threshold_seconds else 0.0), 1.0
+    sfam = SUMMARY_METRICS[ts.metric]
+    q = iv.quantiles.get((sfam, ts.quantile))
+    if q is None or iv.summary_counts.get(sfam, 0.0) <= 0 or q != q:
+        return None
+    return (1.0 if q <= ts.threshold_seconds else 0.0), 1.0
+
+
+class Ledger:
+    """Events per (SLO, model, band label) over every window length, and their burn
+    rates.
+
+    ``window_lengths``: seconds, ascending (the catalog's windows, the capacity window and
+    every SLO period). After :meth:`add`, :attr:`burn` is ``[rows, windows]`` burn rates
+    (NaN without events) and :attr:`burning` ``[rows]`` whether a row burns faster than a
+    window pair's threshold on both its windows.
+    """
+
+    def __init__(self, slos: SLOFile, buckets: int = 60) -> None:
+        self.spec = slos
+        self.window_lengths = sorted(set(slos.all_windows())
+                                     | {s.period_seconds for s in slos.slos})
+        self.windows = RollingWindows(self.window_lengths, buckets)
+        self._row_objective: list[float] = []
+        self._row_period: list[float] = []
+        self.burn: FloatArray = np.zeros((0, len(self.window_lengths)))
+        self.burning: BoolArray = np.zeros(0, dtype=bool)
+
+    def row(self, st: SLOModelState, band: str) -> int:
+        """The window-store row of a band (or ``"all"``) of an SLO and model."""
+        r = st.rows.get(band)
+        if r is None:
+            r = st.rows[band] = self.windows.row((st.slo.name, st.model, band))
+            if r == len(self._row_objective):
+                self._row_objective.append(st.slo.objective)
+                self._row_period.append(st.slo.period_seconds)
+        return r
+
+    def add(self, ts: float, rows: list[int], goods: list[float],
+            totals: list[float]) -> None:
+        """Add events at time ``ts`` (``goods[i]``/``totals[i]`` to ``rows[i]``), expire
+        old buckets, and recompute :attr:`burn` and :attr:`burning`."""
+        self.windows.add(ts, np.asarray(rows, dtype=np.int64), np.asarray(goods, dtype=float),
+                         np.asarray(totals, dtype=float))
+        self._compute_burn()
+
+    def _compute_burn(self) -> None:
+        """One vectorized pass for all SLOs, models and bands."""
+        sums = self.windows.sums()
+        n = sums.shape[0]
+        objective = np.asarray(self._row_objective[:n])
+        period = np.asarray(self._row_period[:n])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.burn = (1.0 - sums[:, :, 0] / sums[:, :, 1]) / (1.0 - objective)[:, None]
+        burning = np.zeros(n, dtype=bool)
+        for w in self.spec.windows:
+            factor = w.budget_consumed * period / w.long
+            li, si = self.windows.index[float(w.long)], self.windows.index[float(w.short)]
+            burning |= (self.burn[:, li] > factor) & (self.burn[:, si] > factor)
+        self.burning = burning
+
+    def window_totals(self, window: float) -> list[float]:
+        """Total events of every row over a window length (seconds)."""
+        return self.windows.sums()[:, self.windows.index[float(window)], 1].tolist()
+
+    def window_burn(self, window: float) -> list[float]:
+        """Burn rate of every row over a window length (as of the last :meth:`add`)."""
+        return self.burn[:, self.windows.index[float(window)]].tolist()
+
+    def window_sums(self, st: SLOModelState, band: str, window: float,
+                    sums: FloatArray | None = None) -> tuple[float, float]:
+        """``(good, total)`` of a band (or ``"all"``) over a window length (seconds);
+        ``sums``: a :meth:`RollingWindows.sums` taken once for many calls."""
+        row = self.windows.rows.get((st.slo.name, st.model, band))
+        if row is None:
+            return 0.0, 0.0
+        s = self.windows.sums() if sums is None else sums
+        g, t = s[row, self.windows.index[float(window)]]
+        return float(g), float(t)
+
+    def burn_rate(self, st: SLOModelState, band: str, window: float) -> float:
+        """Burn rate of a band (or ``"all"``) over a window length, as of the last
+        :meth:`add` (NaN without events)."""
+        row = st.rows.get(band)
+        if row is None or row >= self.burn.shape[0]:
+            return math.nan
+        return float(self.burn[row, self.windows.index[float(window)]])

@@ -1,0 +1,71 @@
+"""Autoscaling signals per model (the KEDA metrics-api / HPA ``AverageValue`` input).
+
+Components are ratios (observed ÷ target, 1 = at target): ``concurrency`` (observed
+concurrency ÷ capacity at SLO), ``queue_wait`` (mean queue wait ÷
+``autoscaling.queue_wait_seconds``), ``kv_cache`` (KV-cache usage ÷
+``kv_cache_usage_ratio``), ``gpu_memory`` (fleet GPU-memory usage ÷
+``gpu_memory_usage_ratio``). The signal is the largest component; with a target of 1,
+desired replicas = ceil(Σ signal over replicas).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypedDict
+
+from fleetwatch.slo.account import ModelGauges
+from fleetwatch.slo.judge import worst_state
+from fleetwatch.slo.spec import AutoscalingSettings
+from fleetwatch.slo.state import ModelKey, SLOModelState
+
+States = Mapping[tuple[str, ModelKey], SLOModelState]
+
+
+class ModelSignal(TypedDict):
+    """One model's autoscaling object (JSON-ready)."""
+
+    model: str
+    model_version: str
+    backend: str
+    signal: float  # ratio: the largest component (0.0 without components)
+    components: dict[str, float]  # ratios, see the module docstring
+    capacity: float | None  # concurrent requests per replica; None without an SLO
+    concurrency: float | None  # requests in the system per replica
+    state: str  # the worst state over the model's SLOs
+
+
+def model_capacity(states: States, mk: ModelKey) -> float | None:
+    """Capacity at SLO of a model: the smallest over its SLOs (None without SLOs)."""
+    caps = [st.capacity for (_, m), st in states.items() if m == mk]
+    return min(caps) if caps else None
+
+
+def model_state(states: States, mk: ModelKey) -> str:
+    """Worst state over the model's SLOs (regression > overload > misconfigured > …)."""
+    return worst_state({st.state for (_, m), st in states.items() if m == mk})
+
+
+def signals(targets: AutoscalingSettings, states: States,
+            gauges: ModelGauges) -> list[ModelSignal]:
+    """One :class:`ModelSignal` per model seen (with gauges or SLOs), sorted by model."""
+    models = set(gauges.concurrency) | set(gauges.kv_usage) | {m for _, m in states}
+    out: list[ModelSignal] = []
+    for mk in sorted(models):
+        comps: dict[str, float] = {}
+        cap = model_capacity(states, mk)
+        conc = gauges.concurrency.get(mk)
+        if cap and conc is not None:
+            comps["concurrency"] = conc / cap
+        if mk in gauges.queue_wait:
+            comps["queue_wait"] = gauges.queue_wait[mk] / targets.queue_wait_seconds
+        if mk in gauges.kv_usage:
+            comps["kv_cache"] = gauges.kv_usage[mk] / targets.kv_cache_usage_ratio
+        if gauges.gpu_memory_ratio is not None:
+            comps["gpu_memory"] = gauges.gpu_memory_ratio / targets.gpu_memory_usage_ratio
+        out.append({
+            "model": mk[0], "model_version": mk[1], "backend": mk[2],
+            "signal": max(comps.values()) if comps else 0.0,
+            "components": comps, "capacity": cap, "concurrency": conc,
+            "state": model_state(states, mk),
+        })
+    return out

@@ -1,0 +1,57 @@
+"""Judgement: the state of an SLO on a model, and the sentence that explains it.
+
+``regression`` when a band inside the concurrency envelope burns faster than a window
+pair's threshold on both its windows (page the owner), ``overload`` when only bands above
+the envelope do (scale out), ``ok`` otherwise; ``no_data`` before any event,
+``misconfigured`` when the SLI cannot be measured (a latency threshold that is not a
+bucket boundary of the source).
+"""
+
+from __future__ import annotations
+
+from fleetwatch.slo.state import SLOModelState
+
+#: Worst first: the state of a model over all its SLOs is the first one present.
+SEVERITY = ("regression", "overload", "misconfigured", "ok", "no_data")
+
+
+def judge(st: SLOModelState, burning_rows: list[bool]) -> None:
+    """Set ``st.state`` and ``st.burning_bands`` from which window-store rows burn
+    (``burning_rows[row]``, see :attr:`fleetwatch.slo.account.Ledger.burning`)."""
+    if st.error is not None:
+        st.state = "misconfigured"
+        return
+    if not st.events:
+        st.state = "no_data"
+        return
+    burning = [(b, label) for b, label in st.band_bounds()
+               if label in st.rows and burning_rows[st.rows[label]]]
+    st.burning_bands = [label for _, label in burning]
+    envelope = st.slo.concurrency.envelope
+    if any(b <= envelope for b, _ in burning):
+        st.state = "regression"
+    elif burning:
+        st.state = "overload"
+    else:
+        st.state = "ok"
+
+
+def worst_state(states: set[str]) -> str:
+    """The worst of several states (:data:`SEVERITY`); ``no_data`` when empty."""
+    return next((s for s in SEVERITY if s in states), "no_data")
+
+
+def explain(st: SLOModelState) -> str:
+    """A sentence saying why the state is what it is."""
+    env = format(st.slo.concurrency.envelope, "g")
+    if st.state == "misconfigured":
+        return st.error or "misconfigured"
+    if st.state == "no_data":
+        return "no events yet"
+    if st.state == "regression":
+        return (f"budget burning in bands {', '.join(st.burning_bands)} — inside the "
+                f"envelope (≤ {env} concurrent requests per replica): page the owner")
+    if st.state == "overload":
+        return (f"budget burning only in bands {', '.join(st.burning_bands)}, above the "
+                f"envelope (≤ {env}): scale out, do not page")
+    return "no window pair burns faster than its threshold"

@@ -1,0 +1,67 @@
+"""What the SLO engine keeps per SLO and model, and the names every stage shares.
+
+Plain data (no numpy): :class:`SLOModelState` is filled by accounting
+(:mod:`.account`), judged (:mod:`.judge`), given a capacity (:mod:`.capacity`) and read
+back by :mod:`.status` and :mod:`.autoscaling`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from fleetwatch.slo.bands import band_label
+from fleetwatch.slo.spec import SLOSpec
+
+#: ``(model, model_version, backend)`` — the identity of a served model.
+ModelKey = tuple[str, str, str]
+#: Every value of the ``state`` label, in exposition order.
+STATES = ("ok", "regression", "overload", "no_data", "misconfigured")
+#: The ``band`` label of the overall (all bands) counts.
+ALL = "all"
+
+
+@dataclass
+class SLOModelState:
+    """Everything the engine knows about one SLO on one model.
+
+    ``state`` is one of :data:`STATES`; ``error`` says why it is ``misconfigured``;
+    ``capacity`` is the adopted capacity at SLO (concurrent requests per replica, a band
+    bound) and ``capacity_evidence`` where it came from (``"envelope"``: no band trusted
+    yet; ``"bands"``: learned; ``"kept"``: see :mod:`.capacity`), ``pending_capacity``
+    and ``pending_count`` the estimate waiting out hysteresis;
+    ``burning_bands`` the band labels burning on a window pair at the last update;
+    ``rows`` maps a band label (or :data:`ALL`) to its row in the window store;
+    ``events``/``good`` are the cumulative event counts per band label since start.
+    """
+
+    slo: SLOSpec
+    model: ModelKey
+    state: str = "no_data"
+    error: str | None = None
+    capacity: float = 0.0
+    capacity_evidence: str = "envelope"
+    pending_capacity: float | None = None
+    pending_count: int = 0
+    burning_bands: list[str] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)
+    bands: list[tuple[float, str]] = field(default_factory=list)
+    events: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    good: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    last_band: str | None = None
+
+    def band_bounds(self) -> list[tuple[float, str]]:
+        """``(bound, label)`` of every band of the SLO, ascending, ending with
+        ``(inf, "+Inf")`` (computed once)."""
+        if not self.bands:
+            self.bands = [(b, band_label(b))
+                          for b in [*self.slo.concurrency.bands, math.inf]]
+        return self.bands
+
+
+def band_sort(label: str) -> tuple[int, float]:
+    """Sort key of band labels: finite bounds ascending, then ``+Inf``, then ``all``."""
+    if label == ALL:
+        return (2, 0.0)
+    return (0 if label != "+Inf" else 1, float(label) if label != "+Inf" else 0.0)
