@@ -107,7 +107,7 @@ def slo_validate(file: str) -> None:
 def slo_report(prom_url: str, as_json: bool, timeout: float) -> None:
     """Per SLO and model: budget remaining, burn rates by window and band, capacity and
     state, read from a Prometheus that scrapes the sidecars."""
-    from fleetwatch.slo.report import ReportError, fetch_report, render_table
+    from fleetwatch.commands.slo_report import ReportError, fetch_report, render_table
 
     try:
         report = fetch_report(prom_url, timeout=timeout)

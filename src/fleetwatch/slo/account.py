@@ -27,9 +27,8 @@ from fleetwatch.slo.decode import DURATION, Interval
 from fleetwatch.slo.sli import LATENCY_METRICS, SUMMARY_METRICS
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ModelKey, SLOModelState
-from fleetwatch.slo.windows import RollingWindows
+from fleetwatch.slo.windows import FloatArray, RollingWindows
 
-FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 
@@ -178,11 +177,13 @@ class Ledger:
 
     def window_totals(self, window: float) -> list[float]:
         """Total events of every row over a window length (seconds)."""
-        return self.windows.sums()[:, self.windows.index[float(window)], 1].tolist()
+        totals: list[float] = self.windows.sums()[:, self.windows.index[float(window)], 1].tolist()
+        return totals
 
     def window_burn(self, window: float) -> list[float]:
         """Burn rate of every row over a window length (as of the last :meth:`add`)."""
-        return self.burn[:, self.windows.index[float(window)]].tolist()
+        burn: list[float] = self.burn[:, self.windows.index[float(window)]].tolist()
+        return burn
 
     def window_sums(self, st: SLOModelState, band: str, window: float,
                     sums: FloatArray | None = None) -> tuple[float, float]:

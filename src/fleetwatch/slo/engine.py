@@ -28,7 +28,6 @@ from fleetwatch.slo import autoscaling as _autoscaling
 from fleetwatch.slo import judge as _judge
 from fleetwatch.slo import status as _status
 from fleetwatch.slo.account import (
-    FloatArray,
     Ledger,
     ModelGauges,
     Selection,
@@ -42,6 +41,7 @@ from fleetwatch.slo.decode import QUEUE, Decoder, Interval, needed_families
 from fleetwatch.slo.spec import SLOFile
 from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState
 from fleetwatch.slo.status import Sample, SLOStatus
+from fleetwatch.slo.windows import FloatArray
 
 __all__ = ["ALL", "STATES", "ModelKey", "SLOEngine", "SLOModelState"]
 

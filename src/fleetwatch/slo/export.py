@@ -23,7 +23,7 @@ class SLOCollector(Collector):
         self.engine = engine
 
     def collect(self) -> Iterator[Metric]:
-        fams: dict[str, Metric] = {}
+        fams: dict[str, CounterMetricFamily | GaugeMetricFamily] = {}
         for name in SLO_FAMILIES:
             mdef = METRICS_BY_NAME[name]
             if mdef.type == "counter":

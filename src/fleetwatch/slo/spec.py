@@ -341,11 +341,13 @@ def parse_slo_file(data: object, source: str = "<memory>") -> SLOFile:
     except ValidationError as exc:
         text = format_validation_error(exc, source)
         # name the SLO: slos[2] → slos[2] (name 'llm-ttft')
-        slos = data.get("slos") if isinstance(data.get("slos"), list) else []
+        given = data.get("slos")
+        slos: list[object] = given if isinstance(given, list) else []
 
-        def named(m: re.Match) -> str:
+        def named(m: re.Match[str]) -> str:
             i = int(m.group(1))
-            name = slos[i].get("name") if i < len(slos) and isinstance(slos[i], dict) else None
+            entry = slos[i] if i < len(slos) else None
+            name = entry.get("name") if isinstance(entry, dict) else None
             return f"slos[{i}]" + (f" (name {name!r})" if name else "")
 
         raise SLOSpecError(re.sub(r"slos\[(\d+)\]", named, text)) from None

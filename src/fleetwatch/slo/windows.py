@@ -12,6 +12,10 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 
 import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 
 class RollingWindows:
@@ -63,7 +67,7 @@ class RollingWindows:
                 self._data[:, w, b, :] = 0.0
             self._last[w] = cur
 
-    def add(self, t: float, rows: np.ndarray, good: np.ndarray, total: np.ndarray) -> None:
+    def add(self, t: float, rows: IntArray, good: FloatArray, total: FloatArray) -> None:
         """Add events at time ``t``: ``good[i]``/``total[i]`` to row ``rows[i]``."""
         self.advance(t)
         if len(rows) == 0:
@@ -78,10 +82,10 @@ class RollingWindows:
             self._data[touched, w, b, :] += acc[touched]
             self._sums[touched, w, :] += acc[touched]
 
-    def sums(self) -> np.ndarray:
+    def sums(self) -> FloatArray:
         """``[rows, windows, 2]`` good/total sums (a view: copy before keeping it)."""
         return self._sums[: len(self.rows)]
 
     def nbytes(self) -> int:
         """Memory held by the counts, in bytes."""
-        return self._data.nbytes + self._sums.nbytes
+        return int(self._data.nbytes + self._sums.nbytes)

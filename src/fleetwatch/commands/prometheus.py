@@ -1,0 +1,125 @@
+"""A small Prometheus HTTP API client: instant queries (``/api/v1/query``) that end in an
+answer or one clean :class:`PrometheusError`.
+
+An HTTP error (with Prometheus' own ``errorType: error`` when it sends one), a body that is
+not JSON or not an instant vector, ``status: error``, a body larger than
+:data:`MAX_BODY_BYTES`, cut short, or slower than ``timeout`` in total all raise
+:class:`PrometheusError` naming the URL and why. Redirects are followed to http(s) URLs
+only. Foreign text in messages is one line, printable and bounded
+(:func:`fleetwatch.slo.report.detail`).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import IO, Any
+
+from fleetwatch.slo.report import detail
+
+#: The largest answer read from Prometheus (a report of a big fleet is a few MiB).
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+class PrometheusError(RuntimeError):
+    """Prometheus could not be queried (message says which URL and why)."""
+
+
+class _HTTPRedirectsOnly(urllib.request.HTTPRedirectHandler):
+    """Redirects are followed to http(s) URLs only (urllib would follow one to ftp://)."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: IO[bytes], code: int,
+                         msg: str, headers: http.client.HTTPMessage,
+                         newurl: str) -> urllib.request.Request | None:
+        if urllib.parse.urlsplit(newurl).scheme not in ("http", "https"):
+            raise urllib.error.HTTPError(newurl, code, f"redirect to {detail(newurl)} refused",
+                                         headers, fp)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_HTTPRedirectsOnly)
+
+
+def _read(resp: Any, base: str, deadline: float) -> bytes:
+    """The whole body of ``resp`` (an ``http.client.HTTPResponse`` or the file of an
+    ``HTTPError``), within ``deadline`` (``time.monotonic()``) and :data:`MAX_BODY_BYTES`."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        if time.monotonic() > deadline:
+            raise PrometheusError(f"cannot query Prometheus at {base}: timed out (the answer "
+                                  "did not arrive within --timeout)")
+        chunk: bytes = resp.read1(65536)
+        if not chunk:
+            if getattr(resp, "length", None):  # Content-Length bytes still missing
+                raise PrometheusError(f"cannot query Prometheus at {base}: the answer was "
+                                      f"cut short ({resp.length} bytes missing)")
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise PrometheusError(f"Prometheus at {base} answered more than "
+                                  f"{MAX_BODY_BYTES // 2**20} MiB")
+        chunks.append(chunk)
+
+
+def _http_error(exc: urllib.error.HTTPError, base: str, deadline: float) -> PrometheusError:
+    """An HTTP error status, with Prometheus' ``errorType: error`` when the body has it."""
+    status = " ".join(x for x in (str(exc.code), detail(exc.reason or "")) if x)
+    extra = ""
+    try:
+        if exc.fp is not None:
+            body = json.loads(_read(exc.fp, base, deadline))
+            if isinstance(body, dict) and body.get("error"):
+                extra = (f": {detail(body.get('errorType') or 'error')}: "
+                         f"{detail(body['error'])}")
+    except (PrometheusError, ValueError, RecursionError, OSError, AttributeError,
+            http.client.HTTPException):
+        pass  # no Prometheus error in the body: the status says enough
+    finally:
+        exc.close()
+    return PrometheusError(f"Prometheus at {base} answered HTTP {status}{extra}")
+
+
+def query(base: str, promql: str, timeout: float = 10.0) -> list[dict[str, Any]]:
+    """Instant query of ``promql`` at the Prometheus ``base`` URL within ``timeout``
+    seconds; returns the ``data.result`` vector (only samples whose ``metric`` is a
+    mapping). Raises :class:`PrometheusError` (see the module docstring)."""
+    url = f"{base.rstrip('/')}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+    deadline = time.monotonic() + timeout
+    try:
+        with _OPENER.open(url, timeout=timeout) as resp:
+            raw = _read(resp, base, deadline)
+    except urllib.error.HTTPError as exc:
+        raise _http_error(exc, base, deadline) from None
+    except urllib.error.URLError as exc:
+        raise PrometheusError(f"cannot query Prometheus at {base}: "
+                              f"{detail(str(exc.reason))}") from None
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        raise PrometheusError(f"cannot query Prometheus at {base}: "
+                              f"{detail(str(exc) or type(exc).__name__)}") from None
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise PrometheusError(
+            f"Prometheus at {base} answered {promql!r} with something that is not JSON: "
+            f"{detail(raw[:80].decode('utf-8', 'replace'))}") from None
+    if not isinstance(body, dict):
+        raise PrometheusError(f"Prometheus at {base} answered {promql!r} with JSON that is "
+                              "not a Prometheus API answer")
+    if body.get("status") != "success":
+        raise PrometheusError(f"Prometheus at {base} answered {promql!r} with status "
+                              f"{detail(repr(body.get('status')))}: "
+                              f"{detail(body.get('errorType') or 'error')}: "
+                              f"{detail(body.get('error') or 'no error message')}")
+    data = body.get("data")
+    if not (isinstance(data, dict) and isinstance(data.get("result"), list)
+            and data.get("resultType", "vector") == "vector"):
+        kind = data.get("resultType") if isinstance(data, dict) else None
+        raise PrometheusError(f"Prometheus at {base} answered {promql!r} without an instant "
+                              f"vector (resultType {detail(repr(kind))})")
+    return [s for s in data["result"]
+            if isinstance(s, dict) and isinstance(s.get("metric"), dict)]
