@@ -6,7 +6,9 @@ as Triton's vLLM backend names it. A bounded closed-loop load steps concurrency 
 8 on version 1; then version 2 (50 ms service time: slow even at concurrency 1) runs at
 concurrency 1. Windows are shortened by configuration. The test shows low burn in low
 bands and high burn in high ones, capacity at SLO within one band of the knee computed
-from the measured latencies, ``overload`` above the envelope, ``regression`` for the slow
+from the measured latencies — learned from the bands' evidence, not the envelope fallback:
+a second SLO on the same SLI has its envelope (16) above the knee, so only a learned
+capacity lands near the knee — ``overload`` above the envelope, ``regression`` for the slow
 version at low concurrency.
 """
 
@@ -38,8 +40,16 @@ SLOS = {
         "sli": {"latency": {"metric": "request", "threshold_seconds": THRESHOLD}},
         "objectives": [{"target": OBJECTIVE}], "timeWindow": [{"duration": "10m"}],
         "concurrency": {"envelope": 4, "bands": BANDS},
+    }, {
+        # the same SLI with the envelope above the knee: capacity can only come from data
+        "name": "sim-latency-wide", "selector": {"models": ["slo_sim"]},
+        "sli": {"latency": {"metric": "request", "threshold_seconds": THRESHOLD}},
+        "objectives": [{"target": OBJECTIVE}], "timeWindow": [{"duration": "10m"}],
+        "concurrency": {"envelope": 16, "bands": BANDS},
     }],
 }
+SLO = "sim-latency"
+WIDE = "sim-latency-wide"
 STEPS = (1, 2, 4, 8)
 SECONDS_PER_STEP = 4.0
 
@@ -54,8 +64,8 @@ def _run(server: TritonServer):
     history: list[tuple[float, dict[str, str]]] = []  # (time, state per version) per scrape
 
     def record(snap):
-        history.append((snap.timestamp,
-                        {s["model_version"]: s["state"] for s in engine.status()}))
+        history.append((snap.timestamp, {s["model_version"]: s["state"]
+                                         for s in engine.status() if s["slo"] == SLO}))
 
     def load():
         try:
@@ -94,8 +104,15 @@ def scenario():
         yield _run(server)
 
 
-def _st(engine, version):
-    return next(s for s in engine.status() if s["model_version"] == version)
+def _st(engine, version, slo=SLO):
+    return next(s for s in engine.status()
+                if s["model_version"] == version and s["slo"] == slo)
+
+
+def _evidence(engine, version, slo=SLO):
+    """Where the adopted capacity came from: "bands" (learned), "envelope", "kept"."""
+    return next(st.capacity_evidence for (name, mk), st in engine.states.items()
+                if name == slo and mk[1] == version)
 
 
 def test_burn_is_low_in_low_bands_and_high_in_high_ones(scenario):
@@ -117,8 +134,15 @@ def test_capacity_within_one_band_of_the_measured_knee(scenario):
                if sum(lat <= THRESHOLD for lat in r.latencies_s) / len(r.latencies_s)
                >= OBJECTIVE)
     capacity = _st(engine, "1")["capacity"]
-    print("knee", knee, "capacity", capacity)
+    wide = _st(engine, "1", WIDE)["capacity"]
+    print("knee", knee, "capacity", capacity, _evidence(engine, "1"),
+          "wide", wide, _evidence(engine, "1", WIDE))
     assert BANDS.index(capacity) - BANDS.index(knee) in (-1, 0, 1)
+    assert _evidence(engine, "1") == "bands"  # learned, not the envelope fallback (4)
+    # envelope 16 is two bands above the knee (4): never learning would leave 16 here
+    assert BANDS.index(16) - BANDS.index(knee) > 1
+    assert BANDS.index(wide) - BANDS.index(knee) in (-1, 0, 1)
+    assert _evidence(engine, "1", WIDE) == "bands"
 
 
 def test_overload_above_the_envelope_and_autoscaling_follows(scenario):
@@ -133,7 +157,9 @@ def test_overload_above_the_envelope_and_autoscaling_follows(scenario):
     assert {state for t, state in v1 if t < c8.t_start} <= {"ok", "no_data"}
     assert "regression" not in {state for _, state in v1}
     auto = next(a for a in engine.autoscaling() if a["model_version"] == "1")
-    assert auto["capacity"] == _st(engine, "1")["capacity"]
+    # the model's capacity is the smallest over its SLOs
+    assert auto["capacity"] == min(_st(engine, "1")["capacity"],
+                                   _st(engine, "1", WIDE)["capacity"])
     assert auto["components"]["concurrency"] == pytest.approx(
         auto["concurrency"] / auto["capacity"])
 
