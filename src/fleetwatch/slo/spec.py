@@ -97,6 +97,7 @@ class BurnWindow(_Strict):
 
     @property
     def name(self) -> str:
+        """``"1h/5m"``: the pair's ``burn_tier`` label value."""
         return f"{format_duration(self.long)}/{format_duration(self.short)}"
 
 
@@ -164,6 +165,7 @@ class SLI(_Strict):
 
     @property
     def kind(self) -> str:
+        """``"latency"``, ``"availability"`` or ``"timeslice"``."""
         return next(k for k in ("latency", "availability", "timeslice") if getattr(self, k))
 
 
@@ -267,10 +269,12 @@ class SLOSpec(_Strict):
 
     @property
     def objective(self) -> float:
+        """The target as a ratio (0–1 exclusive)."""
         return self.objectives[0].target
 
     @property
     def period_seconds(self) -> float:
+        """The rolling SLO period (error-budget window), in seconds."""
         return self.time_window[0].duration
 
 
