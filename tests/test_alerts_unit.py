@@ -13,7 +13,6 @@ from tests.helpers import ROOT
 from fleetwatch.alerts import alerting as al
 from fleetwatch.alerts import recording as rec
 from fleetwatch.alerts.alertmanager import build_alertmanager
-from fleetwatch.alerts.behaviour import render_template
 from fleetwatch.alerts.config import AlertingConfigError, parse_alerting_config
 from fleetwatch.alerts.generate import (
     OPERATOR_FILE,
@@ -23,9 +22,10 @@ from fleetwatch.alerts.generate import (
     build_rules,
     rule_groups,
 )
+from fleetwatch.alerts.gotemplate import render_template
 from fleetwatch.alerts.numbers import burn_factor, error_budget, num, percent, window
-from fleetwatch.alerts.promql import glob_regex
 from fleetwatch.labels.registry import load_registry, parse_registry
+from fleetwatch.promql.glob import glob_regex
 from fleetwatch.slo.spec import parse_slo_file
 
 INPUT = ROOT / "tests" / "golden" / "alerts" / "input"

@@ -18,12 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from tests.helpers import GOLDEN
-
-from fleetwatch.cli import main
-from fleetwatch.dashboards import build_dashboards, dashboard_dict, generate
-from fleetwatch.dashboards import names as n
-from fleetwatch.dashboards.inspect import (
+from tests.dashboard_inspect import (
     BUILTIN_VARIABLES,
     iter_panels,
     query_panels,
@@ -31,9 +26,15 @@ from fleetwatch.dashboards.inspect import (
     substitute,
     variables_in,
 )
-from fleetwatch.dashboards.promql import metric_names, sel
+from tests.helpers import GOLDEN
+
+from fleetwatch.cli import main
+from fleetwatch.dashboards import build_dashboards, dashboard_dict, generate
+from fleetwatch.dashboards import names as n
 from fleetwatch.labels.registry import load_registry
 from fleetwatch.labels.schema import LABELS_BY_NAME, METRICS_BY_NAME
+from fleetwatch.promql import sel
+from fleetwatch.promql.names import metric_names
 from fleetwatch.slo.spec import load_slo_file
 
 GOLDEN_DIR = GOLDEN / "dashboards"

@@ -122,7 +122,7 @@ def _agrees(glob: str, name: str) -> None:
     import fnmatch
     import re
 
-    from fleetwatch.alerts.promql import glob_regex
+    from fleetwatch.promql.glob import glob_regex
 
     try:
         expected = fnmatch.fnmatchcase(name, glob)
@@ -173,8 +173,8 @@ def test_template_values_stay_text_in_labels_and_annotations(tmp_path):
     defined``) or was evaluated (``{{ $value }}`` became the alert's value). Checked by
     promtool itself: the alerts fire with the values as they are written."""
     from fleetwatch.alerts import alerting as al
-    from fleetwatch.alerts.behaviour import render_template
     from fleetwatch.alerts.generate import PLATFORM_FILE, SLO_FILE
+    from fleetwatch.alerts.gotemplate import render_template
 
     models = [{"name": f"m{i}", "team": v, "owner": v, "oncall": v, "latency_tier": v}
               for i, v in enumerate(TEMPLATES)]
@@ -315,8 +315,8 @@ def test_label_values_in_url_annotations_are_query_escaped(tmp_path):
     import urllib.parse
 
     from fleetwatch.alerts import alerting as al
-    from fleetwatch.alerts.behaviour import render_template
     from fleetwatch.alerts.generate import PLATFORM_FILE
+    from fleetwatch.alerts.gotemplate import render_template
 
     model = "a&var-x=1 #b/ü"
     urls = {"runbook": "https://r.example.com/{alertname}",
@@ -343,7 +343,7 @@ def test_a_thousand_registry_entries_give_rules_of_linear_size(tmp_path):
     names are taken away now — and those still are (first match wins)."""
     import time
 
-    from fleetwatch.alerts import alerting as al
+    from fleetwatch.alerts.families.not_ready import not_ready_entries
     from fleetwatch.alerts.generate import OPERATOR_FILE, PLATFORM_FILE
     from fleetwatch.labels.registry import parse_registry
 
@@ -358,7 +358,7 @@ def test_a_thousand_registry_entries_give_rules_of_linear_size(tmp_path):
     reg = parse_registry({"models": [entry("llama-3-*"), entry("ranker"), entry("llama-*"),
                                      entry("*-canary"), entry("llama-3-8b"), entry("x[ab]y"),
                                      entry("xa?")]})
-    earlier = {e.name: [x.name for x in xs] for e, xs in al._not_ready_entries(reg)}
+    earlier = {e.name: [x.name for x in xs] for e, xs in not_ready_entries(reg)}
     assert earlier == {"llama-3-*": [], "ranker": [], "llama-*": ["llama-3-*"],
                        "*-canary": ["llama-3-*", "llama-*"],
                        "llama-3-8b": ["llama-3-*", "llama-*"],
