@@ -49,7 +49,7 @@ def _url(template: str, alertname: str, static: dict[str, str]) -> str:
     return out
 
 
-def annotations(urls: URLTemplates, alertname: str, summary: str, description: str,
+def alert_annotations(urls: URLTemplates, alertname: str, summary: str, description: str,
                 static: dict[str, str] | None = None, autoscaler: bool = False) -> Labels:
     """``summary``, ``description`` and the configured URL annotations (runbook, dashboard,
     and with ``autoscaler`` the autoscaler's); ``static`` holds label values known at

@@ -128,9 +128,9 @@ def _model_rules() -> tuple[RecordingRule, ...]:
         rules.append(RecordingRule(
             latency(metric, "mean"), ratio_of_rates(f"{metric}_sum", f"{metric}_count", MODEL),
             MODEL, f"Mean of {metric} over 5 minutes (every source)."))
-        for stat in ("p50", "p90", "p99"):
+        for stat in LATENCY_STATS[1:]:
             rules.append(RecordingRule(
-                latency(metric, stat),  # type: ignore[arg-type]
+                latency(metric, stat),
                 f"histogram_quantile({_QUANTILES[stat]}, "
                 f"{agg('sum', (*MODEL, 'le'), rate(f'{metric}_bucket'))})",
                 MODEL, f"{stat} of {metric} over 5 minutes from the buckets (NaN for "

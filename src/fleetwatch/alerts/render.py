@@ -55,6 +55,8 @@ def header(command: str, sources: list[str]) -> str:
 
 
 def rule_dict(rule: RecordingRule | AlertRule) -> dict[str, Any]:
+    """One rule in Prometheus' rule-file schema (keys in Prometheus' documented order)."""
+    out: dict[str, Any]
     if isinstance(rule, RecordingRule):
         out = {"record": rule.record, "expr": rule.expr}
         if rule.static:

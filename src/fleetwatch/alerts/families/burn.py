@@ -26,7 +26,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from fleetwatch.alerts import recording as rec
-from fleetwatch.alerts.annotations import MODEL, OWNER, VALUE, annotations, label
+from fleetwatch.alerts.annotations import MODEL, OWNER, VALUE, alert_annotations, label
 from fleetwatch.alerts.config import AlertingConfig
 from fleetwatch.alerts.families.slo_context import (
     SLOContext,
@@ -122,7 +122,7 @@ def burn_alerts(slos: SLOFile, slo: SLOSpec, registry: Registry,
         rules.append(AlertRule(
             SLO_REGRESSION, with_owner(regression_expr(slo, w), team),
             (("severity", w.severity), ("slo", slo.name), ("burn_tier", tier)),
-            annotations(
+            alert_annotations(
                 urls, SLO_REGRESSION,
                 f"SLO {slo.name} regression on {label('model')}: error budget burning {VALUE}x "
                 f"within the concurrency envelope",
@@ -133,7 +133,7 @@ def burn_alerts(slos: SLOFile, slo: SLOSpec, registry: Registry,
         rules.append(AlertRule(
             SLO_OVERLOAD, with_owner(overload_expr(slo, w), team),
             (("severity", "ticket"), ("slo", slo.name), ("burn_tier", tier)),
-            annotations(
+            alert_annotations(
                 urls, SLO_OVERLOAD,
                 f"SLO {slo.name} overload on {label('model')}: error budget burning {VALUE}x "
                 f"only above the concurrency envelope",

@@ -8,7 +8,7 @@ Scenario: a model in state ``misconfigured`` fires after the ``for:``, not befor
 from __future__ import annotations
 
 from fleetwatch.alerts import recording as rec
-from fleetwatch.alerts.annotations import MODEL, OWNER, annotations, label
+from fleetwatch.alerts.annotations import MODEL, OWNER, alert_annotations, label
 from fleetwatch.alerts.config import AlertingConfig
 from fleetwatch.alerts.families.slo_context import slo_context
 from fleetwatch.alerts.family import SLOFamily
@@ -40,7 +40,7 @@ def misconfigured_alerts(slos: SLOFile, slo: SLOSpec, registry: Registry,
                    f"{{slo={string(slo.name)}, state=\"misconfigured\"}}) == 1",
                    cfg.platform.team),
         (("severity", "ticket"), ("slo", slo.name)),
-        annotations(
+        alert_annotations(
             cfg.urls, SLO_MISCONFIGURED,
             f"SLO {slo.name} cannot be evaluated on {label('model')}",
             f"The SLO engine cannot evaluate SLO {slo.name} on model {MODEL} (e.g. its "

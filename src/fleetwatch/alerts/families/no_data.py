@@ -7,7 +7,7 @@ Scenario: with no events at all, it fires after its ``for:``, not before.
 
 from __future__ import annotations
 
-from fleetwatch.alerts.annotations import annotations, literal
+from fleetwatch.alerts.annotations import alert_annotations, literal
 from fleetwatch.alerts.config import AlertingConfig
 from fleetwatch.alerts.family import SLOFamily
 from fleetwatch.alerts.owners import slo_team
@@ -31,7 +31,7 @@ def no_data_alerts(slos: SLOFile, slo: SLOSpec, registry: Registry,
         SLO_NO_DATA,
         f"absent(fleetwatch_slo_events_total{{slo={string(slo.name)}, band=\"all\"}})",
         (("severity", cfg.slo_alerts.absent_severity), ("slo", slo.name), *owner_labels),
-        annotations(
+        alert_annotations(
             cfg.urls, SLO_NO_DATA, f"SLO {slo.name} has no data",
             f"No sidecar exports fleetwatch_slo_events_total{{slo=\"{slo.name}\"}}: the "
             f"sidecars do not run the SLO engine with this SLO file, its selector matches no "

@@ -14,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 import re
 
-from fleetwatch.alerts.annotations import annotations, label, literal
+from fleetwatch.alerts.annotations import alert_annotations, label, literal
 from fleetwatch.alerts.config import AlertingConfig
 from fleetwatch.alerts.family import PlatformFamily
 from fleetwatch.alerts.rules import AlertRule, Labels
@@ -90,7 +90,7 @@ def model_not_ready_alerts(registry: Registry, cfg: AlertingConfig) -> tuple[Ale
             (("severity", settings.severity), *((k, literal(v)) for k, v in labels),
              ("latency_tier", literal(tier)),
              *((("registry_entry", literal(entry)),) if entry else ())),
-            annotations(
+            alert_annotations(
                 cfg.urls, MODEL_NOT_READY,
                 f"Model {label('model')} not ready for {allowance} on {label('target')}",
                 f"Model {label('model')} has not been ready on target {label('target')} "

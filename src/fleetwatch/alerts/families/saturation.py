@@ -10,7 +10,7 @@ queue waits are summed over two replicas.
 from __future__ import annotations
 
 from fleetwatch.alerts import recording as rec
-from fleetwatch.alerts.annotations import MODEL, OWNER, PERCENT, VALUE, annotations, label
+from fleetwatch.alerts.annotations import MODEL, OWNER, PERCENT, VALUE, alert_annotations, label
 from fleetwatch.alerts.config import AlertingConfig
 from fleetwatch.alerts.family import PlatformFamily
 from fleetwatch.alerts.numbers import num, percent
@@ -44,7 +44,7 @@ def saturation_alerts(registry: Registry, cfg: AlertingConfig) -> tuple[AlertRul
             with_owner(f"{rec.latency('modelserver_queue_duration_seconds', 'mean')} > "
                        f"{num(qw.seconds)}", team),
             (("severity", qw.severity),),
-            annotations(
+            alert_annotations(
                 urls, QUEUE_WAIT_HIGH,
                 f"Queue wait of {label('model')} is {VALUE} s",
                 f"Requests to model {MODEL} wait {VALUE} s on average in the scheduler "
@@ -56,7 +56,7 @@ def saturation_alerts(registry: Registry, cfg: AlertingConfig) -> tuple[AlertRul
             KV_CACHE_FULL,
             with_owner(f"{rec.KV_CACHE_USAGE} > {num(kv.usage_ratio)}", team),
             (("severity", kv.severity),),
-            annotations(
+            alert_annotations(
                 urls, KV_CACHE_FULL,
                 f"KV cache of {label('model')} is {PERCENT} full",
                 f"The KV cache of model {MODEL} is {PERCENT} "
@@ -68,7 +68,7 @@ def saturation_alerts(registry: Registry, cfg: AlertingConfig) -> tuple[AlertRul
             GPU_MEMORY_LOW,
             f"{rec.GPU_MEMORY_USAGE} > {num(gpu.usage_ratio)}",
             (("severity", gpu.severity), ("team", team)),
-            annotations(
+            alert_annotations(
                 urls, GPU_MEMORY_LOW,
                 f"GPU {label('gpu_uuid')} memory is {PERCENT} used",
                 f"GPU {label('gpu_uuid')} (seen by {label('backend')}) has "

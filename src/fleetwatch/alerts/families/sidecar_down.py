@@ -6,7 +6,7 @@ Scenario: a down sidecar fires after the ``for:``, not before; a healthy one nev
 
 from __future__ import annotations
 
-from fleetwatch.alerts.annotations import annotations, label, literal
+from fleetwatch.alerts.annotations import alert_annotations, label, literal
 from fleetwatch.alerts.config import AlertingConfig
 from fleetwatch.alerts.family import PlatformFamily
 from fleetwatch.alerts.rules import AlertRule
@@ -24,7 +24,7 @@ def sidecar_down_alerts(registry: Registry, cfg: AlertingConfig) -> tuple[AlertR
     return (AlertRule(
         SIDECAR_DOWN, f"up{{job={job}}} == 0\nor\nabsent(up{{job={job}}})",
         (("severity", p.sidecar_down.severity), ("team", p.team)),
-        annotations(
+        alert_annotations(
             cfg.urls, SIDECAR_DOWN, f"fleetwatch sidecar {label('instance')} is down",
             f"Prometheus cannot scrape the fleetwatch sidecar {label('instance')} (job "
             f"{literal(p.sidecar_job)}), or finds no sidecar at all: the models behind it "

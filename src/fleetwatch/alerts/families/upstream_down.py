@@ -7,7 +7,7 @@ Scenario: two models of a down target, a down target without models, and an up t
 
 from __future__ import annotations
 
-from fleetwatch.alerts.annotations import annotations, label
+from fleetwatch.alerts.annotations import alert_annotations, label
 from fleetwatch.alerts.config import AlertingConfig
 from fleetwatch.alerts.family import PlatformFamily
 from fleetwatch.alerts.rules import AlertRule
@@ -27,7 +27,7 @@ def upstream_down_alerts(registry: Registry, cfg: AlertingConfig) -> tuple[Alert
         "  and on (job, instance, target) fleetwatch_upstream_up == 0\n)\n"
         "or on (job, instance, target)\n(fleetwatch_upstream_up == 0)",
         (("severity", p.upstream_down.severity), ("team", p.team)),
-        annotations(
+        alert_annotations(
             cfg.urls, UPSTREAM_DOWN,
             f"Inference server {label('target')} behind sidecar {label('instance')} is down",
             f"The sidecar {label('instance')} cannot scrape its upstream {label('target')} "
