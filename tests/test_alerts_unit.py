@@ -301,3 +301,30 @@ def test_cli_bad_input_exits_2_naming_file_and_field(tmp_path):
     res = _cli("alertmanager", "--registry", str(tmp_path / "missing.yaml"), "--receivers",
                "examples/receivers.yaml")
     assert res.returncode == 2 and "cannot read registry" in res.stderr
+
+
+# -- alert families -------------------------------------------------------------------------
+def test_every_alert_of_every_family_is_generated_and_exercised():
+    """Each family's rules are only of the alerts it declares, every declared alert has
+    rules, and its own scenarios expect every one of them to fire at some time (for the
+    golden specs, which leave nothing uncovered)."""
+    from fleetwatch.alerts.alerting import model_recording_groups, platform_groups, slo_groups
+    from fleetwatch.alerts.families import PLATFORM_FAMILIES, SLO_FAMILIES
+    from fleetwatch.alerts.scenarios import RuleIndex, Suite
+
+    groups = [*model_recording_groups(), *slo_groups(SLOS, REGISTRY, CFG),
+              *platform_groups(REGISTRY, CFG)]
+    families = [*SLO_FAMILIES, *PLATFORM_FAMILIES]
+    declared = [a for f in families for a in f.alerts]
+    assert len(declared) == len(set(declared))
+    generated = {r.alert for g in groups for r in g.rules if isinstance(r, al.AlertRule)}
+    assert generated == set(declared)
+    for f in families:
+        rules = ([r for slo in SLOS.slos for r in f.rules(SLOS, slo, REGISTRY, CFG)]
+                 if f in SLO_FAMILIES else list(f.rules(REGISTRY, CFG)))
+        assert {r.alert for r in rules} == set(f.alerts), f.name
+        suite = Suite(REGISTRY, SLOS, CFG, RuleIndex(groups))
+        fired = {t["alertname"] for g in f.scenarios(suite)
+                 for t in g.to_dict().get("alert_rule_test", []) if t["exp_alerts"]}
+        assert fired == set(f.alerts), f.name
+        assert suite.not_covered == [], f.name

@@ -51,6 +51,7 @@ def _comment_text(text: str) -> str:
 
 
 def header(command: str, sources: list[str]) -> str:
+    """The two-line "generated, do not edit" comment naming ``command`` and the inputs."""
     return HEADER.format(command=command, sources=", ".join(map(_comment_text, sources)))
 
 
@@ -71,6 +72,7 @@ def rule_dict(rule: RecordingRule | AlertRule) -> dict[str, Any]:
 
 
 def group_dict(group: RuleGroup) -> dict[str, Any]:
+    """One rule group in Prometheus' rule-file schema."""
     out: dict[str, Any] = {"name": group.name}
     if group.interval:
         out["interval"] = group.interval

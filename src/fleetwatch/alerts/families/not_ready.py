@@ -112,6 +112,8 @@ def model_not_ready_alerts(registry: Registry, cfg: AlertingConfig) -> tuple[Ale
 
 
 def not_ready_scenarios(suite: Suite) -> list[TestGroup]:
+    """One group (none when no case is testable): every testable entry and the
+    unregistered model, checked a minute before and after each allowance."""
     registry, rules = suite.registry, suite.rules
     g = TestGroup("Model not ready: fires after its latency tier's start-up allowance, with "
                   "the registry entry's owners; unregistered models use the default allowance")

@@ -80,6 +80,7 @@ def saturation_alerts(registry: Registry, cfg: AlertingConfig) -> tuple[AlertRul
 
 
 def saturation_scenarios(suite: Suite) -> list[TestGroup]:
+    """One group for the three alerts, with the first registry entry's model."""
     registry, rules, p = suite.registry, suite.rules, suite.cfg.platform
     entry = registry.entries[0] if registry.entries else None
     model = concrete(entry.name) if entry else "model-a"

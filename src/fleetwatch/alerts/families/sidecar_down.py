@@ -33,6 +33,7 @@ def sidecar_down_alerts(registry: Registry, cfg: AlertingConfig) -> tuple[AlertR
 
 
 def sidecar_down_scenarios(suite: Suite) -> list[TestGroup]:
+    """One group: a down and a healthy sidecar."""
     p = suite.cfg.platform
     g = TestGroup("Sidecar down: up == 0 for its for:, the healthy sidecar does not fire")
     mins = minutes(p.sidecar_down.for_)

@@ -38,6 +38,7 @@ def upstream_down_alerts(registry: Registry, cfg: AlertingConfig) -> tuple[Alert
 
 
 def upstream_down_scenarios(suite: Suite) -> list[TestGroup]:
+    """One group: targets down with and without models, and an up target."""
     g = TestGroup("Upstream down: one alert per model of the target (model label for "
                   "inhibition), one per target without models; an up target does not fire")
     mins = minutes(suite.cfg.platform.upstream_down.for_)
