@@ -284,11 +284,15 @@ def rules(registry_path: str, slos_path: str, receivers_path: str | None, out_di
         registry, slos, cfg = load_inputs(registry_path, slos_path, receivers_path)
         assert slos is not None
         formats = ("plain", "operator") if fmt == "both" else (fmt,)
+        not_covered: list[str] = []
         files = build_rules(registry, slos, cfg,
                             source_names(registry_path, slos_path, receivers_path),
-                            formats, tests=tests and "plain" in formats)
+                            formats, tests=tests and "plain" in formats,
+                            not_covered=not_covered)
     except (InputError, BehaviourTestError) as exc:
         _fail(str(exc))
+    for case in not_covered:
+        click.echo(f"fleetwatch: warning: behaviour tests do not cover {case}", err=True)
     try:
         for path in write_rule_files(files, out_dir):
             click.echo(path)
