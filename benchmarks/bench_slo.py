@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from fleetwatch.exporters.mapping import Normalizer  # noqa: E402
-from fleetwatch.exporters.scraper import Snapshot  # noqa: E402
+from fleetwatch.exporters.normalize import Normalizer  # noqa: E402
+from fleetwatch.exporters.snapshot import Snapshot  # noqa: E402
 from fleetwatch.exporters.sources import TABLES  # noqa: E402
 from fleetwatch.slo.engine import SLOEngine  # noqa: E402
 from fleetwatch.slo.spec import parse_slo_file  # noqa: E402

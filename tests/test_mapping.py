@@ -7,9 +7,11 @@ import math
 import pytest
 from tests.helpers import fixture_files
 
-from fleetwatch.exporters.mapping import Normalizer, TargetContext, render
+from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.parser import parse_exposition
+from fleetwatch.exporters.render import render
 from fleetwatch.exporters.sources import TABLES, detect_kind
+from fleetwatch.exporters.table import TargetContext
 
 
 def normalized(text: str, kind: str | None = None, **ctx) -> dict[tuple, float]:

@@ -8,8 +8,8 @@ import sys
 import pytest
 from tests.helpers import ROOT
 
-from fleetwatch.config import ConfigError, load_config
 from fleetwatch.labels.registry import RegistryError, load_registry
+from fleetwatch.sidecar.config import ConfigError, load_config
 
 
 def write(tmp_path, name, text):

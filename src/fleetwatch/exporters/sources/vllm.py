@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from fleetwatch.exporters.mapping import Rule, SourceTable, ValueMap
+from fleetwatch.exporters.source import HealthProbe, Source
+from fleetwatch.exporters.table import Rule, SourceTable, ValueMap
 
 _H, _C, _G = "histogram", "counter", "gauge"
 
@@ -130,4 +131,21 @@ TABLE = SourceTable(
     }),
     name_prefix_aliases=(("vllm_", "vllm:"), ("ray_vllm:", "vllm:"), ("ray_vllm_", "vllm:")),
     description="standalone vLLM, V0 (≤0.11) and V1 (0.7.3–0.33) engines",
+)
+
+
+def _claims(name: str, _line: str) -> bool:
+    return name.startswith(("vllm:", "vllm_", "ray_vllm"))
+
+
+SOURCE = Source(
+    kind="vllm",
+    table=TABLE,
+    description="vLLM OpenAI-compatible server (V0 and V1 engines, Ray Serve's ray_vllm_*)",
+    claims=_claims,
+    default_port=8000,
+    detect_priority=10,
+    readiness=HealthProbe("/health"),
+    runtimes=("vllm",),
+    component_names=(("vllm", "vLLM"),),
 )
