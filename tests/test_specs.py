@@ -85,7 +85,8 @@ def test_non_utf8_registry_is_a_clean_error(tmp_path):
 
 @pytest.mark.parametrize("body,expected", [
     ("targets: []\n", "targets: List should have at least 1 item"),
-    ("targets:\n  - {name: a, url: 'http://x/metrics', kind: sglang}\n", "targets[0].kind"),
+    ("targets:\n  - {name: a, url: 'http://x/metrics', kind: tgi}\n",
+     "targets[0].kind: Value error, unknown kind 'tgi'; expected one of auto, "),
     ("targets:\n  - {name: a}\n", "targets[0].url: Field required"),
     ("targets:\n  - {name: a, url: 'not a url'}\n", "targets[0].url"),
     ("targets:\n  - {name: a, url: 'http://x/m'}\n  - {name: a, url: 'http://y/m'}\n",
