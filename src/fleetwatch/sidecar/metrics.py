@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from prometheus_client import generate_latest
 
-from fleetwatch.exporters.assemble import NORMALIZED, SELF, SLO, Part, assemble, parse_families
+from fleetwatch.exporters.assemble import SELF, SLO, Part, assemble, parse_families
 from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.sidecar.selfmetrics import self_registry
 
@@ -43,6 +43,5 @@ class MetricsAssembler:
         parts.append(self.scraper.passthrough_part)
         result = assemble(parts)
         self.dropped.update(result.dropped)
-        if self.scraper.collisions:
-            self.dropped[NORMALIZED] += self.scraper.collisions
+        self.dropped.update(self.scraper.dropped)  # left out when the cycle's parts were built
         return result.text.encode()

@@ -102,6 +102,9 @@ class Scraper:
         self.passthrough_part = Part(PASSTHROUGH, [], check_series=False)
         #: Normalized series the last cycle left out: a second target produced them too.
         self.collisions = 0
+        #: Series the last cycle left out of its parts, by origin (normalized: a second
+        #: target produced them too; passthrough: a second target passed them through).
+        self.dropped: Counter[str] = Counter()
         #: Both parts merged: what the last cycle normalized, as text.
         self.body: bytes = b""
         self.snapshot: Snapshot | None = None
@@ -174,6 +177,7 @@ class Scraper:
                                     check_series=False)
         self.passthrough_part = Part(PASSTHROUGH, merged.families, check_series=False)
         self.collisions = len(collisions)
+        self.dropped = merged.dropped + Counter({NORMALIZED: len(collisions)})
         self.body = assemble([self.normalized_part, self.passthrough_part]).text.encode()
 
     async def _scrape_target(self, st: TargetState) -> None:
