@@ -93,9 +93,10 @@ def test_sample_name_clash_drops_the_family():
 
 
 def test_assembly_is_the_same_in_another_process():
-    code = ("import sys; sys.path.insert(0, %r); from tests.test_assemble import _parts; "
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+            "from tests.test_assemble import _parts; "
             "from fleetwatch.exporters.assemble import assemble; "
-            "sys.stdout.write(assemble(_parts()).text)" % str(ROOT))
+            "sys.stdout.write(assemble(_parts()).text)")
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True, env={"PYTHONHASHSEED": "7", "PATH": ""})
     assert other.stdout == assemble(_parts()).text == EXPECTED

@@ -162,7 +162,8 @@ class SeriesCompiler:
             div, mul = (rule.divide, rule.multiply) if scaled else (1.0, 1.0)
             fam_idx = FAMILY_INDEX[target]
             # render the labels once; le/quantile always come last
-            tail_out = [(k, out.pop(k)) for k in ("quantile", "le") if k in out]
+            tail_out: list[tuple[str, str]] = [(k, out.pop(k)) for k in ("quantile", "le")
+                                               if k in out]
             base_pairs = _ordered(out, tdef)
             base_labels = render_labels(base_pairs)
             mean_only = False

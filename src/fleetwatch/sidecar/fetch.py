@@ -128,12 +128,3 @@ def _payload_problem(exc: aiohttp.ClientPayloadError) -> str:
     if isinstance(message, str) and message:
         return message
     return str(exc).replace("\n", " ").strip() or type(exc).__name__
-
-
-def _payload_problem(exc: aiohttp.ClientPayloadError) -> str:
-    """The readable part of aiohttp's payload error (which wraps the parser's error)."""
-    cause = exc.__cause__ or (exc.args[0] if exc.args else None)
-    message = getattr(cause, "message", None)
-    if isinstance(message, str) and message:
-        return message
-    return str(exc).replace("\n", " ").strip() or type(exc).__name__

@@ -22,7 +22,7 @@ ERROR_REASONS = ("timeout", "connection", "http_status", "not_metrics", "empty",
                  "parse", "too_large", "truncated", "internal")
 
 
-def _family(name: str) -> Metric:
+def _family(name: str) -> CounterMetricFamily | GaugeMetricFamily:
     mdef = METRICS_BY_NAME[name]
     base = name[:-6] if mdef.type == "counter" else name
     cls = CounterMetricFamily if mdef.type == "counter" else GaugeMetricFamily

@@ -21,12 +21,14 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from fleetwatch.exporters.source import HealthProbe, Source
-from fleetwatch.exporters.table import Rule, SourceTable, ValueMap
+from fleetwatch.exporters.table import Rule, SourceTable, SourceType, ValueMap
 
-_H, _C, _G = "histogram", "counter", "gauge"
+_H: SourceType = "histogram"
+_C: SourceType = "counter"
+_G: SourceType = "gauge"
 
 
-def _rule(source: str, typ: str, target: str, *const: tuple[str, str], priority: int = 0,
+def _rule(source: str, typ: SourceType, target: str, *const: tuple[str, str], priority: int = 0,
           since: str, **kw) -> Rule:
     return Rule(f"vllm:{source}", typ, target, const=const, priority=priority, since=since,
                 runtime="vllm", **kw)
