@@ -87,6 +87,9 @@ class SeriesCompiler:
         self.mean_only: dict[str, tuple[int, str, str]] = {}
         self.stale: set[str] = set()  # upstream series (canonical) to compile again
         self.dropped_labels: set[str] = set()
+        # label pairs and label sets shared by the keys (one model's series repeat them)
+        self._pool: dict[tuple[str, str], tuple[str, str]] = {}
+        self._sets: dict[LabelPairs, LabelPairs] = {}
         self._owner: dict[str, str] = {}  # normalized series → first upstream key seen
         self._shared: set[str] = set()  # normalized series fed by several upstream series
         self._allowed: dict[str, frozenset[str]] = {}
@@ -112,6 +115,8 @@ class SeriesCompiler:
         :class:`~fleetwatch.exporters.normalize.Normalized` handed out earlier keeps its
         keys."""
         self.keys = {}
+        self._pool = {}
+        self._sets = {}
         self._owner.clear()
         self._shared.clear()
         self.mean_only.clear()
@@ -164,7 +169,7 @@ class SeriesCompiler:
             # render the labels once; le/quantile always come last
             tail_out: list[tuple[str, str]] = [(k, out.pop(k)) for k in ("quantile", "le")
                                                if k in out]
-            base_pairs = _ordered(out, tdef)
+            base_pairs = self._shared_pairs(_ordered(out, tdef))
             base_labels = render_labels(base_pairs)
             mean_only = False
             for t_suffix, extra in samples:
@@ -175,7 +180,8 @@ class SeriesCompiler:
                     tail = [("le", _scale_bound(labels["le"], rule.le_divide))]
                 prefix = target + t_suffix + _append_labels(base_labels, tail)
                 if prefix not in self.keys:
-                    self.keys[prefix] = (target + t_suffix, base_pairs + tuple(tail))
+                    self.keys[prefix] = (target + t_suffix, base_pairs + tuple(
+                        self._pool.setdefault(p, p) for p in tail) if tail else base_pairs)
                 if t_suffix == "_count" and rule.as_samples != (("", ()),):
                     mean_only = True
                 if lossy or (target, t_suffix) in self._multi_fed:
@@ -200,6 +206,15 @@ class SeriesCompiler:
             return Entry(unmapped_family=self._family_of(name, meta))
         return Entry(direct=tuple(direct), scaled=tuple(scaled_slots), shared=tuple(shared),
                      model=model_id, canon=canon)
+
+    def _shared_pairs(self, pairs: LabelPairs) -> LabelPairs:
+        """``pairs`` as a tuple shared with every equal label set compiled before (the
+        keys of one model's series then cost one tuple, not one each)."""
+        shared = self._sets.get(pairs)
+        if shared is None:
+            pool = self._pool
+            shared = self._sets[pairs] = tuple(pool.setdefault(p, p) for p in pairs)
+        return shared
 
     def _unused(self, name: str, meta: Metadata) -> Entry:
         """The entry of a sample name no rule reads: ignored, invalid or unmapped."""
