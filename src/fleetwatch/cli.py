@@ -13,8 +13,9 @@ from pathlib import Path
 import click
 
 from fleetwatch import __version__
-from fleetwatch.config import ConfigError, load_config
+from fleetwatch.exporters.sources import KINDS
 from fleetwatch.labels.registry import Registry, RegistryError, load_registry
+from fleetwatch.sidecar.config import ConfigError, load_config
 
 EXIT_BAD_INPUT = 2
 
@@ -57,7 +58,7 @@ def main() -> None:
               type=click.Choice(["debug", "info", "warning", "error"]))
 def serve(config_path: str, slos_path: str | None, log_level: str) -> None:
     """Run the sidecar: scrape the targets, serve /metrics, /healthz, /readyz."""
-    from fleetwatch.exporters.server import ListenError, run_sidecar
+    from fleetwatch.sidecar.server import ListenError, run_sidecar
 
     _setup_logging(log_level)
     try:
@@ -138,7 +139,7 @@ def validate(config_path: str) -> None:
 
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--source", type=click.Choice(["auto", "triton", "vllm", "dcgm"]),
+@click.option("--source", type=click.Choice(KINDS),
               default="auto", show_default=True, help="Which server produced the exposition.")
 @click.option("--registry", "registry_path", type=click.Path(dir_okay=False),
               help="Model registry YAML (adds modelserver_model_info).")
@@ -150,9 +151,11 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
 
     A summary (source, series, unmapped families, skipped lines) goes to stderr.
     """
-    from fleetwatch.exporters.mapping import Normalizer, TargetContext, render
+    from fleetwatch.exporters.normalize import Normalizer
     from fleetwatch.exporters.parser import describe_if_not_metrics
+    from fleetwatch.exporters.render import render
     from fleetwatch.exporters.sources import TABLES, detect_kind
+    from fleetwatch.exporters.table import TargetContext
 
     try:
         raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()

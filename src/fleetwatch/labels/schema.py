@@ -50,7 +50,10 @@ class MetricDef:
     the base unit ("seconds", "bytes", "ratio", "requests", "tokens", …); ``labels``
     lists the series labels beyond those every per-model metric carries (``model``,
     ``model_version``, ``backend``, ``runtime``, ``dp_rank``); ``per_model`` is False for
-    host and GPU series, which carry ``backend`` but no model labels.
+    host and GPU series, which carry ``backend`` but no model labels. ``stability`` and
+    ``deprecated_since`` (the fleetwatch version that deprecated the family, ``""`` when
+    it is not deprecated) are written at the start of the exposed HELP text, as
+    Kubernetes and kube-state-metrics do (:attr:`exposition_help`).
     """
 
     name: str
@@ -61,6 +64,14 @@ class MetricDef:
     stability: Stability = "beta"
     per_model: bool = True
     otel: str = ""
+    deprecated_since: str = ""
+
+    @property
+    def exposition_help(self) -> str:
+        """The HELP text as exposed: ``[STABLE] help``, ``[ALPHA] (Deprecated since 0.2.0)
+        help`` (Kubernetes' component-base metrics format)."""
+        dep = f"(Deprecated since {self.deprecated_since}) " if self.deprecated_since else ""
+        return f"[{self.stability.upper()}] {dep}{self.help}"
 
 
 LABELS: tuple[LabelDef, ...] = (
@@ -71,11 +82,12 @@ LABELS: tuple[LabelDef, ...] = (
     LabelDef("model_namespace", "Triton model namespace (Triton's `namespace`, renamed so it "
              "cannot clash with the Kubernetes `namespace` target label).",
              otel="modelserver.model.namespace"),
-    LabelDef("backend", "Server that emitted the series.", ("triton", "vllm", "dcgm"),
+    # backend and runtime values are those of the registered sources
+    # (fleetwatch.exporters.sources.SOURCES): docs/metrics.md lists them.
+    LabelDef("backend", "Server that emitted the series (the source kind's backend).",
              otel="gen_ai.provider.name"),
     LabelDef("runtime", "What executes the model (Triton model config `backend`/`platform`, "
-             "or the engine).", ("python", "onnxruntime", "pytorch", "tensorrt", "vllm",
-                                 "tensorrt_llm", "unknown"), otel="modelserver.runtime"),
+             "or the engine).", otel="modelserver.runtime"),
     LabelDef("dp_rank", "Data-parallel engine index (vLLM `engine` label; `0` before vLLM "
              "0.8.3).", otel="modelserver.dp_rank"),
     LabelDef("gpu_uuid", "GPU UUID (Triton `gpu_uuid`, dcgm-exporter `UUID`/`uuid`).",
@@ -130,6 +142,8 @@ LABELS: tuple[LabelDef, ...] = (
     LabelDef("reason", "Why a scrape failed.", ("timeout", "connection", "http_status",
                                                  "not_metrics", "empty", "decode", "parse",
                                                  "too_large", "truncated", "internal")),
+    LabelDef("origin", "Part of the sidecar's /metrics a dropped family or series came from.",
+             ("normalized", "self", "slo", "passthrough")),
 )
 
 #: Labels a GPU series may carry (dcgm-exporter's GPU identity and pod mapping).
@@ -202,8 +216,9 @@ METRICS: tuple[MetricDef, ...] = (
               "Prefix-cache hits, counted in tokens; hit ratio = rate(hits)/rate(queries).",
               ("cache_tier",), "stable", otel="modelserver.prefix_cache.hits"),
     MetricDef("modelserver_prefix_cache_hit_ratio", _G, "ratio",
-              "Prefix-cache block hit ratio reported by vLLM V0 (a gauge; V1 has counters). "
-              "NaN when vLLM reports no data (-1).", (), "beta"),
+              "Prefix-cache hit ratio as the engine reports it, over the engine's own recent "
+              "window (a gauge, for engines that export no hit/query counters, e.g. vLLM "
+              "V0). NaN when the engine reports no data.", (), "beta"),
     MetricDef("modelserver_response_cache_lookups_total", _C, "lookups",
               "Triton response-cache lookups by result.", ("result",), "stable",
               otel="modelserver.response_cache.lookups"),
@@ -299,6 +314,11 @@ SELF_METRICS: tuple[MetricDef, ...] = (
     MetricDef("fleetwatch_upstream_model_ready", _G, "boolean",
               "1 when the model reports ready (Triton /v2/models/<m>/ready, vLLM /health).",
               ("target", "model"), "stable", per_model=False),
+    MetricDef("fleetwatch_exposition_dropped_series_total", _C, "series",
+              "Series left out of /metrics because a part with precedence (normalized > "
+              "self > slo > passthrough) already served that family or series, by the "
+              "origin of what was dropped; counted at every /metrics assembly.",
+              ("origin",), "alpha", per_model=False),
     # -- the SLO engine ------------------------------------------------------------
     MetricDef("fleetwatch_slo_events_total", _C, "events",
               "SLI events (all), by the concurrency band of the interval they happened in "
