@@ -9,6 +9,7 @@ import contextlib
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -17,10 +18,13 @@ from fleetwatch.exporters.sources import KINDS
 from fleetwatch.labels.registry import Registry, RegistryError, load_registry
 from fleetwatch.sidecar.config import ConfigError, load_config
 
+if TYPE_CHECKING:
+    from fleetwatch.slo.spec import SLOFile
+
 EXIT_BAD_INPUT = 2
 
 
-def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     click.echo(f"fleetwatch: error: {message}", err=True)
     sys.exit(code)
 
@@ -73,7 +77,7 @@ def serve(config_path: str, slos_path: str | None, log_level: str) -> None:
         _fail(f"{exc} (listen: in {config_path})", code=1)
 
 
-def _slo_file(path: str):
+def _slo_file(path: str) -> SLOFile:
     from fleetwatch.slo.spec import SLOSpecError, load_slo_file
 
     try:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from fleetwatch.exporters.compile import Entry, SeriesCompiler
 from fleetwatch.exporters.parser import Metadata, iter_lines, split_sample_line
@@ -125,7 +126,7 @@ class Normalizer:
         models: set[tuple[str, str, str, str]] = set()
         unmapped: set[str] = set()
         passthrough: dict[str, list[str]] = {}
-        agg: dict[str, list] = {}  # prefix → [value, priority, canon | None, family]
+        agg: dict[str, list[Any]] = {}  # prefix → [value, priority, canon | None, family]
         cache = self._cache
         compile_entry = self._compiler.compile
         add_model = models.add

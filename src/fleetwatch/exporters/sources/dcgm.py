@@ -14,6 +14,7 @@ energy mJ → J (÷1000, since boot). Labels: ``UUID``/``uuid`` → ``gpu_uuid``
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Any
 
 from fleetwatch.exporters.source import Source
 from fleetwatch.exporters.table import Rule, SourceTable
@@ -21,7 +22,7 @@ from fleetwatch.exporters.table import Rule, SourceTable
 MIB = float(1 << 20)
 
 
-def _g(field: str, target: str, since: str = "default counters", **kw) -> Rule:
+def _g(field: str, target: str, since: str = "default counters", **kw: Any) -> Rule:
     return Rule(f"DCGM_FI_{field}", "gauge", target, since=since, **kw)
 
 

@@ -18,6 +18,7 @@ Source: METRIC_CATALOG §1 (triton-inference-server/core ``src/metrics.cc``,
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Any
 
 from fleetwatch.exporters.source import ModelReadyProbe, RuntimeProbe, Source
 from fleetwatch.exporters.sources import triton_trtllm, triton_vllm
@@ -187,7 +188,7 @@ RUNTIME_BY_CONFIG = MappingProxyType({
 })
 
 
-def runtime_from_model_config(config: dict) -> str:
+def runtime_from_model_config(config: dict[str, Any]) -> str:
     """``runtime`` label from a Triton model configuration (``/v2/models/<m>/config`` JSON).
 
     Uses ``backend`` (e.g. ``python``, ``onnxruntime``, ``vllm``, ``tensorrtllm``), else

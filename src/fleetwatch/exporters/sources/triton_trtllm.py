@@ -26,6 +26,8 @@ static-batching mode TensorRT-LLM has deprecated.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fleetwatch.exporters.table import Rule, SourceTable
 
 # The runtime label comes from the model's Triton configuration (backend "tensorrtllm"),
@@ -36,7 +38,7 @@ _KV = "kv_cache_block_type"
 
 
 def _both(family: str, label: str, value: str, target: str, *const: tuple[str, str],
-          since: str, **kw) -> tuple[Rule, Rule]:
+          since: str, **kw: Any) -> tuple[Rule, Rule]:
     """The ``*_metrics`` rule and its v0.6 ``*_statistics`` alias (lower precedence)."""
     return (
         Rule(f"nv_trt_llm_{family}_metrics", "gauge", target, match=((label, value),),

@@ -19,6 +19,7 @@ same exposition (deprecated names shown beside new ones, 0.9.2–0.11), the newe
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Any
 
 from fleetwatch.exporters.source import HealthProbe, Source
 from fleetwatch.exporters.table import Rule, SourceTable, SourceType, ValueMap
@@ -29,7 +30,7 @@ _G: SourceType = "gauge"
 
 
 def _rule(source: str, typ: SourceType, target: str, *const: tuple[str, str], priority: int = 0,
-          since: str, **kw) -> Rule:
+          since: str, **kw: Any) -> Rule:
     return Rule(f"vllm:{source}", typ, target, const=const, priority=priority, since=since,
                 runtime="vllm", **kw)
 
