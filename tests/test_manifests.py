@@ -325,3 +325,46 @@ def test_dockerfile_essentials():
                  "python3-dev"):
         assert not re.search(rf"(?<![\w-]){re.escape(tool)}(?![\w-])", installs), tool
     assert "pip uninstall -y pip" in " ".join(stages[0])  # no pip in the copied venv
+
+
+def test_runtime_imports_are_declared():
+    """Every third-party module the package imports outside the demo (which needs the
+    triton extra) is a declared dependency: the image installs no extras, so an
+    undeclared one fails at ``fleetwatch serve`` in the container."""
+    import ast
+    import importlib.metadata as md
+
+    def norm(name: str) -> str:
+        return re.split(r"[<>=!~\[ ;(]", name.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+    block = re.search(r"^dependencies = \[(.*?)^\]", (ROOT / "pyproject.toml").read_text(),
+                      re.S | re.M)
+    assert block
+    declared = {norm(d) for d in re.findall(r'"([^"]+)"', block.group(1))}
+    todo = list(declared)  # and what they require (not their extras)
+    while todo:
+        try:
+            reqs = md.requires(todo.pop()) or []
+        except md.PackageNotFoundError:
+            continue
+        for r in reqs:
+            if "extra ==" not in r and norm(r) not in declared:
+                declared.add(norm(r))
+                todo.append(norm(r))
+    dists = md.packages_distributions()
+    missing = {}
+    for path in sorted((ROOT / "src" / "fleetwatch").rglob("*.py")):
+        if "demo" in path.relative_to(ROOT / "src" / "fleetwatch").parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and node.module
+                     and node.level == 0 else [])
+            for name in names:
+                top = name.split(".")[0]
+                if top in sys.stdlib_module_names or top == "fleetwatch":
+                    continue
+                owners = {d.lower().replace("_", "-") for d in dists.get(top, [top])}
+                if not owners & declared:
+                    missing.setdefault(top, path.relative_to(ROOT).as_posix())
+    assert not missing, f"imported but not in [project] dependencies: {missing}"
