@@ -15,9 +15,14 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fleetwatch.cli import main
 from fleetwatch.manifests import Settings, build, load_inputs
+from fleetwatch.manifests import keda as keda_mod
+from fleetwatch.manifests import sidecar as sidecar_mod
+from fleetwatch.manifests.common import Deployment, SidecarSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -368,3 +373,41 @@ def test_runtime_imports_are_declared():
                 if not owners & declared:
                     missing.setdefault(top, path.relative_to(ROOT).as_posix())
     assert not missing, f"imported but not in [project] dependencies: {missing}"
+
+
+# -- property: any valid deployment block gives valid objects --------------------------------
+_LABEL = st.from_regex(r"\A[a-z]([-a-z0-9]{0,20}[a-z0-9])?\Z")
+
+
+@st.composite
+def _deployments(draw):
+    lo = draw(st.integers(1, 50))
+    return Deployment(
+        name=draw(_LABEL), namespace=draw(_LABEL),
+        model=draw(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)),
+                           min_size=1, max_size=30).filter(lambda s: not set("*?[") & set(s))),
+        version=draw(st.none() | st.text("0123456789.", min_size=1, max_size=5)),
+        other_versions=tuple(draw(st.lists(st.text("0123456789.+*", min_size=1, max_size=4),
+                                           max_size=3, unique=True))),
+        sidecar=SidecarSpec("sidecar", "sidecar.yaml", "x: 1\n", draw(st.integers(1, 65535)),
+                            1.0),
+        latency_tier="standard", min_replicas=lo, max_replicas=draw(st.integers(lo, 10_000)),
+        startup_seconds=draw(st.integers(10, 86400)), polling_seconds=draw(st.integers(1, 3600)),
+        cooldown_seconds=draw(st.integers(0, 86400)),
+        scale_down_stabilization_seconds=draw(st.integers(0, 3600)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(dep=_deployments(), trigger=st.sampled_from(["prometheus", "metrics-api"]))
+def test_any_valid_deployment_gives_valid_objects(dep, trigger):
+    s = Settings(trigger=trigger)
+    so = keda_mod.scaled_object(dep, s)
+    assert errors(so) == []
+    assert so["spec"]["minReplicaCount"] <= so["spec"]["maxReplicaCount"]
+    merged = _strategic_merge(ENGINE, sidecar_mod.deployment_patch(dep, s, "0" * 16))
+    assert errors(merged) == []
+    assert errors(sidecar_mod.service(dep)) == []
+    if trigger == "prometheus":  # the model name survives PromQL quoting
+        q = so["spec"]["triggers"][0]["metadata"]["query"]
+        assert q.startswith('sum(model:fleetwatch_autoscaling_signal:sum{model="')
+        assert keda_mod.promql_string(dep.model) in q
