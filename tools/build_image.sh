@@ -63,12 +63,12 @@ fi
 "${BUILD[@]}" "${ARGS[@]}" -t "$TAG" -f Dockerfile .
 if [ "$TOOL" = buildah ]; then
   ctr=$(buildah from "$TAG")
+  trap 'buildah rm "$ctr" >/dev/null 2>&1 || true' EXIT  # also when a check fails
   buildah run --isolation chroot "$ctr" -- /opt/fleetwatch/bin/fleetwatch --version
   buildah run --isolation chroot "$ctr" -- id
   # no build tools in the final stage: no pip, compiler or make on PATH
   buildah run --isolation chroot "$ctr" -- /bin/sh -c \
     'for t in pip pip3 gcc cc make git; do command -v $t && exit 1; done; echo "no build tools"'
-  buildah rm "$ctr" >/dev/null
   buildah images --format '{{.Name}}:{{.Tag}} {{.Size}}' "$TAG"
 else
   "${RUN[@]}" --entrypoint /opt/fleetwatch/bin/fleetwatch "$TAG" --version
