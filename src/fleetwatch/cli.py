@@ -345,5 +345,66 @@ def alertmanager(registry_path: str, receivers_path: str, slos_path: str | None,
     click.echo(out_file)
 
 
+# -- manifests: Kubernetes manifests (fleetwatch.manifests) ---------------------------------
+@main.command()
+@click.option("--config", "config_paths", required=True, multiple=True,
+              type=click.Path(dir_okay=False),
+              help="Sidecar configuration YAML (repeat for several kinds of pod; a registry "
+                   "deployment picks one by file stem with deployment.sidecar).")
+@click.option("--registry", "registry_path", required=True, type=click.Path(dir_okay=False),
+              help="Model registry YAML: entries with a deployment: block are deployed.")
+@click.option("--slos", "slos_path", required=True, type=click.Path(dir_okay=False),
+              help="SLO file (mounted in the sidecars; rules and dashboards).")
+@click.option("--receivers", "receivers_path", type=click.Path(dir_okay=False),
+              help="Alerting configuration: adds the Alertmanager config Secret.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Output directory (kustomization.yaml and the files it lists).")
+@click.option("--image", default=f"fleetwatch:{__version__}", show_default=True,
+              help="Sidecar image.")
+@click.option("--namespace", default="default", show_default=True,
+              help="Namespace of deployments whose registry entry names none.")
+@click.option("--monitoring-namespace", default="monitoring", show_default=True,
+              help="Namespace of the monitors, dashboards and Alertmanager Secret.")
+@click.option("--release", default=None,
+              help="release label on the monitors (kube-prometheus-stack's release name).")
+@click.option("--monitor", type=click.Choice(["podmonitor", "servicemonitor"]),
+              default="podmonitor", show_default=True,
+              help="Which monitor kustomization.yaml applies (both files are written).")
+@click.option("--trigger", type=click.Choice(["prometheus", "metrics-api"]),
+              default="prometheus", show_default=True,
+              help="KEDA trigger: the fleet-wide recording rule, or one sidecar's "
+                   "/autoscaling/<model>.")
+@click.option("--prometheus-url", default="http://prometheus-operated.monitoring.svc:9090",
+              show_default=True, help="Prometheus that KEDA's Prometheus trigger queries.")
+@click.option("--alertmanager-secret", default="alertmanager-fleetwatch", show_default=True,
+              help="Name of the Alertmanager config Secret.")
+def manifests(config_paths: tuple[str, ...], registry_path: str, slos_path: str,
+              receivers_path: str | None, out_dir: str, image: str, namespace: str,
+              monitoring_namespace: str, release: str | None, monitor: str, trigger: str,
+              prometheus_url: str, alertmanager_secret: str) -> None:
+    """Generate Kubernetes manifests: sidecar ConfigMap, container and Deployment patch,
+    Service, PodMonitor/ServiceMonitor, KEDA ScaledObjects, PrometheusRule, dashboard
+    ConfigMaps, Alertmanager Secret and a kustomization (docs/deploy.md)."""
+    from fleetwatch.manifests import ManifestError, Settings, build, load_inputs, write_files
+
+    settings = Settings(image=image, namespace=namespace,
+                        monitoring_namespace=monitoring_namespace, release=release,
+                        monitor=monitor, trigger=trigger,  # type: ignore[arg-type]
+                        prometheus_url=prometheus_url,
+                        alertmanager_secret=alertmanager_secret)
+    try:
+        files, warnings = build(load_inputs(list(config_paths), registry_path, slos_path,
+                                            receivers_path), settings)
+    except ManifestError as exc:
+        _fail(str(exc))
+    for warning in warnings:
+        click.echo(f"fleetwatch: warning: {warning}", err=True)
+    try:
+        write_files(files, out_dir)
+    except OSError as exc:
+        _fail(f"{out_dir}: cannot write: {exc.strerror or exc}", code=1)
+    click.echo(f"wrote {len(files)} files to {out_dir}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -10,6 +10,17 @@ A YAML file::
         oncall: search-oncall           # required (pager/Alertmanager receiver key)
         latency_tier: interactive       # optional, default "standard"
         description: Query ranking model
+        deployment:                     # optional: its Kubernetes Deployment (manifests)
+          name: ranker                  # Deployment name (a DNS-1035 label, ≤ 52 chars)
+          namespace: inference          # optional (default: fleetwatch manifests --namespace)
+          model: ranker                 # the model it serves; required when name is a glob
+          sidecar: sidecar              # which --config (file stem); needed with several
+          min_replicas: 2               # ≥ 1, default 1 (KEDA minReplicaCount)
+          max_replicas: 8               # ≥ min_replicas, default 10
+          startup_seconds: 600          # startup probe allowance (default by latency tier)
+          polling_seconds: 15           # KEDA pollingInterval, default 15
+          cooldown_seconds: 300         # KEDA cooldownPeriod, default 300
+          scale_down_stabilization_seconds: 300   # HPA scale-down window, default 300
 
 The first matching entry wins, so list specific versions before catch-alls; two entries
 with the same name and version are an error (the second could never match). Versions are
@@ -23,10 +34,18 @@ team, owner, oncall, latency_tier} 1`` series, which queries join with
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from fleetwatch.labels.text import render_labels
 from fleetwatch.specfile import read_yaml
@@ -34,6 +53,63 @@ from fleetwatch.specfile import read_yaml
 
 class RegistryError(ValueError):
     """An invalid registry file; the message names the file, the entry and the field."""
+
+
+_DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+_GLOB_CHARS = frozenset("*?[")
+
+
+class DeploymentSpec(BaseModel):
+    """Where a model runs on Kubernetes, for ``fleetwatch manifests`` (times in seconds).
+
+    ``name`` becomes the Deployment patched with the sidecar, the KEDA ``ScaledObject`` and
+    the ``<name>-fleetwatch`` Service, so it is a DNS-1035 label short enough for that
+    suffix (≤ 52 characters). ``min_replicas`` is at least 1: with no replica no sidecar
+    measures the load, so the signal cannot wake a model from zero.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=52)
+    namespace: str | None = Field(None, min_length=1, max_length=63)
+    model: str | None = Field(None, min_length=1)
+    sidecar: str | None = Field(None, min_length=1)
+    min_replicas: int = Field(1, ge=1, le=10_000)
+    max_replicas: int = Field(10, ge=1, le=10_000)
+    startup_seconds: int | None = Field(None, ge=10, le=24 * 3600)
+    polling_seconds: int = Field(15, ge=1, le=3600)
+    cooldown_seconds: int = Field(300, ge=0, le=24 * 3600)
+    scale_down_stabilization_seconds: int = Field(300, ge=0, le=3600)
+
+    @field_validator("min_replicas", "max_replicas", "startup_seconds", "polling_seconds",
+                     "cooldown_seconds", "scale_down_stabilization_seconds", mode="before")
+    @classmethod
+    def _whole_number(cls, v: object) -> object:
+        if isinstance(v, bool) or (v is not None and not isinstance(v, int)):
+            raise ValueError(f"{v!r} is not a whole number")
+        return v
+
+    @field_validator("name", "namespace")
+    @classmethod
+    def _dns_label(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(_DNS_LABEL, v):
+            raise ValueError(f"{v!r} is not a DNS-1035 label (lower-case letters, digits and "
+                             "'-', starting with a letter, not ending with '-')")
+        return v
+
+    @field_validator("model")
+    @classmethod
+    def _exact_model(cls, v: str | None) -> str | None:
+        if v is not None and _GLOB_CHARS & set(v):
+            raise ValueError(f"{v!r} is a glob; the autoscaler needs one exact model name")
+        return v
+
+    @model_validator(mode="after")
+    def _replicas_ordered(self) -> DeploymentSpec:
+        if self.max_replicas < self.min_replicas:
+            raise ValueError(f"max_replicas ({self.max_replicas}) is below min_replicas "
+                             f"({self.min_replicas})")
+        return self
 
 
 class ModelEntry(BaseModel):
@@ -48,6 +124,21 @@ class ModelEntry(BaseModel):
     oncall: str = Field(min_length=1)
     latency_tier: str = Field("standard", min_length=1)
     description: str = ""
+    deployment: DeploymentSpec | None = None
+
+    @model_validator(mode="after")
+    def _deployment_model_exact(self) -> ModelEntry:
+        if self.deployment and self.deployment.model is None and _GLOB_CHARS & set(self.name):
+            raise ValueError(f"deployment.model is required: the entry's name {self.name!r} "
+                             "is a glob and the autoscaler needs one exact model name")
+        return self
+
+    @property
+    def deployed_model(self) -> str | None:
+        """The exact model name of :attr:`deployment` (None without a deployment)."""
+        if self.deployment is None:
+            return None
+        return self.deployment.model or self.name
 
     @field_validator("version", mode="before")
     @classmethod
