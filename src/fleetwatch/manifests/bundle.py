@@ -44,7 +44,6 @@ from fleetwatch.alerts.generate import (
 )
 from fleetwatch.alerts.generate import InputError as AlertInputError
 from fleetwatch.alerts.generate import load_inputs as load_alert_inputs
-from fleetwatch.config import ConfigError, SidecarConfig, load_config
 from fleetwatch.dashboards import generate as generate_dashboards
 from fleetwatch.labels.registry import ModelEntry, Registry
 from fleetwatch.manifests import keda, monitors, sidecar
@@ -57,6 +56,7 @@ from fleetwatch.manifests.common import (
     dump,
     startup_seconds,
 )
+from fleetwatch.sidecar.config import ConfigError, SidecarConfig, load_config
 from fleetwatch.slo.spec import SLOFile
 
 DASHBOARDS_FILE = "kubernetes/grafana-dashboards-configmaps.yaml"
@@ -159,7 +159,7 @@ def deployments(inputs: Inputs, settings: Settings) -> list[Deployment]:
     namespace/name; no SLO selects the deployed model (its sidecar would export no
     concurrency signal to scale on).
     """
-    specs = {}
+    specs: dict[str, SidecarSpec] = {}
     for f in inputs.sidecars:
         spec = sidecar_spec(f)
         if spec.name in specs:
@@ -206,12 +206,12 @@ def deployments(inputs: Inputs, settings: Settings) -> list[Deployment]:
             scale_down_stabilization_seconds=d.scale_down_stabilization_seconds,
             where=where))
     exact_versions: dict[str, set[str]] = {}
-    for d in out:
-        if d.version is not None:
-            exact_versions.setdefault(d.model, set()).add(d.version)
-    out = [replace(d, other_versions=tuple(sorted(exact_versions.get(d.model, set())
-                                                   - {d.version})))
-           for d in out]
+    for dep in out:
+        if dep.version is not None:
+            exact_versions.setdefault(dep.model, set()).add(dep.version)
+    out = [replace(dep, other_versions=tuple(sorted(exact_versions.get(dep.model, set())
+                                                     - {dep.version})))
+           for dep in out]
     if not out:
         raise ManifestError(f"{inputs.registry_source}: no entry has a 'deployment:' block; "
                             "nothing to deploy (see docs/deploy.md)")
