@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from tests.helpers import require_vllm
 
 from fleetwatch.demo.triton import TritonServer
 from fleetwatch.demo.vllm import VLLMServer
@@ -29,22 +30,6 @@ def triton_server() -> Iterator[TritonServer]:
 #: The session server's KV cache, in blocks of 128 tokens (CPU backend): small enough that
 #: 8 long requests are preempted, large enough for everything else the tests send.
 VLLM_KV_BLOCKS = 24
-
-
-def require_vllm() -> None:
-    """Fail (under CI=true) or skip (elsewhere, with the reason) when vLLM is not provisioned."""
-    import os
-
-    from fleetwatch.demo.vllm import VLLMStartError, find_vllm_model, find_vllm_python
-
-    try:
-        find_vllm_python()
-        find_vllm_model()
-    except VLLMStartError as exc:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"CI=true and {exc}")
-        print(f"\nskipping real-vLLM tests: {exc}")
-        pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="session")

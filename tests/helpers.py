@@ -15,6 +15,24 @@ FIXTURES = ROOT / "tests" / "fixtures" / "expositions"
 GOLDEN = ROOT / "tests" / "golden"
 
 
+def require_vllm() -> None:
+    """Fail (under CI=true) or skip (elsewhere, with the reason) when vLLM is not provisioned."""
+    import os
+
+    import pytest
+
+    from fleetwatch.demo.vllm import VLLMStartError, find_vllm_model, find_vllm_python
+
+    try:
+        find_vllm_python()
+        find_vllm_model()
+    except VLLMStartError as exc:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"CI=true and {exc}")
+        print(f"\nskipping real-vLLM tests: {exc}")
+        pytest.skip(str(exc))
+
+
 def fixture_files() -> list[Path]:
     """Every captured exposition under tests/fixtures/expositions (SOURCES.md excluded)."""
     return sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.name != "SOURCES.md")

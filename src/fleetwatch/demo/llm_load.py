@@ -22,6 +22,7 @@ import asyncio
 import json
 import math
 import random
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -34,6 +35,7 @@ __all__ = [
     "RequestMix",
     "make_prompt",
     "run_closed_loop",
+    "run_demo_llm_load",
     "run_load",
     "send_request",
 ]
@@ -304,3 +306,33 @@ async def run_closed_loop(base_url: str, model: str, concurrency: int, *,
 def run_load(base_url: str, model: str, concurrency: int, **kwargs: object) -> list[LLMResult]:
     """`run_closed_loop` in a fresh event loop (for threads and synchronous code)."""
     return asyncio.run(run_closed_loop(base_url, model, concurrency, **kwargs))  # type: ignore[arg-type]
+
+
+#: The concurrency levels `run_demo_llm_load` cycles through (requests past ``--max-num-seqs``
+#: wait in vLLM's queue).
+DEMO_CONCURRENCY: tuple[int, ...] = (1, 2, 4, 2)
+
+
+def run_demo_llm_load(base_url: str, model: str, stop_event: threading.Event, *,
+                      max_duration_s: float = 3600.0, round_s: float = 5.0,
+                      pause_s: float = 1.0, levels: Sequence[int] = DEMO_CONCURRENCY,
+                      ) -> list[LLMResult]:
+    """Keep mixed LLM traffic (completions and chat, streaming and not, 8–24 output tokens)
+    on ``model`` until ``stop_event`` is set or ``max_duration_s`` seconds passed.
+
+    Rounds of ``round_s`` seconds at the next concurrency of ``levels``, ``pause_s`` seconds
+    apart; each round drains before the next starts. Returns every result (bounded by the
+    duration: a few thousand at most).
+    """
+    deadline = time.monotonic() + max_duration_s
+    mix = RequestMix(chat_fraction=0.5, stream_fraction=0.7)
+    results: list[LLMResult] = []
+    round_number = 0
+    while not stop_event.is_set() and time.monotonic() < deadline:
+        concurrency = levels[round_number % len(levels)]
+        seconds = max(0.0, min(round_s, deadline - time.monotonic()))
+        results += run_load(base_url, model, concurrency, duration_s=seconds, mix=mix,
+                            seed=round_number, step=str(concurrency))
+        round_number += 1
+        stop_event.wait(pause_s)
+    return results
