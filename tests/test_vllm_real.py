@@ -245,6 +245,11 @@ def test_prefix_cache_hits_with_a_shared_long_prefix(vllm_server):
 
 def test_preemptions_with_a_small_kv_cache(vllm_server):
     s = vllm_server
+    info = next(lab for n, lab, _ in capture(s).raw if n == "vllm:cache_config_info")
+    # vLLM 0.32's CPU backend honours --num-gpu-blocks-override (VLLM_CPU_KVCACHE_SPACE
+    # counts whole GiB: 8192 blocks of 128 tokens for this model)
+    assert info["num_gpu_blocks"] == info["num_gpu_blocks_override"] == str(
+        s.num_gpu_blocks_override)
     rng = random.Random(7)
     # 8 running requests of 250 + 220 tokens need 8 × 4 blocks; the cache has 24
     requests = [LLMRequest(prompt=make_prompt(250, rng), max_tokens=220, ignore_eos=True)

@@ -15,13 +15,16 @@ Per step:
   tokenization) and stops when the first token is produced (before it is streamed), so the
   server reads faster. δ is measured per step (the smallest multiple of 5 ms that
   brackets) and must stay within `DELTA_MAX_S`. On 2 shared cores (client, API server,
-  engine core and worker) it is mostly the API server's queue: measured 45–55 ms at
-  concurrency 1, 150–335 ms at 4–8 and 30–450 ms at 16, while vLLM's own TTFT stays under
-  20 ms until requests wait for a slot;
+  engine core and worker) it is mostly the API server's queue, and it is set by the slowest
+  client requests: measured (four sweeps) 45–55 ms at concurrency 1, 80–115 ms at 2,
+  150–170 ms at 4, 235–335 ms at 8 and 30–800 ms at 16 (the most when other jobs shared
+  the cores), while vLLM's own TTFT stays under 20 ms until requests wait for a slot;
 * the SLO engine fed the captures counts as many TTFT events as the step had requests;
 * its burn rate (TTFT ≤ `THRESHOLD_S` = 20 ms, objective `OBJECTIVE` = 95 %) is below 1 at
-  concurrency 1 (measured 0–0.16) and above `TOP_BURN_MIN` at 16, where requests wait for
-  one of the 8 slots (measured 5.5–19.7 over three sweeps).
+  concurrency 1 (measured 0–0.16) and above `TOP_BURN_MIN` = 1 (the budget runs out faster
+  than the SLO period) at 16, where requests wait for one of the 8 slots. Measured 1.8–19.7
+  over six sweeps: how many requests reach vLLM's queue at once depends on how fast the
+  CPU-bound API server forwards them, so the top step's burn varies from run to run.
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ from pathlib import Path
 import pytest
 from tests.helpers import ROOT, SLOReplay, buckets, normalized_samples, pick
 
-from fleetwatch.demo.llm_load import RequestMix
 from fleetwatch.demo.vllm_sweep import load_sweep, run_sweep
 
 COMMITTED = ROOT / "tests" / "data" / "vllm-sweep"
@@ -40,11 +42,11 @@ STEPS = (1, 2, 4, 8, 16)
 TTFT = "modelserver_time_to_first_token_seconds"
 THRESHOLD_S = 0.02  # a TTFT bucket boundary of vLLM 0.32
 OBJECTIVE = 0.95
-TOP_BURN_MIN = 2.0
-#: Upper bound of the client-minus-server TTFT offset δ (seconds). Measured 30–450 ms
-#: on the 2-core CI machine, growing with concurrency (see the module docstring); the bound leaves room for slower
-#: machines, and still fails if the client's clock stopped containing the server's.
-DELTA_MAX_S = 1.0
+TOP_BURN_MIN = 1.0
+#: Upper bound of the client-minus-server TTFT offset δ (seconds). Measured 45–800 ms on
+#: the 2-core CI machine, growing with concurrency (see the module docstring); the bound
+#: leaves room for a busier machine and still catches a client clock that is off by seconds.
+DELTA_MAX_S = 2.0
 SLOS = {
     "windows": [{"long": "1m", "short": "10s", "budget_consumed": 0.05}],
     "capacity": {"window": "1m", "min_events": 10, "hysteresis_updates": 1},
@@ -94,8 +96,7 @@ class Sweep:
 def live_sweep(vllm_server, tmp_path_factory) -> Iterator[Sweep]:
     folder = tmp_path_factory.mktemp("vllm-sweep")
     run_sweep(vllm_server.url, vllm_server.metrics_url, vllm_server.served_model_name,
-              folder, steps=STEPS, seconds_per_step=4.0, scrape_interval_s=2.0, seed=1,
-              mix=RequestMix())
+              folder, steps=STEPS, seconds_per_step=4.0, scrape_interval_s=2.0, seed=1)
     yield Sweep(folder)
 
 

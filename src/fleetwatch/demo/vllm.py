@@ -29,6 +29,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -483,7 +484,7 @@ class VLLMServer:
             if self._process is None or self._process.poll() is not None:
                 code = self._process.returncode if self._process is not None else None
                 hint = ""
-                if "No module named vllm" in _tail(self.log_path, 200):
+                if re.search(r"No module named '?vllm\b", _tail(self.log_path, 200)):
                     hint = f"\n(the interpreter has no vllm: {_provision_hint()})"
                 raise VLLMStartError(
                     f"vLLM exited with code {code} before /health answered{hint}; "
