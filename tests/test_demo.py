@@ -18,8 +18,6 @@ from tests.helpers import require_vllm
 
 from fleetwatch.exporters.parser import parse_exposition
 
-pytestmark = [pytest.mark.triton, pytest.mark.vllm]
-
 
 def _get(url: str) -> tuple[int, str]:
     try:
@@ -29,6 +27,8 @@ def _get(url: str) -> tuple[int, str]:
         return exc.code, exc.read().decode()
 
 
+@pytest.mark.triton
+@pytest.mark.vllm
 def test_demo_serves_classic_models_and_the_llm_then_stops():
     require_vllm()
     proc = subprocess.Popen([sys.executable, "-m", "fleetwatch.cli", "demo", "--duration", "30",

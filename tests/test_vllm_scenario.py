@@ -105,10 +105,9 @@ def committed_sweep() -> Sweep:
     return Sweep(COMMITTED)
 
 
-@pytest.fixture(params=["live", "committed"])
+@pytest.fixture(params=[pytest.param("live", marks=pytest.mark.vllm), "committed"])
 def sweep(request) -> Sweep:
     if request.param == "live":
-        request.applymarker(pytest.mark.vllm)
         return request.getfixturevalue("live_sweep")
     return request.getfixturevalue("committed_sweep")
 
