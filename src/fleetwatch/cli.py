@@ -231,8 +231,8 @@ def schema(markdown: bool) -> None:
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
 def demo(duration: float, port: int, log_level: str) -> None:
-    """Run the sidecar on an embedded default: a real local Triton with demo models and
-    bounded load, plus the vLLM-format emulator (a test double), side by side."""
+    """Run the sidecar on an embedded default: a real local Triton with demo models and a
+    real vLLM engine (CPU, tiny model), both under bounded load, side by side."""
     from fleetwatch.demo.run import run_demo
 
     _setup_logging(log_level)
