@@ -28,6 +28,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "fleetwatch"
 LAYERS: dict[str, int] = {
     "__init__": 0,
     "specfile": 0,
+    "files": 0,
     "labels": 1,
     "exporters": 2,
     "slo": 3,

@@ -177,7 +177,7 @@ def test_the_patch_adds_the_sidecar_to_an_existing_deployment(tmp_path):
 @pytest.mark.skipif(not shutil.which("kubectl") and not os.environ.get("CI"),
                     reason="kubectl (kustomize) not installed; under CI=true this fails instead")
 def test_kustomize_builds_the_output(tmp_path):
-    from fleetwatch.manifests import write_files
+    from fleetwatch.files import write_tree as write_files
 
     write_files(_build(Settings(monitor="servicemonitor")), tmp_path)
     out = subprocess.run(["kubectl", "kustomize", str(tmp_path)], capture_output=True,

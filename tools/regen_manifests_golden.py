@@ -18,7 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from fleetwatch.manifests import Settings, build, load_inputs, write_files  # noqa: E402
+from fleetwatch.files import write_tree as write_files  # noqa: E402
+from fleetwatch.manifests import Settings, build, load_inputs  # noqa: E402
 
 GOLDEN = ROOT / "tests" / "golden" / "manifests"
 EXAMPLES = ROOT / "examples"

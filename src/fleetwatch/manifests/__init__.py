@@ -5,8 +5,7 @@ dashboard ConfigMaps and Alertmanager Secret, with a kustomization. Pure and
 deterministic: :func:`build` maps the inputs to ``{relative path: text}``; see
 docs/deploy.md."""
 
-from fleetwatch.manifests.bundle import Inputs, build, deployments, load_inputs, write_files
+from fleetwatch.manifests.bundle import Inputs, build, deployments, load_inputs
 from fleetwatch.manifests.common import ManifestError, Settings
 
-__all__ = ["Inputs", "ManifestError", "Settings", "build", "deployments", "load_inputs",
-           "write_files"]
+__all__ = ["Inputs", "ManifestError", "Settings", "build", "deployments", "load_inputs"]

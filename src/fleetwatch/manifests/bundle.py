@@ -1,7 +1,8 @@
 """Everything ``fleetwatch manifests`` writes, from the input files.
 
 :func:`load_inputs` reads and validates the files (the only reading); :func:`build` is
-pure (``{relative path: text}``, byte-for-byte deterministic); :func:`write_files` writes.
+pure (``{relative path: text}``, byte-for-byte deterministic); ``fleetwatch.files.write_tree``
+writes.
 
 This module is the only one of :mod:`fleetwatch.manifests` importing other fleetwatch
 packages (configuration, registry, SLO file, and the existing generators of the
@@ -288,13 +289,3 @@ def build(inputs: Inputs, settings: Settings) -> tuple[dict[str, str], list[str]
     }], sources)
     return dict(sorted(files.items())), warnings
 
-
-def write_files(files: dict[str, str], out_dir: str | Path) -> list[Path]:
-    """Write ``files`` under ``out_dir`` (folders created); the written paths."""
-    paths = []
-    for rel, text in files.items():
-        p = Path(out_dir) / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
-        paths.append(p)
-    return paths
