@@ -15,6 +15,7 @@ import urllib.request
 
 import pytest
 from tests.helpers import require_vllm
+from tests.promtool_check import check_metrics
 
 from fleetwatch.exporters.parser import parse_exposition
 
@@ -59,6 +60,9 @@ def test_demo_serves_classic_models_and_the_llm_then_stops():
                 break
             time.sleep(2)
         assert ("tiny-llm", "vllm") in models and ("ranker", "triton") in models
+        # Prometheus' own parser: no parse error, no duplicate family or series, lint
+        # findings on fleetwatch's families only where docs/metrics.md lists them
+        assert check_metrics(body) == []
         info = [dict(lab) for name, lab, _ in samples if name == "modelserver_model_info"]
         assert {i["model"]: i["team"] for i in info}["faulty"] == "platform"
         assert {s["slo"] for s in slo_states} >= {"llm-ttft", "availability"}
