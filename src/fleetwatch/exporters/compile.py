@@ -165,6 +165,11 @@ class SeriesCompiler:
             scaled = (rule.source_type in ("counter", "gauge") or suffix == "_sum"
                       or (rule.source_type == "summary" and suffix == ""))
             div, mul = (rule.divide, rule.multiply) if scaled else (1.0, 1.0)
+            if rule.value_labels:
+                factor = _label_product(labels, rule.value_labels)
+                if factor is None:
+                    continue
+                mul *= factor
             fam_idx = FAMILY_INDEX[target]
             # render the labels once; le/quantile always come last
             tail_out: list[tuple[str, str]] = [(k, out.pop(k)) for k in ("quantile", "le")
@@ -367,6 +372,21 @@ def _multi_fed(rules: Iterable[Rule]) -> set[tuple[str, str]]:
             if any(ca[k] != cb[k] for k in ca.keys() & cb.keys()):
                 continue
             out |= {(a.target, s) for s in _written(a) & _written(b)}
+    return out
+
+
+def _label_product(labels: Mapping[str, str], names: tuple[str, ...]) -> float | None:
+    """The product of the numbers in the labels ``names`` (``Rule.value_labels``), or None
+    when one is missing or not a finite number."""
+    out = 1.0
+    for k in names:
+        try:
+            v = float(labels.get(k, ""))
+        except ValueError:
+            return None
+        if not math.isfinite(v):
+            return None
+        out *= v
     return out
 
 

@@ -110,6 +110,23 @@ LABELS: tuple[LabelDef, ...] = (
              otel="modelserver.phase"),
     LabelDef("cache_tier", "Prefix-cache tier.", ("local", "external"),
              otel="modelserver.cache.tier"),
+    LabelDef("token_source", "Where the input tokens of a prefill came from: computed by "
+             "the engine, read from its local prefix cache, or transferred from an external "
+             "KV cache (vLLM `prompt_tokens_by_source` `source`).",
+             ("computed", "local_cache", "external_transfer")),
+    LabelDef("wait_reason", "Why a waiting request waits (vLLM `num_requests_waiting_by_reason` "
+             "`reason`): `capacity` = for scheduling capacity (batch slots, KV cache); "
+             "`deferred` = deferred by a transient constraint (LoRA budget, KV transfer).",
+             ("capacity", "deferred")),
+    LabelDef("sleep_state", "Engine sleep state, a state set: exactly one is 1 (vLLM "
+             "`engine_sleep_state`): `awake`; `weights_offloaded` (sleep level 1, weights in "
+             "host memory); `discard_all` (sleep level 2, weights discarded).",
+             ("awake", "weights_offloaded", "discard_all")),
+    LabelDef("engine_version", "Version of the serving engine (vLLM `GET /version`, Triton "
+             "server metadata `GET /v2`); empty when the server does not say."),
+    LabelDef("quantization", "Weight quantization of the served model (e.g. `fp8`, `awq`, "
+             "`none`): what the server reports, else the model registry's `quantization`; "
+             "empty when neither says."),
     LabelDef("result", "Response-cache lookup result.", ("hit", "miss")),
     LabelDef("block_state", "KV-cache block accounting (TensorRT-LLM).",
              ("used", "free", "max", "reused")),
@@ -237,6 +254,52 @@ METRICS: tuple[MetricDef, ...] = (
               otel="modelserver.batch.items"),
     MetricDef("modelserver_preemptions_total", _C, "preemptions",
               "Engine preemptions (vLLM).", (), "stable"),
+    MetricDef("modelserver_request_preemptions", _H, "preemptions",
+              "Preemptions per finished request (vLLM 0.30+: one observation per request, "
+              "native buckets 1, 2, 3, 4, 5, 10, 20).", (), "beta"),
+    MetricDef("modelserver_inference_duration_seconds", _H, "seconds",
+              "Time a request spent running (vLLM's RUNNING phase: from its most recent "
+              "scheduling to its last token, = prefill + decode after the last preemption); "
+              "e2e = queue + inference + frontend time.", (), "beta",
+              otel="modelserver.inference.duration"),
+    MetricDef("modelserver_cached_input_tokens_total", _C, "tokens",
+              "Input (prompt) tokens served from a cache instead of computed (local prefix "
+              "cache + external KV connector); a part of modelserver_tokens_total"
+              "{token_type=\"input\"}.", (), "beta", otel="gen_ai.usage.cache_read.input_tokens"),
+    MetricDef("modelserver_input_tokens_by_source_total", _C, "tokens",
+              "Input (prompt) tokens by where they came from; the sources add up to "
+              "modelserver_tokens_total{token_type=\"input\"}.", ("token_source",), "beta"),
+    MetricDef("modelserver_requests_waiting_by_reason", _G, "requests",
+              "Waiting requests by why they wait; the reasons add up to "
+              "modelserver_requests_active{state=\"waiting\"}.", ("wait_reason",), "beta"),
+    MetricDef("modelserver_engine_sleep_state", _G, "boolean",
+              "Engine sleep mode as a state set (1 for the current state). A sleeping engine "
+              "answers /health but serves no requests: the sidecar reports its models not "
+              "ready (/readyz 503, fleetwatch_upstream_model_ready 0) and the not-ready alert "
+              "leaves it out (sleeping is deliberate, not an outage).", ("sleep_state",),
+              "beta"),
+    MetricDef("modelserver_kv_cache_capacity_tokens", _G, "tokens",
+              "KV-cache capacity in tokens: blocks × tokens per block (vLLM `cache_config_info` "
+              "num_gpu_blocks × block_size). vLLM exports it per engine without `model_name`, "
+              "so its series carry `dp_rank` but no `model` (join on the instance).", (),
+              "alpha"),
+    MetricDef("modelserver_multimodal_cache_queries_total", _C, "items",
+              "Multi-modal input cache lookups, in items (images, audio clips).", (), "alpha"),
+    MetricDef("modelserver_multimodal_cache_hits_total", _C, "items",
+              "Multi-modal input cache hits, in items; hit ratio = rate(hits)/rate(queries).",
+              (), "alpha"),
+    MetricDef("modelserver_estimated_gpu_flop_total", _C, "flop",
+              "Floating-point operations the engine estimates it executed, per GPU (vLLM "
+              "--enable-mfu-metrics, an analytic model of the layers, not a hardware "
+              "counter). Model FLOPs utilization = rate() ÷ the GPU's peak FLOP/s.", (),
+              "alpha"),
+    MetricDef("modelserver_estimated_gpu_read_bytes_total", _C, "bytes",
+              "Bytes the engine estimates it read from GPU memory, per GPU (vLLM "
+              "--enable-mfu-metrics); bandwidth utilization = rate(read + written) ÷ peak "
+              "memory bandwidth.", (), "alpha"),
+    MetricDef("modelserver_estimated_gpu_written_bytes_total", _C, "bytes",
+              "Bytes the engine estimates it wrote to GPU memory, per GPU (vLLM "
+              "--enable-mfu-metrics).", (), "alpha"),
     MetricDef("modelserver_model_load_duration_seconds", _G, "seconds",
               "Time the last model load took (Triton r24.11+).", (), "beta"),
     MetricDef("modelserver_kv_transfer_duration_seconds_total", _C, "seconds",
@@ -249,8 +312,10 @@ METRICS: tuple[MetricDef, ...] = (
               "Unix time of the engine iteration the gauges describe (TensorRT-LLM); use it "
               "to tell stale last-iteration gauges.", (), "alpha"),
     MetricDef("modelserver_model_info", _G, "info",
-              "Model registry metadata joined to the observed model: value 1.",
-              ("team", "owner", "oncall", "latency_tier"), "stable"),
+              "Model registry metadata and configuration identity of the observed model "
+              "(engine version, quantization): value 1. A changed identity is a new series.",
+              ("team", "owner", "oncall", "latency_tier", "engine_version", "quantization"),
+              "stable"),
     # -- host and GPU ----------------------------------------------------------------
     MetricDef("modelserver_gpu_utilization_ratio", _G, "ratio",
               "GPU utilization, 0–1.", GPU_LABELS, "stable", per_model=False,
