@@ -148,6 +148,7 @@ class SeriesCompiler:
         scaled_slots: list[Scaled] = []
         shared: list[Shared] = []
         model_id = None
+        no_value = False
         for rule, suffix in candidates:
             if any(labels.get(k) != v for k, v in rule.match):
                 continue
@@ -168,6 +169,7 @@ class SeriesCompiler:
             if rule.value_labels:
                 factor = _label_product(labels, rule.value_labels)
                 if factor is None:
+                    no_value = True  # known family, no number to take (e.g. "None")
                     continue
                 mul *= factor
             fam_idx = FAMILY_INDEX[target]
@@ -208,7 +210,7 @@ class SeriesCompiler:
                 model_id = (out["model"], out.get("model_version", ""), out["backend"],
                             out.get("runtime", "unknown"))
         if not (direct or scaled_slots or shared):
-            return Entry(unmapped_family=self._family_of(name, meta))
+            return Entry() if no_value else Entry(unmapped_family=self._family_of(name, meta))
         return Entry(direct=tuple(direct), scaled=tuple(scaled_slots), shared=tuple(shared),
                      model=model_id, canon=canon)
 

@@ -105,8 +105,11 @@ LABELS: tuple[LabelDef, ...] = (
                                                "overload", "no_data", "misconfigured"),
              otel="modelserver.request.state"),
     LabelDef("phase", "Processing phase; different backends have different phase sets, "
-             "compare within a backend.",
-             ("prefill", "decode", "compute_input", "compute_infer", "compute_output"),
+             "compare within a backend. vLLM's `inference` (its RUNNING phase: from the most "
+             "recent scheduling to the last token) spans its `prefill` and `decode`: never "
+             "sum vLLM's phases.",
+             ("prefill", "decode", "inference", "compute_input", "compute_infer",
+              "compute_output"),
              otel="modelserver.phase"),
     LabelDef("cache_tier", "Prefix-cache tier.", ("local", "external"),
              otel="modelserver.cache.tier"),
@@ -257,11 +260,6 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("modelserver_request_preemptions", _H, "preemptions",
               "Preemptions per finished request (vLLM 0.30+: one observation per request, "
               "native buckets 1, 2, 3, 4, 5, 10, 20).", (), "beta"),
-    MetricDef("modelserver_inference_duration_seconds", _H, "seconds",
-              "Time a request spent running (vLLM's RUNNING phase: from its most recent "
-              "scheduling to its last token, = prefill + decode after the last preemption); "
-              "e2e = queue + inference + frontend time.", (), "beta",
-              otel="modelserver.inference.duration"),
     MetricDef("modelserver_cached_input_tokens_total", _C, "tokens",
               "Input (prompt) tokens served from a cache instead of computed (local prefix "
               "cache + external KV connector); a part of modelserver_tokens_total"
