@@ -8,6 +8,8 @@ the sidecar, and /readyz must follow model readiness.
 from __future__ import annotations
 
 import asyncio
+import json
+import urllib.request
 from collections import defaultdict
 
 import aiohttp
@@ -61,6 +63,11 @@ def _normalized(body: str) -> dict[str, dict[tuple, float]]:
         lab = dict(labels)
         out[name][tuple(sorted(lab.items()))] = value
     return out
+
+
+def _labels(body: str, name: str) -> list[dict[str, str]]:
+    samples, _meta = parse_exposition(body)
+    return [dict(labels) for n, labels, _v in samples if n == name]
 
 
 def _find(fam: dict[tuple, float], **want) -> float:
@@ -131,6 +138,13 @@ def test_normalized_values_equal_triton_after_conversion(triton_server):
         up["vllm:time_to_first_token_seconds_count"][("streamer", "1", "", "")]
     assert scraper.states["triton"].runtimes == {"ranker": "python", "faulty": "python",
                                                  "streamer": "python"}
+    # configuration identity: Triton's own version (server metadata, GET /v2) on every model
+    with urllib.request.urlopen(s.http_url + "/v2", timeout=5) as r:
+        meta = json.load(r)
+    assert meta["version"] == "2.51.0"  # the pinned nvidia-pytriton wheel's tritonserver
+    versions = {lab["engine_version"] for lab in _labels(body, "modelserver_model_info")}
+    assert versions == {"2.51.0"}
+    assert {lab["quantization"] for lab in _labels(body, "modelserver_model_info")} == {""}
 
 
 def test_keeps_serving_while_second_target_is_down_and_readyz_follows_models(triton_server):

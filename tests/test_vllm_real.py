@@ -274,6 +274,96 @@ def test_preemptions_with_a_small_kv_cache(vllm_server):
     assert all(r.completion_tokens == 220 for r in results)  # preempted, not cut short
 
 
+# -- configuration identity and capacity, through the sidecar's scraper ----------------------
+
+
+def test_sidecar_info_series_carries_vllm_engine_version_and_registry_quantization(
+        vllm_server):
+    """``GET /version`` of the real server is the info series' ``engine_version``; vLLM 0.32
+    reports no quantization, so the registry's is used; the KV-cache capacity is the
+    overridden block count × the CPU backend's block size (from ``cache_config_info``)."""
+    import asyncio
+
+    from tests.conftest import VLLM_KV_BLOCKS
+
+    from fleetwatch.labels.registry import parse_registry
+    from fleetwatch.sidecar.config import parse_config
+    from fleetwatch.sidecar.scraper import Scraper
+    from fleetwatch.sidecar.server import readiness
+
+    s = vllm_server
+    with urllib.request.urlopen(s.url + "/version", timeout=5) as r:
+        assert json.load(r) == {"version": "0.32.0"}
+    cfg = parse_config({"scrape": {"interval_seconds": 1, "timeout_seconds": 1},
+                        "targets": [{"name": "vllm", "kind": "vllm", "url": s.metrics_url,
+                                     "health_url": s.health_url}]})
+    registry = parse_registry({"models": [{"name": s.served_model_name, "team": "llm",
+                                           "owner": "o", "oncall": "c",
+                                           "quantization": "none"}]})
+
+    async def scrape() -> tuple[str, bool]:
+        async with Scraper(cfg, registry) as scraper:
+            await scraper.scrape_once()
+            return scraper.body.decode(), readiness(scraper)[0]
+
+    body, ready = asyncio.run(scrape())
+    norm = normalized_samples_of(body)
+    [info] = [lab for name, lab, _v in norm if name == "modelserver_model_info"]
+    assert info["engine_version"] == "0.32.0"
+    assert info["quantization"] == "none"
+    assert info["model"] == s.served_model_name and info["team"] == "llm"
+    raw = capture(s)
+    block = float(pick_label(raw.raw, "vllm:cache_config_info", "block_size"))
+    assert pick(norm, "modelserver_kv_cache_capacity_tokens") == VLLM_KV_BLOCKS * block
+    assert pick(norm, "modelserver_engine_sleep_state", sleep_state="awake") == 1
+    assert ready  # awake and /health 200
+
+
+def normalized_samples_of(body: str) -> Samples:
+    from fleetwatch.exporters.parser import parse_exposition
+
+    samples, meta = parse_exposition(body)
+    assert not meta.invalid
+    return [(name, dict(labels), v) for name, labels, v in samples]
+
+
+def pick_label(samples: Samples, name: str, label: str) -> str:
+    [value] = [lab[label] for n, lab, _v in samples if n == name]
+    return value
+
+
+def test_new_families_equal_vllm_under_load(vllm_server):
+    """The 0.16–0.32 families on the real engine: cached and by-source input tokens, waiting
+    by reason, per-request preemptions and inference time equal vLLM's own values."""
+    s = vllm_server
+    prefix = make_prompt(280, random.Random(9)) + " "  # > 1 block of 128: cacheable
+    before = capture(s)
+    send(s, concurrency=2, requests=[
+        LLMRequest(prompt=prefix + make_prompt(8, random.Random(i)), max_tokens=4,
+                   ignore_eos=True, stream=False) for i in range(6)])
+    after = settled(s, before, 6)
+    for raw, norm, labels in [
+        ("vllm:prompt_tokens_cached_total", "modelserver_cached_input_tokens_total", {}),
+        ("vllm:request_num_preemptions_count", "modelserver_request_preemptions_count", {}),
+        ("vllm:request_inference_time_seconds_sum", "modelserver_phase_duration_seconds_sum",
+         {"phase": "inference"}),
+    ]:
+        assert after.norm_value(norm, **labels) == after.raw_value(raw), raw
+    assert after.raw_value("vllm:prompt_tokens_cached_total") > \
+        before.raw_value("vllm:prompt_tokens_cached_total")  # the shared prefix hit
+    for src, token_source in [("local_compute", "computed"), ("local_cache_hit", "local_cache"),
+                              ("external_kv_transfer", "external_transfer")]:
+        assert after.norm_value("modelserver_input_tokens_by_source_total",
+                                token_source=token_source) == \
+            after.raw_value("vllm:prompt_tokens_by_source_total", source=src)
+    by_source = sum(v for n, _lab, v in after.norm
+                    if n == "modelserver_input_tokens_by_source_total")
+    assert by_source == after.norm_value("modelserver_tokens_total", token_type="input")
+    for reason in ("capacity", "deferred"):
+        assert after.norm_value("modelserver_requests_waiting_by_reason", wait_reason=reason) \
+            == after.raw_value("vllm:num_requests_waiting_by_reason", reason=reason)
+
+
 # -- the sidecar across a vLLM restart (runs last: it restarts the session server) ------------
 
 SIDECAR_SLOS = {

@@ -9,6 +9,9 @@ A YAML file::
         owner: alice@example.com        # required
         oncall: search-oncall           # required (pager/Alertmanager receiver key)
         latency_tier: interactive       # optional, default "standard"
+        quantization: fp8               # optional: weight quantization (lower case, e.g.
+                                        # none, fp8, awq, gptq-int4); used when the server
+                                        # does not report it (vLLM 0.32, Triton do not)
         description: Query ranking model
         deployment:                     # optional: its Kubernetes Deployment (manifests)
           name: ranker                  # Deployment name (a DNS-1035 label, ≤ 52 chars)
@@ -27,15 +30,17 @@ with the same name and version are an error (the second could never match). Vers
 text: quote numbers (``version: "1"``). Validation is strict (unknown keys rejected); errors
 raise :class:`RegistryError` naming the file, the entry (index and name) and the field.
 The registry becomes the ``modelserver_model_info{model, model_version, backend, runtime,
-team, owner, oncall, latency_tier} 1`` series, which queries join with
-``* on (model, model_version) group_left(team, …)``.
+team, owner, oncall, latency_tier, engine_version, quantization} 1`` series, which queries
+join with ``* on (model, model_version) group_left(team, …)``; ``engine_version`` (and a
+server-reported ``quantization``) come from the server itself (the source's identity probe),
+so an upgrade or a re-quantized deployment shows as a new info series.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pydantic import (
@@ -56,6 +61,9 @@ class RegistryError(ValueError):
 
 
 _DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+#: A quantization name: lower case, as vLLM spells its ``--quantization`` choices
+#: (``fp8``, ``awq``, ``gptq``, ``compressed-tensors``, ``bitsandbytes``), or ``none``.
+_QUANTIZATION = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -123,8 +131,22 @@ class ModelEntry(BaseModel):
     owner: str = Field(min_length=1)
     oncall: str = Field(min_length=1)
     latency_tier: str = Field("standard", min_length=1)
+    quantization: str | None = None
     description: str = ""
     deployment: DeploymentSpec | None = None
+
+    @field_validator("quantization", mode="before")
+    @classmethod
+    def _quantization_name(cls, v: object) -> object:
+        if v is None:
+            return v
+        if not isinstance(v, str):
+            raise ValueError(f"{v!r} is not text; write a quantization name, e.g. "
+                             "quantization: fp8 (or none)")
+        if not re.match(_QUANTIZATION, v):
+            raise ValueError(f"{v!r} is not a quantization name (lower-case letters, digits, "
+                             "'.', '_' and '-', at most 64, e.g. fp8, awq, gptq-int4, none)")
+        return v
 
     @model_validator(mode="after")
     def _deployment_model_exact(self) -> ModelEntry:
@@ -187,20 +209,29 @@ class Registry:
         self._cache[key] = entry
         return entry
 
-    def info_lines(self, models: Iterable[tuple[str, str, str, str]]) -> list[str]:
+    def info_lines(self, models: Iterable[tuple[str, str, str, str]],
+                   identity: Mapping[tuple[str, str, str, str], Mapping[str, str]]
+                   | None = None) -> list[str]:
         """``modelserver_model_info`` series lines for observed models.
 
         ``models`` are ``(model, model_version, backend, runtime)``; unregistered models
         get empty team/owner/oncall and ``latency_tier=""`` so that they show up in
-        "unowned model" queries instead of disappearing.
+        "unowned model" queries instead of disappearing. ``identity`` maps a model to what
+        its server reports about itself (``engine_version``, ``quantization``); a
+        quantization the server does not report is the registry entry's, else ``""``.
         """
         lines = []
-        for model, version, backend, runtime in sorted(set(models)):
+        for key in sorted(set(models)):
+            model, version, backend, runtime = key
             e = self.lookup(model, version)
+            ident = (identity or {}).get(key, {})
+            quant = ident.get("quantization") or (e.quantization if e else None) or ""
             labels = (("model", model), ("model_version", version), ("backend", backend),
                       ("runtime", runtime), ("team", e.team if e else ""),
                       ("owner", e.owner if e else ""), ("oncall", e.oncall if e else ""),
-                      ("latency_tier", e.latency_tier if e else ""))
+                      ("latency_tier", e.latency_tier if e else ""),
+                      ("engine_version", ident.get("engine_version", "")),
+                      ("quantization", quant))
             lines.append(f"modelserver_model_info{render_labels(labels)} 1")
         return lines
 
