@@ -212,6 +212,6 @@ class SLOReplay:
     @staticmethod
     def burn_rate(good: float, total: float, objective: float) -> float:
         """The engine's burn rate of ``good`` of ``total`` events against ``objective``."""
-        from fleetwatch.slo.engine import burn_rate
+        from fleetwatch.slo.bands import burn_rate
 
         return burn_rate(good, total, objective)
