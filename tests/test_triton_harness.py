@@ -269,7 +269,9 @@ def test_unload_and_reload(triton_server: TritonServer) -> None:
     )
     assert (result.succeeded, result.failed) == (1, 1)
     reloaded = scrape_until(
-        triton_server, lambda s: s.get("nv_inference_request_success", **labels) >= 1
+        triton_server,
+        lambda s: s.get("nv_inference_request_success", **labels) >= 1
+        and s.get("nv_inference_request_failure", reason="BACKEND", **labels) > failures_before,
     )
     assert reloaded.get("nv_inference_request_success", **labels) == 1
     assert (

@@ -288,17 +288,18 @@ class TritonServer(ServerProcess):
 
         The start-up options table and the CPU-only "CudaDriverHelper" error are left out.
         """
-        useful = [
-            line
-            for line in text.splitlines()
-            if line.strip() and not line.startswith(("|", "+-")) and "CudaDriverHelper" not in line
-        ]
+        useful = [line for line in text.splitlines() if line.strip()
+                  and not line.startswith(("|", "+-")) and "CudaDriverHelper" not in line]
         tail = useful[-lines:]
         errors = [line for line in useful[: len(useful) - len(tail)] if re.match(r"E\d{4} ", line)]
         return "\n".join([*errors[:10], "...", *tail] if errors else tail)
 
     def _wait_ready(self, deadline: float) -> None:
         self._wait_models(self.models, deadline, self.start_timeout_s)
+        # The metrics service starts ~40 ms after HTTP: a scrape right after `start` must work.
+        self._wait_until(lambda: http_request("GET", self.metrics_url, 2.0)[0] == 200, deadline,
+                         before=lambda: "its metrics service started",
+                         late=lambda: f"no metrics service after {self.start_timeout_s:g} s")
 
     # -- model control -----------------------------------------------------------------------
 
@@ -318,11 +319,9 @@ class TritonServer(ServerProcess):
             pending[:] = [m for m in pending if not self.is_model_ready(m)]
             return not pending
 
-        def names() -> str:
-            return ", ".join(pending)
-
-        self._wait_until(all_ready, deadline, before=lambda: f"{names()} became ready",
-                         late=lambda: f"{names()} not ready after {timeout_s:g} s")
+        self._wait_until(
+            all_ready, deadline, before=lambda: f"{', '.join(pending)} became ready",
+            late=lambda: f"{', '.join(pending)} not ready after {timeout_s:g} s")
 
     def load_model(self, name: str, timeout_s: float = 60.0) -> None:
         """Load (or reload) ``name`` from the repository and wait until it is ready.
