@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import urllib.request
 from collections import defaultdict
 
@@ -82,6 +83,21 @@ async def _scrape(cfg):
         return scraper.body.decode(), scraper
 
 
+def _settled_metrics(server, want: dict[tuple[str, str, str], int], timeout_s: float = 5.0) -> str:
+    """Triton's exposition once it counts ``want`` (model, version, failure reason or "" for
+    successes). Triton bumps a counter just after the client has its answer (a stream's
+    just after its final response), so a scrape at once can miss the last requests."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        raw = server.metrics_text()
+        up = _upstream(raw)
+        counts = {key: up["nv_inference_request_failure" if key[2] else
+                          "nv_inference_request_success"][(*key, "")] for key in want}
+        if counts == want or time.monotonic() >= deadline:
+            return raw
+        time.sleep(0.1)
+
+
 def test_normalized_values_equal_triton_after_conversion(triton_server):
     s = triton_server
     r1 = send_requests(s.http_address, "ranker", requests=24, concurrency=4, model_version="1")
@@ -93,7 +109,9 @@ def test_normalized_values_equal_triton_after_conversion(triton_server):
     assert r1.succeeded == 24 and r2.succeeded == 12 and rs.succeeded == 3
     assert rf.failed == 5 and rf.succeeded == 15
 
-    raw = s.metrics_text()
+    raw = _settled_metrics(s, {("ranker", "1", ""): 24, ("ranker", "2", ""): 12,
+                               ("faulty", "1", ""): 15, ("streamer", "1", ""): 3,
+                               ("faulty", "1", "BACKEND"): 5})
     body, scraper = asyncio.run(_scrape(_config(s)))
     up, norm = _upstream(raw), _normalized(body)
 

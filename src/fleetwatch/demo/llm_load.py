@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import aiohttp
 
@@ -236,7 +237,7 @@ async def _read_stream(response: aiohttp.ClientResponse, result: LLMResult, t0: 
         _take_answer(chunk, result)
 
 
-def _take_answer(answer: dict, result: LLMResult) -> None:
+def _take_answer(answer: dict[str, Any], result: LLMResult) -> None:
     for choice in answer.get("choices") or ():
         if choice.get("finish_reason"):
             result.finish_reason = choice["finish_reason"]
@@ -303,9 +304,10 @@ async def run_closed_loop(base_url: str, model: str, concurrency: int, *,
     return results
 
 
-def run_load(base_url: str, model: str, concurrency: int, **kwargs: object) -> list[LLMResult]:
-    """`run_closed_loop` in a fresh event loop (for threads and synchronous code)."""
-    return asyncio.run(run_closed_loop(base_url, model, concurrency, **kwargs))  # type: ignore[arg-type]
+def run_load(base_url: str, model: str, concurrency: int, **kwargs: Any) -> list[LLMResult]:
+    """`run_closed_loop` in a fresh event loop (for threads and synchronous code); ``kwargs``
+    are `run_closed_loop`'s keyword arguments."""
+    return asyncio.run(run_closed_loop(base_url, model, concurrency, **kwargs))
 
 
 #: The concurrency levels `run_demo_llm_load` cycles through (requests past ``--max-num-seqs``

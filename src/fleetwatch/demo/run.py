@@ -81,8 +81,11 @@ def run_demo(duration: float = 600.0, port: int = 9810) -> None:
     """
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     _check_port(port)
-    registry = load_registry(resources.files("fleetwatch.demo") / "registry.yaml")
-    slos = load_slo_file(resources.files("fleetwatch.demo") / "slos.yaml")
+    demo_files = resources.files("fleetwatch.demo")
+    with resources.as_file(demo_files / "registry.yaml") as registry_path:
+        registry = load_registry(registry_path)
+    with resources.as_file(demo_files / "slos.yaml") as slos_path:
+        slos = load_slo_file(slos_path)
     stop_load = threading.Event()
     try:  # fail fast, before Triton starts, when vLLM is not provisioned
         find_vllm_python()

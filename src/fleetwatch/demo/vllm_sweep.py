@@ -30,6 +30,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -180,7 +181,9 @@ def run_sweep(base_url: str, metrics_url: str, model: str, out_dir: str | Path, 
                               seconds_per_step, scrape_interval_s, seed, mix))
 
 
-def load_sweep(folder: str | Path) -> tuple[list[dict], list[dict], list[Path]]:
+def load_sweep(
+    folder: str | Path,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[Path]]:
     """Read a sweep folder back: ``(steps, requests, captures)`` — the ``steps.json``
     entries, the ``requests.jsonl`` records (dicts) and the capture paths in order."""
     folder = Path(folder)
