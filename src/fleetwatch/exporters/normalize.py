@@ -15,19 +15,36 @@ Aggregation when two upstream series land on one normalized series:
 
 Counter values pass through unchanged (only unit-scaled), so counter resets reach
 Prometheus, whose ``rate()`` handles them.
+
+Values are validated on the way (:mod:`.validate`: non-finite or negative counters, broken
+histograms and summaries are withdrawn and counted by reason in
+:attr:`Normalized.invalid_samples`); the :class:`~.validate.Limits` are enforced while the
+exposition is read (an exposition past one is refused whole: :attr:`Normalized.refused`).
 """
 
 from __future__ import annotations
 
 import math
+import time
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from fleetwatch.exporters.compile import Entry, SeriesCompiler
-from fleetwatch.exporters.parser import Metadata, iter_lines, split_sample_line
+from fleetwatch.exporters.parser import Metadata, format_value, iter_lines, split_sample_line
 from fleetwatch.exporters.snapshot import SeriesKey
 from fleetwatch.exporters.table import SourceTable, TargetContext
+from fleetwatch.exporters.validate import (
+    BAD_VALUE,
+    INF,
+    NORMALIZE_TIMEOUT,
+    TOO_MANY_SERIES,
+    TYPE_MISMATCH,
+    Limits,
+    check_buckets,
+    check_value,
+)
 from fleetwatch.labels.schema import METRICS
 
 
@@ -45,7 +62,11 @@ class Normalized:
     copied unscaled (use :func:`value_of`). ``models`` are the
     ``(model, model_version, backend, runtime)`` seen; ``unmapped`` the upstream family
     names no rule knows; ``meta.invalid`` the skipped lines; ``passthrough`` the sample
-    lines of unmapped families by family (only with pass-through on).
+    lines of unmapped families by family (only with pass-through on);
+    ``invalid_samples`` the samples refused by reason (:mod:`.validate`), with
+    ``invalid_examples`` one ``series: why`` per reason; ``refused`` ``(reason, message)``
+    when a :class:`~.validate.Limits` bound refused the whole exposition (``families``
+    are then empty).
     """
 
     families: list[dict[str, float | str]]
@@ -54,6 +75,9 @@ class Normalized:
     meta: Metadata
     passthrough: dict[str, list[str]] = field(default_factory=dict)
     keys: Mapping[str, SeriesKey] = field(default_factory=dict)
+    invalid_samples: Counter[str] = field(default_factory=Counter)
+    invalid_examples: dict[str, str] = field(default_factory=dict)
+    refused: tuple[str, str] | None = None
 
     @property
     def series_count(self) -> int:
@@ -77,8 +101,10 @@ class Normalizer:
     """Applies one :class:`~.table.SourceTable` to successive expositions of one target.
 
     Thread-compatible, not thread-safe: use one instance per target. ``passthrough=True``
-    re-emits upstream families that no rule knows, unchanged. Raises ``ValueError`` when
-    a rule of the table targets a family the schema lacks.
+    re-emits upstream families that no rule knows, unchanged (their lines re-validated:
+    a line a Prometheus would reject is refused instead). ``limits`` bound each
+    exposition (:class:`~.validate.Limits`). Raises ``ValueError`` when a rule of the
+    table targets a family the schema lacks.
     """
 
     #: The compiled-series cache is cleared when it grows past this many entries per
@@ -86,12 +112,13 @@ class Normalizer:
     CACHE_SLACK = 3
 
     def __init__(self, table: SourceTable, ctx: TargetContext | None = None,
-                 passthrough: bool = False) -> None:
+                 passthrough: bool = False, limits: Limits | None = None) -> None:
         self.table = table
         self.ctx = ctx or TargetContext()
         self.passthrough = passthrough
+        self.limits = limits or Limits()
         self._cache: dict[str, Entry] = {}
-        self._compiler = SeriesCompiler(table, self.ctx)
+        self._compiler = SeriesCompiler(table, self.ctx, self.limits.max_label_value_length)
 
     @property
     def dropped_labels(self) -> set[str]:
@@ -133,7 +160,21 @@ class Normalizer:
         bad = meta.bad
         sample_lines = 0
         cache_get = cache.get
+        refusals: Counter[str] = Counter()
+        examples: dict[str, str] = {}
+        withdraw: set[str] = set()  # groups of a refused sample (histograms, shared sums)
+        buckets: dict[str, list[tuple[float, float]]] = {}  # group → [(le, value)]
+        max_series = self.limits.max_series
+        deadline = time.perf_counter() + self.limits.max_seconds
         for line, lineno in iter_lines(text, meta):
+            if sample_lines & 4095 == 4095:
+                if sample_lines >= max_series:
+                    return self._refuse(meta, TOO_MANY_SERIES, f"more than {max_series} "
+                                        "series in one exposition (scrape.max_series)")
+                if time.perf_counter() > deadline:
+                    return self._refuse(meta, NORMALIZE_TIMEOUT, "normalizing took more "
+                                        f"than {self.limits.max_seconds} s "
+                                        "(scrape.normalize_timeout_seconds)")
             # Fast path: "key value" whose key is known (label sets repeat every scrape).
             sp = line.rfind(" ")
             key = line[:sp]
@@ -152,11 +193,19 @@ class Normalizer:
                     cache[key] = entry
             sample_lines += 1
             if entry.skip:
-                if entry.error is not None:
+                reason = entry.reason
+                if reason is not None and (reason != TYPE_MISMATCH or self.passthrough):
+                    refusals[reason] += 1
+                    examples.setdefault(reason, f"{key[:200]}: {entry.error}")
+                elif entry.error is not None and reason is None:
                     bad(lineno, entry.error, key)
                 elif entry.unmapped_family is not None:
                     unmapped.add(entry.unmapped_family)
                     if self.passthrough:
+                        if _number(tok) is None:
+                            refusals[BAD_VALUE] += 1
+                            examples.setdefault(BAD_VALUE, f"{key[:200]}: value {tok[:40]!r}")
+                            continue
                         passthrough.setdefault(entry.unmapped_family, []).append(
                             f"{key} {tok}")
                 continue
@@ -168,6 +217,22 @@ class Normalizer:
             except ValueError:
                 bad(lineno, f"invalid sample value {tok!r}", key)
                 continue
+            check = entry.check
+            # refused: a cumulative value (check 1) outside [0, inf), a quantile (check 2)
+            # negative or infinite (NaN is an empty summary's quantile)
+            if check and not (0.0 <= value < INF) and (check == 1 or value == value):
+                reason = check_value(check, value) or BAD_VALUE
+                refusals[reason] += 1
+                examples.setdefault(reason, f"{key[:200]}: {format_value(value)}")
+                if entry.group:
+                    withdraw.add(entry.group)
+                continue
+            if entry.le is not None:
+                hb = buckets.get(entry.group)
+                if hb is None:
+                    buckets[entry.group] = [(entry.le, value)]
+                else:
+                    hb.append((entry.le, value))
             if entry.model is not None:
                 add_model(entry.model)
             direct = entry.direct
@@ -194,8 +259,19 @@ class Normalizer:
                     cur[0] += v
                     cur[2] = None  # an aggregate of several upstream series
         meta.sample_lines = sample_lines
+        if sample_lines > max_series:
+            return self._refuse(meta, TOO_MANY_SERIES, f"more than {max_series} series in "
+                                "one exposition (scrape.max_series)")
+        for group, hb in buckets.items():
+            reason = check_buckets(hb)
+            if reason is not None:
+                refusals[reason] += 1
+                examples.setdefault(reason, group[:200])
+                withdraw.add(group)
         for prefix, (v, _prio, _key, fam_idx) in agg.items():
             families[fam_idx][prefix] = v
+        if withdraw:
+            self._withdraw(families, withdraw)
         for count_prefix, (fam_idx, sum_prefix, inf_prefix) in \
                 self._compiler.mean_only.items():
             fam = families[fam_idx]
@@ -205,4 +281,32 @@ class Normalizer:
                 del fam[count_prefix]
                 fam.pop(inf_prefix, None)
         return Normalized(families, models, unmapped, meta, passthrough,
-                          self._compiler.keys)
+                          self._compiler.keys, refusals, examples)
+
+    def _withdraw(self, families: list[dict[str, float | str]], groups: set[str]) -> None:
+        """Remove every normalized series fed by an upstream series of ``groups`` (a
+        refused histogram or summary whole, a sum one of whose parts was refused). Slow
+        path: scans the compiled series, only in a scrape that refused a sample."""
+        for entry in self._cache.values():
+            if entry.group in groups:
+                for fam_idx, prefix, *_ in (*entry.direct, *entry.scaled, *entry.shared):
+                    families[fam_idx].pop(prefix, None)
+
+    def _refuse(self, meta: Metadata, reason: str, message: str) -> Normalized:
+        """The state of an exposition refused whole by a bound (no series); the compiled
+        series are forgotten (a churning exposition must not grow the cache)."""
+        self.invalidate()
+        return Normalized([{} for _ in METRICS], set(), set(), meta,
+                          refused=(reason, message))
+
+
+def _number(tok: str) -> float | None:
+    """A sample value token as a float, or None when the text format does not allow it
+    (Python's ``float`` also takes ``1_000`` and ``infinity``-like spellings with
+    underscores)."""
+    if "_" in tok:
+        return None
+    try:
+        return float(tok)
+    except ValueError:
+        return None
