@@ -10,6 +10,10 @@ prefix and records its typed :data:`~fleetwatch.exporters.snapshot.SeriesKey` in
 Series that may meet others on one normalized series (lossy label mappings, aliases) are
 tracked: when a second upstream series lands on a prefix compiled as alone, the first one's
 canonical identity is put in :attr:`SeriesCompiler.stale` and the normalizer recompiles it.
+
+Why this module is long: compiling decides everything about a series once — which rules
+apply, its labels, its slots and how its value is validated (:mod:`.validate`) — so that
+the normalizer's loop decides nothing; split, one decision would be made in two places.
 """
 
 from __future__ import annotations

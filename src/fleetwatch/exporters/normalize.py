@@ -289,8 +289,12 @@ class Normalizer:
         path: scans the compiled series, only in a scrape that refused a sample."""
         for entry in self._cache.values():
             if entry.group in groups:
-                for fam_idx, prefix, *_ in (*entry.direct, *entry.scaled, *entry.shared):
+                for fam_idx, prefix in entry.direct:
                     families[fam_idx].pop(prefix, None)
+                for slot in entry.scaled:
+                    families[slot[0]].pop(slot[1], None)
+                for shared in entry.shared:
+                    families[shared[0]].pop(shared[1], None)
 
     def _refuse(self, meta: Metadata, reason: str, message: str) -> Normalized:
         """The state of an exposition refused whole by a bound (no series); the compiled
