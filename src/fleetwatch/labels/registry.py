@@ -23,6 +23,7 @@ team, owner, oncall, latency_tier} 1`` series, which queries join with
 from __future__ import annotations
 
 import fnmatch
+import logging
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -30,6 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from fleetwatch.labels.text import render_labels
 from fleetwatch.specfile import read_yaml
+
+log = logging.getLogger("fleetwatch.registry")
 
 
 class RegistryError(ValueError):
@@ -82,6 +85,7 @@ class Registry:
         self.entries = tuple(entries)
         self.source = source
         self._cache: dict[tuple[str, str], ModelEntry | None] = {}
+        self._unregistered: set[tuple[str, str]] = set()  # logged once each (bounded)
 
     def lookup(self, model: str, version: str = "") -> ModelEntry | None:
         """The first entry matching ``model``/``version``, or None (unregistered)."""
@@ -101,11 +105,19 @@ class Registry:
 
         ``models`` are ``(model, model_version, backend, runtime)``; unregistered models
         get empty team/owner/oncall and ``latency_tier=""`` so that they show up in
-        "unowned model" queries instead of disappearing.
+        "unowned model" queries instead of disappearing; with a registry configured, each
+        is named once in a warning (``model M (version 'v') has no registry entry: …``).
         """
         lines = []
         for model, version, backend, runtime in sorted(set(models)):
             e = self.lookup(model, version)
+            if e is None and self.entries and (model, version) not in self._unregistered:
+                if len(self._unregistered) >= 10_000:  # churn: bounded, may log again
+                    self._unregistered.clear()
+                self._unregistered.add((model, version))
+                log.warning("model %s (version %r) has no registry entry: its "
+                            "modelserver_model_info has team=\"\", owner=\"\", "
+                            "oncall=\"\" (add it to the registry)", model, version)
             labels = (("model", model), ("model_version", version), ("backend", backend),
                       ("runtime", runtime), ("team", e.team if e else ""),
                       ("owner", e.owner if e else ""), ("oncall", e.oncall if e else ""),

@@ -302,12 +302,13 @@ class Scraper:
         n = st.normalized
         observed = sorted({m[0] for m in n.models}) if n else []
         before = st.models_ready
-        st.models_ready = await self.probes.readiness(st.source, t, observed)
-        for model, ok in st.models_ready.items():  # one line per change
+        why = await self.probes.readiness(st.source, t, observed)
+        st.models_ready = {m: w is None for m, w in why.items()}
+        for model, problem in why.items():  # one line per change
             was = before.get(model)
-            if not ok and was is not False:
-                log.warning("target %s: model %s not ready", t.name, model)
-            elif ok and was is False:
+            if problem is not None and was is not False:
+                log.warning("target %s: model %s not ready (%s)", t.name, model, problem)
+            elif problem is None and was is False:
                 log.info("target %s: model %s ready again", t.name, model)
 
     def _forget_unseen_models(self, st: TargetState) -> None:
