@@ -198,7 +198,7 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
         problem = describe_if_not_metrics(text)
         if problem:
             _fail(f"{file}: {problem}")
-        if source != "auto" and not result.passthrough:
+        if source != "auto" and not result.passthrough and not result.invalid_samples:
             detected = detect_kind(text)
             hint = f" (it looks like {detected}: --source {detected})" \
                 if detected not in (source, "unknown") else ""
