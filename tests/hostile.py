@@ -16,7 +16,6 @@ from __future__ import annotations
 import http.server
 import json
 import math
-import os
 import re
 import signal
 import subprocess
@@ -61,7 +60,7 @@ class Upstream:
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 if self.path.startswith("/health"):
                     if outer.health_status is None:
                         time.sleep(3)
@@ -186,9 +185,19 @@ class Sidecar:
         return self.proc is not None and self.proc.poll() is None
 
 
-def env_with_src() -> dict[str, str]:
-    """This process' environment (its PYTHONPATH picks the fleetwatch under test)."""
-    return dict(os.environ)
+def promtool_errors(text: str) -> list[str]:
+    """What ``promtool check metrics`` rejects in an exposition: parse errors and
+    duplicates (lint findings, which upstream names passed through may have, are not
+    errors). Raises when promtool is missing (never skips)."""
+    import shutil
+
+    if shutil.which("promtool") is None:
+        raise RuntimeError("promtool not found: install Debian's prometheus (.ci/run)")
+    res = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                         text=True, timeout=60)
+    return [line for line in (res.stdout + res.stderr).splitlines()
+            if "error" in line.lower() or "second HELP" in line or "second TYPE" in line
+            or "duplicate" in line]
 
 
 def finite_numbers(obj: Any) -> bool:

@@ -209,7 +209,7 @@ class Normalizer:
                         passthrough.setdefault(entry.unmapped_family, []).append(
                             f"{key} {tok}")
                 continue
-            if "_" in tok:
+            if "_" in tok or not tok.isascii():  # Python's float takes "1_0", "١"
                 bad(lineno, f"invalid sample value {tok!r}", key)
                 continue
             try:
@@ -306,9 +306,8 @@ class Normalizer:
 
 def _number(tok: str) -> float | None:
     """A sample value token as a float, or None when the text format does not allow it
-    (Python's ``float`` also takes ``1_000`` and ``infinity``-like spellings with
-    underscores)."""
-    if "_" in tok:
+    (Python's ``float`` also takes ``1_000`` and non-ASCII digits such as ``١``)."""
+    if "_" in tok or not tok.isascii():
         return None
     try:
         return float(tok)
