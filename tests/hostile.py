@@ -113,7 +113,8 @@ class Sidecar:
     ``registry`` a registry file's content."""
 
     def __init__(self, config: dict[str, Any], slos: dict[str, Any] | None = None,
-                 registry: dict[str, Any] | None = None) -> None:
+                 registry: dict[str, Any] | None = None, max_fds: int | None = None) -> None:
+        self.max_fds = max_fds  # RLIMIT_NOFILE (soft and hard) of the process
         self.dir = Path(tempfile.mkdtemp(prefix="fw-hostile-"))
         cfg = {"listen": {"address": "127.0.0.1", "port": 0}, **config}
         if "listen" in config:
@@ -134,7 +135,8 @@ class Sidecar:
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen([sys.executable, "-c", _MAIN, *self.args],
                                          stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL)
+                                         stdin=subprocess.DEVNULL,
+                                         preexec_fn=self._limit if self.max_fds else None)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             m = re.search(r"serving on http://[^:]+:(\d+)/metrics", self.log())
@@ -147,6 +149,12 @@ class Sidecar:
         log_text = self.log()
         self.__exit__()
         raise AssertionError(f"fleetwatch serve did not start:\n{log_text[-3000:]}")
+
+    def _limit(self) -> None:
+        import resource
+
+        assert self.max_fds is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.max_fds, self.max_fds))
 
     def __exit__(self, *exc: object) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -160,6 +160,9 @@ class GuardedSite(web.TCPSite):
     """A :class:`aiohttp.web.TCPSite` whose connections go through a
     :class:`ConnectionGuard`."""
 
+    #: Listen backlog, which is also how many connections asyncio accepts per loop turn.
+    BACKLOG = 128
+
     def __init__(self, runner: web.BaseRunner, host: str, port: int,
                  guard: ConnectionGuard) -> None:
         super().__init__(runner, host, port)
@@ -173,7 +176,7 @@ class GuardedSite(web.TCPSite):
         guard = self.guard
         self._server = await loop.create_server(
             lambda: guard.wrap(server()), self._host, self._port,
-            reuse_address=self._reuse_address, backlog=self._backlog)
+            reuse_address=self._reuse_address, backlog=self.BACKLOG)
 
 
 def install_exception_handler(loop: asyncio.AbstractEventLoop) -> None:

@@ -175,8 +175,10 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
             await runner.cleanup()
 
 
-#: File descriptors kept for the upstream scrapes, probes, logs and files.
-FD_RESERVE = 64
+#: File descriptors kept beyond the connection cap: the upstream scrapes, probes, logs
+#: and files (64), and one accept burst (asyncio accepts up to the listen backlog of
+#: connections per loop turn before a refused one's descriptor is closed).
+FD_RESERVE = 64 + GuardedSite.BACKLOG
 
 
 def _connection_cap(wanted: int) -> int:
