@@ -244,12 +244,12 @@ def schema(markdown: bool) -> None:
 def demo(duration: float, port: int, log_level: str) -> None:
     """Run the sidecar on an embedded default: a real local Triton with demo models and
     bounded load, plus the vLLM-format emulator (a test double), side by side."""
+    problem = _port_taken("127.0.0.1", port)
+    if problem:  # say so before starting (or even importing) Triton, in one line
+        _fail(f"cannot listen on 127.0.0.1:{port}: {problem} (--port)", code=1)
     from fleetwatch.demo.run import run_demo
     from fleetwatch.sidecar.server import ListenError
 
-    problem = _port_taken("127.0.0.1", port)
-    if problem:  # say so before starting Triton, in one line
-        _fail(f"cannot listen on 127.0.0.1:{port}: {problem} (--port)", code=1)
     _setup_logging(log_level)
     try:
         with contextlib.suppress(KeyboardInterrupt):
