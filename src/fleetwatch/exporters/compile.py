@@ -81,6 +81,7 @@ class Entry:
     check: int = NO_CHECK  # value check (validate.CUMULATIVE, validate.QUANTILE)
     le: float | None = None  # a histogram bucket's bound (checked with its siblings)
     group: str = ""  # withdrawn together on a refusal (a histogram/summary, a shared sum)
+    ptype: str | None = None  # an unmapped sample: the family TYPE it was checked under
     skip: bool = False  # an error, an unmapped family or a sample no rule uses
     more: bool = False  # has scaled or shared slots
 
@@ -162,7 +163,7 @@ class SeriesCompiler:
                 break
         candidates = self._by_sample.get(name)
         if not candidates:
-            return self._unused(name, meta)
+            return self._unused(name, meta, pairs)
         labels = dict(pairs)
         for special, reason in (("le", BAD_LE), ("quantile", BAD_QUANTILE)):
             if special in labels:  # canonical spelling: "+inf"/"Inf" → "+Inf", "1" → "1.0"
@@ -266,7 +267,7 @@ class SeriesCompiler:
             shared = self._sets[pairs] = tuple(pool.setdefault(p, p) for p in pairs)
         return shared
 
-    def _unused(self, name: str, meta: Metadata) -> Entry:
+    def _unused(self, name: str, meta: Metadata, pairs: LabelPairs) -> Entry:
         """The entry of a sample name no rule reads: ignored, invalid or unmapped."""
         if name.endswith(_IGNORED_SUFFIXES) and name[:-8] in self._created_bases:
             return Entry()  # prometheus_client's _created samples: not data
@@ -277,11 +278,12 @@ class SeriesCompiler:
                 return Entry()  # a sample of a known family that no rule uses
             return Entry(error=f"{name} is not a sample of {typ} family {fam} "
                                f"(expected suffixes {', '.join(SUFFIXES[typ])})")
-        if not fits_type(name, fam, meta.types.get(fam)):
+        declared = meta.types.get(fam)
+        if not fits_type(name, fam, declared, pairs):
             # passed through, it would make a Prometheus reject the scrape
-            return Entry(error=f"{name} does not belong to {meta.types.get(fam)} family "
-                               f"{fam}", reason=TYPE_MISMATCH, unmapped_family=fam)
-        return Entry(unmapped_family=fam)
+            return Entry(error=f"{name} does not belong to {declared} family {fam}",
+                         reason=TYPE_MISMATCH, unmapped_family=fam, ptype=declared)
+        return Entry(unmapped_family=fam, ptype=declared)
 
     def _note_mean_only(self, target: str, fam_idx: int, base_pairs: LabelPairs,
                         base_labels: str) -> None:

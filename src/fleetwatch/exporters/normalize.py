@@ -44,6 +44,7 @@ from fleetwatch.exporters.validate import (
     Limits,
     check_buckets,
     check_value,
+    prometheus_float,
 )
 from fleetwatch.labels.schema import METRICS
 
@@ -66,7 +67,8 @@ class Normalized:
     ``invalid_samples`` the samples refused by reason (:mod:`.validate`), with
     ``invalid_examples`` one ``series: why`` per reason; ``refused`` ``(reason, message)``
     when a :class:`~.validate.Limits` bound refused the whole exposition (``families``
-    are then empty).
+    are then empty); ``passthrough_types`` the TYPE each passed-through family is served
+    with (the one declared before its first line: a TYPE after samples is not served).
     """
 
     families: list[dict[str, float | str]]
@@ -77,6 +79,7 @@ class Normalized:
     keys: Mapping[str, SeriesKey] = field(default_factory=dict)
     invalid_samples: Counter[str] = field(default_factory=Counter)
     invalid_examples: dict[str, str] = field(default_factory=dict)
+    passthrough_types: dict[str, str | None] = field(default_factory=dict)
     refused: tuple[str, str] | None = None
 
     @property
@@ -153,6 +156,7 @@ class Normalizer:
         models: set[tuple[str, str, str, str]] = set()
         unmapped: set[str] = set()
         passthrough: dict[str, list[str]] = {}
+        ptypes: dict[str, str | None] = {}  # passed-through family → TYPE at its first line
         agg: dict[str, list[Any]] = {}  # prefix → [value, priority, canon | None, family]
         cache = self._cache
         compile_entry = self._compiler.compile
@@ -202,12 +206,11 @@ class Normalizer:
                 elif entry.unmapped_family is not None:
                     unmapped.add(entry.unmapped_family)
                     if self.passthrough:
-                        if _number(tok) is None:
-                            refusals[BAD_VALUE] += 1
-                            examples.setdefault(BAD_VALUE, f"{key[:200]}: value {tok[:40]!r}")
-                            continue
-                        passthrough.setdefault(entry.unmapped_family, []).append(
-                            f"{key} {tok}")
+                        problem = self._pass_through(entry, key, tok, meta, passthrough,
+                                                     ptypes)
+                        if problem is not None:
+                            refusals[problem] += 1
+                            examples.setdefault(problem, f"{key[:200]}: value {tok[:40]!r}")
                 continue
             if "_" in tok or not tok.isascii():  # Python's float takes "1_0", "١"
                 bad(lineno, f"invalid sample value {tok!r}", key)
@@ -281,7 +284,28 @@ class Normalizer:
                 del fam[count_prefix]
                 fam.pop(inf_prefix, None)
         return Normalized(families, models, unmapped, meta, passthrough,
-                          self._compiler.keys, refusals, examples)
+                          self._compiler.keys, refusals, examples, ptypes)
+
+    @staticmethod
+    def _pass_through(entry: Entry, key: str, tok: str, meta: Metadata,
+                      passthrough: dict[str, list[str]],
+                      ptypes: dict[str, str | None]) -> str | None:
+        """Copy one line of an unmapped family (pass-through on), or say why not: a value
+        Prometheus reads otherwise (:data:`~.validate.BAD_VALUE`), or a line checked under
+        another TYPE than the family is served with (:data:`~.validate.TYPE_MISMATCH`:
+        the family is served with the TYPE declared before its first line)."""
+        if prometheus_float(tok) is None:
+            return BAD_VALUE
+        fam = entry.unmapped_family
+        assert fam is not None
+        lines = passthrough.get(fam)
+        if lines is None:
+            lines = passthrough[fam] = []
+            ptypes[fam] = meta.types.get(fam)
+        if entry.ptype != ptypes[fam]:
+            return TYPE_MISMATCH
+        lines.append(f"{key} {tok}")
+        return None
 
     def _withdraw(self, families: list[dict[str, float | str]], groups: set[str]) -> None:
         """Remove every normalized series fed by an upstream series of ``groups`` (a
@@ -302,14 +326,3 @@ class Normalizer:
         self.invalidate()
         return Normalized([{} for _ in METRICS], set(), set(), meta,
                           refused=(reason, message))
-
-
-def _number(tok: str) -> float | None:
-    """A sample value token as a float, or None when the text format does not allow it
-    (Python's ``float`` also takes ``1_000`` and non-ASCII digits such as ``١``)."""
-    if "_" in tok or not tok.isascii():
-        return None
-    try:
-        return float(tok)
-    except ValueError:
-        return None

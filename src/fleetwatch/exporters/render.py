@@ -64,14 +64,15 @@ def normalized_families(normalized: Iterable[Normalized],
 
 def passthrough_families(n: Normalized) -> list[Family]:
     """The upstream families of one target re-emitted unchanged (pass-through on),
-    with the HELP/TYPE the upstream wrote (a HELP with an escape the text format does not
-    allow is left out: a Prometheus would reject the whole scrape)."""
+    with the HELP the upstream wrote and the TYPE it declared before the family's first
+    line (a HELP with an escape the text format does not allow, a TYPE after samples are
+    left out: a Prometheus would reject the whole scrape)."""
     out = []
     for name, lines in n.passthrough.items():
         helptext = n.meta.helps.get(name)
         if helptext is not None and not help_is_valid(helptext):
             helptext = None
-        out.append(Family(name, n.meta.types.get(name), helptext, list(lines)))
+        out.append(Family(name, n.passthrough_types.get(name), helptext, list(lines)))
     return out
 
 

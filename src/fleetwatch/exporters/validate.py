@@ -123,13 +123,41 @@ _PASSTHROUGH_SUFFIXES = {
 }
 
 
-def fits_type(sample: str, family: str, typ: str | None) -> bool:
+def fits_type(sample: str, family: str, typ: str | None,
+              labels: tuple[tuple[str, str], ...] = ()) -> bool:
     """Whether sample name ``sample`` belongs to ``family`` of declared type ``typ``
-    (None, untyped or unknown: only the family's own name)."""
+    (None, untyped or unknown: only the family's own name), with the labels Prometheus'
+    parser requires: in a summary, a ``quantile`` label (required on the quantile
+    sample) is a number it reads; in a histogram, so is an ``le`` label (required on a
+    bucket)."""
     suffixes = _PASSTHROUGH_SUFFIXES.get(typ or "", ("",))
-    if typ == "counter" and family.endswith("_total"):
-        family = family[:-6]
-    return any(sample == family + s for s in suffixes)
+    base = family[:-6] if typ == "counter" and family.endswith("_total") else family
+    if not any(sample == base + s for s in suffixes):
+        return False
+    special, required = ("quantile", sample == family) if typ == "summary" else \
+        ("le", sample == family + "_bucket") if typ in ("histogram", "gaugehistogram") \
+        else (None, False)
+    if special is None:
+        return True
+    value = dict(labels).get(special)
+    if value is None:
+        return not required
+    return prometheus_float(value) is not None
+
+
+def prometheus_float(tok: str) -> float | None:
+    """``tok`` as a float when Prometheus' parser (Go's ParseFloat) reads it the same way,
+    else None: Python's ``float`` also takes ``1_0``, non-ASCII digits (``١``) and reads
+    ``1e400`` as ``inf`` where Go refuses it as out of range."""
+    if "_" in tok or not tok.isascii():
+        return None
+    try:
+        v = float(tok)
+    except ValueError:
+        return None
+    if v - v != 0 and v == v and tok.lstrip("+-").lower() not in ("inf", "infinity"):
+        return None
+    return v
 
 
 def help_is_valid(text: str) -> bool:
