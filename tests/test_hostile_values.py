@@ -152,3 +152,22 @@ def test_nan_inf_and_negative_counters_never_poison_the_slo_engine():
         status, text, _ = sc.get("/autoscaling")
         strict_json(text)
         assert "refused" in sc.log() and "non_finite" in sc.log()
+
+
+def test_buckets_in_any_order_are_checked_whole(tmp_path):
+    # valid, but written +Inf first and interleaved with another histogram: kept
+    ok = [("+Inf", "3"), ("1.0", "2"), ("0.1", "1")]
+    lines = [f'{TTFT}_bucket{{model_name="{m}",le="{le}"}} {v}\n'
+             for le, v in ok for m in ("a", "b")]
+    # out of order and decreasing (0.1 → 5 > 1.0 → 2): refused
+    lines += [f'{TTFT}_bucket{{model_name="c",le="{le}"}} {v}\n'
+              for le, v in (("+Inf", "5"), ("0.1", "5"), ("1.0", "2"))]
+    f = tmp_path / "order.prom"
+    f.write_text(f"# TYPE {TTFT} histogram\n" + "".join(lines))
+    res = cli("normalize", "--source", "vllm", str(f))
+    assert res.returncode == 0, res.stderr
+    for m in ("a", "b"):
+        assert res.stdout.count(f'model="{m}"') == 3 + 1  # 3 buckets + model_info
+    assert not [line for line in res.stdout.splitlines()
+                if 'model="c"' in line and not line.startswith("modelserver_model_info")]
+    assert "buckets_decrease" in res.stderr

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -199,9 +200,9 @@ class SeriesCompiler:
                 continue
             check = max(check, _check_of(rule, suffix),
                         CUMULATIVE if tdef.type == "counter" else NO_CHECK)
-            if whole:
-                group = rule.source + render_labels(tuple(sorted(
-                    (k, v) for k, v in labels.items() if k not in ("le", "quantile"))))
+            if whole:  # interned: the normalizer compares histograms by identity
+                group = sys.intern(rule.source + render_labels(tuple(sorted(
+                    (k, v) for k, v in labels.items() if k not in ("le", "quantile")))))
                 if suffix == "_bucket":
                     le = float(labels["le"])
             if rule.part or rule.source_type in ("counter", "gauge"):

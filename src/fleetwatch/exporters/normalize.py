@@ -37,6 +37,7 @@ from fleetwatch.exporters.snapshot import SeriesKey
 from fleetwatch.exporters.table import SourceTable, TargetContext
 from fleetwatch.exporters.validate import (
     BAD_VALUE,
+    BUCKETS_DECREASE,
     INF,
     NORMALIZE_TIMEOUT,
     TOO_MANY_SERIES,
@@ -167,7 +168,14 @@ class Normalizer:
         refusals: Counter[str] = Counter()
         examples: dict[str, str] = {}
         withdraw: set[str] = set()  # groups of a refused sample (histograms, shared sums)
-        buckets: dict[str, list[tuple[float, float]]] = {}  # group → [(le, value)]
+        # Buckets are checked as they stream by: per histogram, the last bound and count
+        # (le ascending is how upstreams write them); a histogram written otherwise, or
+        # whose last bucket is not +Inf, is checked whole afterwards (slow path).
+        hist_state: dict[str, list[float]] = {}  # histogram → [last le, last count]
+        run_g: str | None = None  # the histogram of the last bucket line
+        run_st: list[float] = []
+        unsure: set[str] = set()  # histograms to check whole
+        decreasing: set[str] = set()
         max_series = self.limits.max_series
         deadline = time.perf_counter() + self.limits.max_seconds
         for line, lineno in iter_lines(text, meta):
@@ -230,12 +238,21 @@ class Normalizer:
                 if entry.group:
                     withdraw.add(entry.group)
                 continue
-            if entry.le is not None:
-                hb = buckets.get(entry.group)
-                if hb is None:
-                    buckets[entry.group] = [(entry.le, value)]
+            le = entry.le
+            if le is not None:
+                g = entry.group  # interned: one object per histogram
+                if g is not run_g:
+                    st = hist_state.get(g)
+                    if st is None:
+                        st = hist_state[g] = [-INF, 0.0]
+                    run_g, run_st = g, st
+                if le > run_st[0]:
+                    if value < run_st[1]:
+                        decreasing.add(g)
+                    run_st[0] = le
+                    run_st[1] = value
                 else:
-                    hb.append((entry.le, value))
+                    unsure.add(g)
             if entry.model is not None:
                 add_model(entry.model)
             direct = entry.direct
@@ -265,12 +282,17 @@ class Normalizer:
         if sample_lines > max_series:
             return self._refuse(meta, TOO_MANY_SERIES, f"more than {max_series} series in "
                                 "one exposition (scrape.max_series)")
-        for group, hb in buckets.items():
-            reason = check_buckets(hb)
-            if reason is not None:
-                refusals[reason] += 1
-                examples.setdefault(reason, group[:200])
-                withdraw.add(group)
+        unsure.update(g for g, (last, _v) in hist_state.items() if last != INF)
+        broken = {g: BUCKETS_DECREASE for g in decreasing - unsure}
+        if unsure:
+            for g, hb in self._buckets_of(text, unsure).items():
+                reason = check_buckets(hb)
+                if reason is not None:
+                    broken[g] = reason
+        for group, reason in broken.items():
+            refusals[reason] += 1
+            examples.setdefault(reason, group[:200])
+            withdraw.add(group)
         for prefix, (v, _prio, _key, fam_idx) in agg.items():
             families[fam_idx][prefix] = v
         if withdraw:
@@ -306,6 +328,23 @@ class Normalizer:
             return TYPE_MISMATCH
         lines.append(f"{key} {tok}")
         return None
+
+    def _buckets_of(self, text: str, groups: set[str]) -> dict[str, list[tuple[float, float]]]:
+        """``(le, value)`` of every valid bucket of the histograms ``groups`` in ``text``
+        (slow path: a second pass, only for histograms not written one ascending run
+        each)."""
+        out: dict[str, list[tuple[float, float]]] = {g: [] for g in groups}
+        for line, _lineno in iter_lines(text, Metadata()):
+            split = split_sample_line(line)
+            if isinstance(split, str):
+                continue
+            entry = self._cache.get(split[0])
+            if entry is None or entry.le is None or entry.group not in out:
+                continue
+            value = prometheus_float(split[1])
+            if value is not None and 0.0 <= value < INF:
+                out[entry.group].append((entry.le, value))
+        return {g: hb for g, hb in out.items() if hb}
 
     def _withdraw(self, families: list[dict[str, float | str]], groups: set[str]) -> None:
         """Remove every normalized series fed by an upstream series of ``groups`` (a
