@@ -111,8 +111,8 @@ def _triton_body(success: str, failure: str, duration: str) -> str:
 
 
 SLOS = {
-    "windows": [{"long": "2s", "short": "1s", "budget_consumed": 0.05}],
-    "capacity": {"window": "2s"},
+    "windows": [{"long": "1s", "short": "500ms", "budget_consumed": 0.05}],
+    "capacity": {"window": "1s"},
     "slos": [{"name": "avail", "sli": {"availability": {}},
               "objectives": [{"target": 0.99}], "timeWindow": [{"duration": "1h"}],
               "concurrency": {"envelope": 8}}],
@@ -133,7 +133,7 @@ def test_nan_inf_and_negative_counters_never_poison_the_slo_engine():
             {"scrape": {"interval_seconds": 0.2, "timeout_seconds": 0.2},
              "targets": [{"name": "t", "kind": "triton", "url": up.url}]}, slos=SLOS) as sc:
         up.wait_requests(12)
-        time.sleep(4.5)  # valid data for more than two full long windows
+        time.sleep(2.3)  # valid data for more than two full long windows
         status, text, _ = sc.get("/slo")
         assert status == 200
         doc = strict_json(text)  # never a bare NaN

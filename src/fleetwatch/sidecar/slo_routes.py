@@ -24,8 +24,8 @@ def slo_routes(engine: SLOEngine) -> tuple[dict[str, Handler], Callable[[], byte
     * ``/autoscaling/{model}`` — one model (all its versions): ``signal`` is the largest
       of its versions' signals; KEDA ``valueLocation: signal``.
 
-    Every answer is strict JSON (:mod:`fleetwatch.sidecar.strictjson`: ``null``, never
-    ``NaN``).
+    The /metrics body is made once per engine update. Every answer is strict JSON
+    (:mod:`fleetwatch.sidecar.strictjson`: ``null``, never ``NaN``).
     """
     registry = slo_registry(engine)
 
@@ -46,4 +46,16 @@ def slo_routes(engine: SLOEngine) -> tuple[dict[str, Handler], Callable[[], byte
 
     routes: dict[str, Handler] = {"/slo": slo, "/autoscaling": autoscaling,
                                   "/autoscaling/{model}": autoscaling_model}
-    return routes, lambda: generate_latest(registry)
+    cached: list[object] = [object(), b""]  # [engine.last_update it was made at, body]
+
+    def metrics() -> bytes:
+        """The engine's exposition, made once per engine update (the engine changes only
+        in an update), not once per /metrics request."""
+        if cached[0] != engine.last_update:
+            cached[1] = generate_latest(registry)
+            cached[0] = engine.last_update
+        body = cached[1]
+        assert isinstance(body, bytes)
+        return body
+
+    return routes, metrics
