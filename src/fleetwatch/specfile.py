@@ -61,8 +61,25 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
 
 def load_yaml(text: str, limit: int = MAX_NODES) -> object:
     """Parse YAML with the safe loader, refusing a document larger than ``limit`` nodes
-    with aliases expanded (raises ``yaml.YAMLError`` with a readable message)."""
-    loader = SafeLoader(text)
+    with aliases expanded (raises ``yaml.YAMLError`` with a readable message). A document
+    libyaml refuses is read again by PyYAML's own loader, whose messages (and escapes such
+    as ``\\ud800``, which the SLO file reports itself) the errors have always used."""
+    try:
+        return _load(SafeLoader, text, limit)
+    except _AliasBomb:
+        raise
+    except yaml.YAMLError:
+        if SafeLoader is yaml.SafeLoader:
+            raise
+        return _load(yaml.SafeLoader, text, limit)
+
+
+class _AliasBomb(yaml.YAMLError):
+    pass
+
+
+def _load(loader_class: type[yaml.SafeLoader], text: str, limit: int) -> object:
+    loader = loader_class(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -70,8 +87,8 @@ def load_yaml(text: str, limit: int = MAX_NODES) -> object:
         try:
             _expanded_size(node, {}, limit)
         except _TooLarge:
-            raise yaml.YAMLError(f"too many YAML nodes once aliases are expanded (more "
-                                 f"than {limit}): an alias bomb?") from None
+            raise _AliasBomb(f"too many YAML nodes once aliases are expanded (more "
+                             f"than {limit}): an alias bomb?") from None
         return loader.construct_document(node)
     finally:
         loader.dispose()
@@ -91,9 +108,9 @@ def read_yaml(path: str | Path, error: type[Exception], what: str) -> object:
         raise error(f"{p}: cannot read {what}: {exc.strerror or exc}") from None
     try:
         return load_yaml(text)
+    except _AliasBomb as exc:
+        raise error(f"{p}: {exc}") from None
     except yaml.YAMLError as exc:
-        if "alias bomb" in str(exc):
-            raise error(f"{p}: {exc}") from None
         raise error(f"{p}: not valid YAML: {exc}") from None
 
 
