@@ -121,7 +121,7 @@ def test_parser_never_raises(text):
     parse_exposition(text)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(expositions(), st.sampled_from(sorted(TABLES)), st.booleans())
 def test_normalizer_output_is_always_valid(text, kind, passthrough):
     n = Normalizer(TABLES[kind], passthrough=passthrough)
