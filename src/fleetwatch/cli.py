@@ -135,22 +135,28 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         _fail(f"{file}: not UTF-8 text (byte {exc.start}): not a Prometheus exposition")
-    if "\x00" in text:
-        _fail(f"{file}: binary data (NUL byte): not a Prometheus exposition")
+    if not text.strip():
+        _fail(f"{file}: empty: not a Prometheus exposition")
     if text.lstrip()[:1] == "<":
         _fail(f"{file}: looks like HTML, not a Prometheus exposition")
     registry = _registry(registry_path)
     kind = detect_kind(text) if source == "auto" else source
     ctx = TargetContext(runtime_for=lambda _m: runtime or "unknown")
     result = Normalizer(TABLES[kind], ctx, passthrough).normalize(text)
+    if result.refused is not None:
+        _fail(f"{file}: refused ({result.refused[0]}): {result.refused[1]}")
     extra = {"modelserver_model_info": registry.info_lines(result.models)}
     sys.stdout.write(render([result], extra))
     meta = result.meta
     click.echo(f"{file}: source={kind} samples={meta.sample_lines} "
                f"series={result.series_count} unmapped_families={len(result.unmapped)} "
-               f"skipped_lines={len(meta.invalid)}", err=True)
+               f"skipped_lines={len(meta.invalid)} "
+               f"refused_samples={result.invalid_samples.total()}", err=True)
     for bad in meta.invalid[:5]:
         click.echo(f"{file}:{bad.lineno}: skipped: {bad.reason}", err=True)
+    for reason, n in sorted(result.invalid_samples.items()):
+        click.echo(f"{file}: refused {n} sample(s): {reason}, e.g. "
+                   f"{result.invalid_examples.get(reason, '?')[:160]}", err=True)
     if kind == "unknown":
         click.echo(f"{file}: no mapping for this server's metrics; nothing normalized "
                    "(--passthrough re-emits them)", err=True)
@@ -158,6 +164,11 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
         problem = describe_if_not_metrics(text)
         if problem:
             _fail(f"{file}: {problem}")
+        if source != "auto" and not result.passthrough and not result.invalid_samples:
+            detected = detect_kind(text)
+            hint = f" (it looks like {detected}: --source {detected})" \
+                if detected not in (source, "unknown") else ""
+            _fail(f"{file}: no {source} series in this exposition{hint}")
 
 
 @main.command()
@@ -199,7 +210,7 @@ def schema(markdown: bool) -> None:
 def demo(duration: float, port: int, log_level: str) -> None:
     """Run the sidecar on an embedded default: a real local Triton with demo models and a
     real vLLM engine (CPU, tiny model), both under bounded load, side by side."""
-    from fleetwatch.demo.run import run_demo
+    from fleetwatch.demo.run import run_demo  # a taken port: one line, before any server
 
     _setup_logging(log_level)
     with contextlib.suppress(KeyboardInterrupt):

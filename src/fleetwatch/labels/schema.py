@@ -377,6 +377,15 @@ SELF_METRICS: tuple[MetricDef, ...] = (
     MetricDef("fleetwatch_upstream_invalid_lines_total", _C, "lines",
               "Exposition lines that could not be parsed and were skipped.", ("target",),
               "stable", per_model=False),
+    MetricDef("fleetwatch_upstream_invalid_samples_total", _C, "samples",
+              "Upstream samples refused by value validation and withdrawn, by reason "
+              "(non_finite, negative, buckets_decrease, no_inf_bucket, bad_le, bad_quantile, "
+              "label_too_long, no_model_label, bad_value, type_mismatch; docs/reliability.md).",
+              ("target", "reason"), "alpha", per_model=False),
+    MetricDef("fleetwatch_http_connections_closed_total", _C, "connections",
+              "Connections to the sidecar's HTTP server closed by a bound: max_connections "
+              "(closed at accept), header_timeout (headers not sent in time).",
+              ("reason",), "alpha", per_model=False),
     MetricDef("fleetwatch_upstream_model_ready", _G, "boolean",
               "1 when the model reports ready (Triton /v2/models/<m>/ready, vLLM /health).",
               ("target", "model"), "stable", per_model=False),
@@ -397,6 +406,10 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "Error rate over the window ÷ error budget (1 = budget lasts the period), "
               "per band and overall (band=\"all\"); NaN without events.",
               (*_SLO_LABELS, "band", "window"), "beta", per_model=False),
+    MetricDef("fleetwatch_slo_models_refused_total", _C, "models",
+              "Models an SLO selects but does not track because it tracks "
+              "limits.max_models_per_slo already (counted once per refused model).",
+              ("slo",), "alpha", per_model=False),
     MetricDef("fleetwatch_slo_error_budget_remaining_ratio", _G, "ratio",
               "Share of the period's error budget left (negative when overspent).",
               _SLO_LABELS, "beta", per_model=False),

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from prometheus_client import generate_latest
 
+from fleetwatch.sidecar.strictjson import json_response
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.export import slo_registry
 
@@ -22,24 +23,39 @@ def slo_routes(engine: SLOEngine) -> tuple[dict[str, Handler], Callable[[], byte
       ``components``, ``capacity``, ``concurrency``, ``state``;
     * ``/autoscaling/{model}`` — one model (all its versions): ``signal`` is the largest
       of its versions' signals; KEDA ``valueLocation: signal``.
+
+    The /metrics body is made once per engine update. Every answer is strict JSON
+    (:mod:`fleetwatch.sidecar.strictjson`: ``null``, never ``NaN``).
     """
     registry = slo_registry(engine)
 
     async def slo(_request: web.Request) -> web.Response:
-        return web.json_response({"updated": engine.last_update, "slos": engine.status()})
+        return json_response({"updated": engine.last_update, "slos": engine.status()})
 
     async def autoscaling(_request: web.Request) -> web.Response:
-        return web.json_response({"updated": engine.last_update,
+        return json_response({"updated": engine.last_update,
                                   "models": engine.autoscaling()})
 
     async def autoscaling_model(request: web.Request) -> web.Response:
         model = request.match_info["model"]
         items = [o for o in engine.autoscaling() if o["model"] == model]
         if not items:
-            return web.json_response({"error": f"no such model: {model}"}, status=404)
-        return web.json_response({"model": model, "signal": max(o["signal"] for o in items),
+            return json_response({"error": f"no such model: {model}"}, status=404)
+        return json_response({"model": model, "signal": max(o["signal"] for o in items),
                                   "versions": items})
 
     routes: dict[str, Handler] = {"/slo": slo, "/autoscaling": autoscaling,
                                   "/autoscaling/{model}": autoscaling_model}
-    return routes, lambda: generate_latest(registry)
+    cached: list[object] = [object(), b""]  # [engine.last_update it was made at, body]
+
+    def metrics() -> bytes:
+        """The engine's exposition, made once per engine update (the engine changes only
+        in an update), not once per /metrics request."""
+        if cached[0] != engine.last_update:
+            cached[1] = generate_latest(registry)
+            cached[0] = engine.last_update
+        body = cached[1]
+        assert isinstance(body, bytes)
+        return body
+
+    return routes, metrics

@@ -65,6 +65,10 @@ class Selection:
             self._cache[key] = hit
         return hit
 
+    def forget(self, models: set[ModelKey]) -> None:
+        """Drop the decisions about ``models`` (forgotten by the engine)."""
+        self._cache = {k: v for k, v in self._cache.items() if k[1] not in models}
+
 
 def interval_concurrency(iv: Interval, prev_running: float | None,
                          dt: float) -> float | None:
@@ -150,6 +154,9 @@ class Ledger:
             if r == len(self._row_objective):
                 self._row_objective.append(st.slo.objective)
                 self._row_period.append(st.slo.period_seconds)
+            else:  # a released row, reused
+                self._row_objective[r] = st.slo.objective
+                self._row_period[r] = st.slo.period_seconds
         return r
 
     def add(self, ts: float, rows: list[int], goods: list[float],

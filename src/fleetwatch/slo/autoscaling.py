@@ -47,12 +47,17 @@ def model_state(states: States, mk: ModelKey) -> str:
 
 def signals(targets: AutoscalingSettings, states: States,
             gauges: ModelGauges) -> list[ModelSignal]:
-    """One :class:`ModelSignal` per model seen (with gauges or SLOs), sorted by model."""
-    models = set(gauges.concurrency) | set(gauges.kv_usage) | {m for _, m in states}
+    """One :class:`ModelSignal` per model seen (with gauges or SLOs), sorted by model.
+    Linear in the states (grouped by model once)."""
+    by_model: dict[ModelKey, list[SLOModelState]] = {}
+    for (_, m), st in states.items():
+        by_model.setdefault(m, []).append(st)
+    models = set(gauges.concurrency) | set(gauges.kv_usage) | set(by_model)
     out: list[ModelSignal] = []
     for mk in sorted(models):
         comps: dict[str, float] = {}
-        cap = model_capacity(states, mk)
+        own = by_model.get(mk, [])
+        cap = min(st.capacity for st in own) if own else None
         conc = gauges.concurrency.get(mk)
         if cap and conc is not None:
             comps["concurrency"] = conc / cap
@@ -66,6 +71,6 @@ def signals(targets: AutoscalingSettings, states: States,
             "model": mk[0], "model_version": mk[1], "backend": mk[2],
             "signal": max(comps.values()) if comps else 0.0,
             "components": comps, "capacity": cap, "concurrency": conc,
-            "state": model_state(states, mk),
+            "state": worst_state({st.state for st in own}),
         })
     return out

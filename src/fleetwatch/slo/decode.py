@@ -137,6 +137,11 @@ class Decoder:
         self._prev = seen
         return Decoded(intervals, gpu_used / gpu_total if gpu_total > 0 else None)
 
+    def forget(self, models: set[ModelKey]) -> None:
+        """Drop the bucket bounds seen for ``models`` (forgotten by the engine)."""
+        for k in [k for k in self.bounds if k[1] in models]:
+            del self.bounds[k]
+
     def _reader(self, fam_name: str, key: SeriesKey) -> Reader:
         """Compile how a normalized series feeds the interval (once per series)."""
         name, pairs = key
@@ -188,6 +193,8 @@ class Decoder:
                 if code == _SKIP:
                     continue
                 value = raw if raw.__class__ is float else float(raw)
+                if value - value != 0.0 or (value < 0.0 and code >= _COUNTERS):
+                    continue  # NaN/±Inf, a negative count: never a delta nor a gauge
                 if code >= _COUNTERS:  # cumulative: take the reset-aware delta
                     seen[prefix] = (value, ts)
                     before = prev.get(prefix)
