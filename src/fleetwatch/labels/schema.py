@@ -315,16 +315,33 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "Share of the period's error budget left (negative when overspent).",
               _SLO_LABELS, "beta", per_model=False),
     MetricDef("fleetwatch_slo_capacity_concurrency", _G, "requests",
-              "Capacity at SLO: the highest per-replica concurrency band whose burn rate "
-              "stays below 1 (the declared envelope until a band has enough events).",
+              "Capacity at SLO (per-replica concurrent requests, continuous): starts at the "
+              "declared envelope; a trusted band that burns lowers it below that band, "
+              "good bands above raise it, the capacity model places it between good and "
+              "burning load (docs/autoscaling.md).",
               _SLO_LABELS, "beta", per_model=False),
+    MetricDef("fleetwatch_slo_capacity_predicted_concurrency", _G, "requests",
+              "The capacity model's prediction: the per-replica concurrency at which the "
+              "latency quantile the objective implies reaches the SLI's threshold (absent "
+              "without a burning band to fit against).", _SLO_LABELS, "beta",
+              per_model=False),
+    MetricDef("fleetwatch_slo_band_latency_quantile_seconds", _G, "seconds",
+              "Latency quantile the objective implies (quantile=\"0.99\" for 99 %) of a latency "
+              "SLI's observations in a concurrency band (exponentially weighted over the "
+              "capacity window).", (*_SLO_LABELS, "band", "quantile"), "beta",
+              per_model=False),
+    MetricDef("fleetwatch_slo_band_concurrency", _G, "requests",
+              "Observation-weighted mean per-replica concurrency of the intervals attributed "
+              "to a band (the x of the capacity model's latency-vs-concurrency points).",
+              (*_SLO_LABELS, "band"), "beta", per_model=False),
     MetricDef("fleetwatch_slo_state", _G, "boolean",
               "1 for the current state of the SLO on the model: ok, regression (burn inside "
               "the concurrency envelope: page), overload (burn only above it: scale out), "
               "no_data, misconfigured.", (*_SLO_LABELS, "state"), "beta", per_model=False),
     MetricDef("fleetwatch_slo_concurrency", _G, "requests",
-              "Observed per-replica concurrency of the last interval (running requests, or "
-              "Little's law from request durations).", _MODEL_KEY, "beta", per_model=False),
+              "Observed per-replica concurrency of the last interval: time-averaged requests "
+              "in the system (Little's law over request durations, cross-checked with "
+              "running + waiting gauges).", _MODEL_KEY, "beta", per_model=False),
     MetricDef("fleetwatch_autoscaling_signal_ratio", _G, "ratio",
               "Autoscaling signal: the largest component; with an HPA/KEDA AverageValue "
               "target of 1, desired replicas = ceil(sum over replicas).", _MODEL_KEY, "beta",
