@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from fleetwatch.slo.account import Ledger, ModelGauges
 from fleetwatch.slo.autoscaling import ModelSignal
@@ -19,6 +19,9 @@ from fleetwatch.slo.bands import budget_remaining
 from fleetwatch.slo.durations import format_duration
 from fleetwatch.slo.judge import explain
 from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState, band_sort
+
+if TYPE_CHECKING:
+    from fleetwatch.slo.engine import SLOEngine
 
 States = Mapping[tuple[str, ModelKey], SLOModelState]
 #: ``(family name, labels, value)`` of one exported sample.
@@ -148,3 +151,14 @@ def strict_json(obj: object) -> object:
     if isinstance(obj, (list, tuple)):
         return [strict_json(v) for v in obj]
     return obj
+
+
+def slo_document(engine: SLOEngine) -> dict[str, object]:
+    """The ``/slo`` body: ``{"updated": Unix seconds of the last snapshot, "slos":
+    [SLOStatus…]}``."""
+    return {"updated": engine.last_update, "slos": engine.status()}
+
+
+def autoscaling_document(engine: SLOEngine) -> dict[str, object]:
+    """The ``/autoscaling`` body: ``{"updated": …, "models": [ModelSignal…]}``."""
+    return {"updated": engine.last_update, "models": engine.autoscaling()}
