@@ -82,7 +82,8 @@ def _case(kind: str, cycles: int) -> dict:
     """Run in a subprocess: one input, the full cycle, figures as a dict."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    from fleetwatch.exporters.mapping import Normalizer, render
+    from fleetwatch.exporters.normalize import Normalizer
+    from fleetwatch.exporters.render import render
     from fleetwatch.exporters.sources import TABLES
 
     text = triton_exposition() if kind == "triton" else vllm_exposition()

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from fleetwatch.exporters.mapping import Normalizer  # noqa: E402
+from fleetwatch.exporters.normalize import Normalizer  # noqa: E402
 from fleetwatch.exporters.snapshot import Snapshot  # noqa: E402
 from fleetwatch.exporters.sources import TABLES  # noqa: E402
 from fleetwatch.slo.engine import SLOEngine  # noqa: E402

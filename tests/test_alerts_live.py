@@ -36,10 +36,10 @@ from fleetwatch.alerts.alertmanager import build_alertmanager
 from fleetwatch.alerts.config import AlertingConfig, parse_alerting_config
 from fleetwatch.alerts.generate import RULE_FILES, build_rules
 from fleetwatch.alerts.render import dump
-from fleetwatch.config import parse_config
 from fleetwatch.demo.load import faulty_inputs, send_requests
-from fleetwatch.exporters.server import run_sidecar
 from fleetwatch.labels.registry import load_registry
+from fleetwatch.sidecar.config import parse_config
+from fleetwatch.sidecar.server import run_sidecar
 from fleetwatch.slo.spec import parse_slo_file
 
 REGISTRY = load_registry(ROOT / "tests" / "data" / "registry.yaml")

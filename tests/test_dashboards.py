@@ -18,12 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from tests.helpers import GOLDEN
-
-from fleetwatch.cli import main
-from fleetwatch.dashboards import build_dashboards, dashboard_dict, generate
-from fleetwatch.dashboards import names as n
-from fleetwatch.dashboards.inspect import (
+from tests.dashboard_inspect import (
     BUILTIN_VARIABLES,
     iter_panels,
     query_panels,
@@ -31,9 +26,15 @@ from fleetwatch.dashboards.inspect import (
     substitute,
     variables_in,
 )
-from fleetwatch.dashboards.promql import metric_names, sel
+from tests.helpers import GOLDEN
+
+from fleetwatch.cli import main
+from fleetwatch.dashboards import FILES, build_dashboards, dashboard_dict, generate
+from fleetwatch.dashboards import names as n
 from fleetwatch.labels.registry import load_registry
 from fleetwatch.labels.schema import LABELS_BY_NAME, METRICS_BY_NAME
+from fleetwatch.promql import sel
+from fleetwatch.promql.names import metric_names
 from fleetwatch.slo.spec import load_slo_file
 
 GOLDEN_DIR = GOLDEN / "dashboards"
@@ -42,12 +43,20 @@ REGEN = ("fleetwatch dashboards --registry src/fleetwatch/demo/registry.yaml "
          "--slos tests/golden/dashboards/slos.yaml --out tests/golden/dashboards/out")
 REGISTRY = load_registry(resources.files("fleetwatch.demo") / "registry.yaml")
 SLOS = load_slo_file(GOLDEN_DIR / "slos.yaml")
-DASHBOARDS = {k: dashboard_dict(d) for k, d in build_dashboards(REGISTRY, SLOS).items()}
+#: Dashboard keys (a constant: test ids must not need the generator at collection time).
+KEYS = sorted(FILES)
+
+
+@pytest.fixture(scope="module")
+def dashboards() -> dict[str, dict]:
+    """The generated dashboards as JSON data (built in a fixture: a generator crash is a
+    test failure, not a collection error)."""
+    return {k: dashboard_dict(d) for k, d in build_dashboards(REGISTRY, SLOS).items()}
 WIDTH = 24
 
 
-def _all_queries():
-    for key, dash in DASHBOARDS.items():
+def _all_queries(dashboards):
+    for key, dash in dashboards.items():
         for ref in query_panels(dash):
             for t in ref.panel["targets"]:
                 yield key, ref, t
@@ -65,10 +74,25 @@ def test_output_equals_golden_files():
         assert text == on_disk[rel], f"{rel} differs from the golden file; regenerate: {REGEN}"
 
 
-def test_generation_is_deterministic_and_leaves_its_inputs_alone():
+def test_generation_is_deterministic_and_leaves_its_inputs_alone(tmp_path):
+    """Another process (another hash seed: set and dict order of strings differ) writes
+    the same files as this one; generating does not modify its inputs."""
+    import os
+    import sys
+
     slos, registry = copy.deepcopy(SLOS), copy.deepcopy(REGISTRY)
-    assert generate(REGISTRY, SLOS) == generate(REGISTRY, SLOS)
+    files = generate(REGISTRY, SLOS)
     assert slos == SLOS and REGISTRY.entries == registry.entries
+    seed = "1" if os.environ.get("PYTHONHASHSEED") != "1" else "2"
+    res = subprocess.run(
+        [sys.executable, "-m", "fleetwatch.cli", "dashboards", "--registry",
+         str(resources.files("fleetwatch.demo") / "registry.yaml"), "--slos",
+         str(GOLDEN_DIR / "slos.yaml"), "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONHASHSEED": seed})
+    assert res.returncode == 0, res.stderr
+    written = {str(p.relative_to(tmp_path)): p.read_text(encoding="utf-8")
+               for p in tmp_path.rglob("*") if p.is_file()}
+    assert written == files
 
 
 def test_cli_writes_the_same_files(tmp_path):
@@ -94,9 +118,9 @@ def test_cli_rejects_a_bad_slo_file_with_exit_2(tmp_path):
 # -- structure -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key", sorted(DASHBOARDS))
-def test_panel_ids_are_unique(key):
-    ids = [ref.panel["id"] for ref in iter_panels(DASHBOARDS[key])]
+@pytest.mark.parametrize("key", KEYS)
+def test_panel_ids_are_unique(key, dashboards):
+    ids = [ref.panel["id"] for ref in iter_panels(dashboards[key])]
     assert all(isinstance(i, int) and i > 0 for i in ids)
     assert len(ids) == len(set(ids))
 
@@ -114,9 +138,9 @@ def _overlaps(panels):
     return clashes
 
 
-@pytest.mark.parametrize("key", sorted(DASHBOARDS))
-def test_grid_fits_24_columns_without_overlaps(key):
-    dash = DASHBOARDS[key]
+@pytest.mark.parametrize("key", KEYS)
+def test_grid_fits_24_columns_without_overlaps(key, dashboards):
+    dash = dashboards[key]
     for ref in iter_panels(dash):
         gp = ref.panel["gridPos"]
         assert gp["x"] >= 0 and gp["y"] >= 0 and gp["w"] >= 1 and gp["h"] >= 1, ref.title
@@ -133,9 +157,9 @@ def test_grid_fits_24_columns_without_overlaps(key):
             assert row["panels"] == []
 
 
-@pytest.mark.parametrize("key", sorted(DASHBOARDS))
-def test_every_variable_used_exists(key):
-    dash = DASHBOARDS[key]
+@pytest.mark.parametrize("key", KEYS)
+def test_every_variable_used_exists(key, dashboards):
+    dash = dashboards[key]
     defined = {v["name"] for v in dash["templating"]["list"]}
     used = set()
     for s in strings({"panels": dash["panels"], "templating": dash["templating"]}):
@@ -147,9 +171,9 @@ def test_every_variable_used_exists(key):
             "datasource", "team", "model", "version", "backend"]
 
 
-@pytest.mark.parametrize("key", sorted(DASHBOARDS))
-def test_every_datasource_reference_resolves(key):
-    dash = DASHBOARDS[key]
+@pytest.mark.parametrize("key", KEYS)
+def test_every_datasource_reference_resolves(key, dashboards):
+    dash = dashboards[key]
     variables = {v["name"]: v for v in dash["templating"]["list"]}
     refs = []
     for ref in iter_panels(dash):
@@ -167,9 +191,9 @@ def test_every_datasource_reference_resolves(key):
         assert ref.panel["datasource"] is not None, ref.title
 
 
-@pytest.mark.parametrize("key", sorted(DASHBOARDS))
-def test_panels_have_units_descriptions_and_queries(key):
-    for ref in iter_panels(DASHBOARDS[key]):
+@pytest.mark.parametrize("key", KEYS)
+def test_panels_have_units_descriptions_and_queries(key, dashboards):
+    for ref in iter_panels(dashboards[key]):
         p = ref.panel
         if p["type"] == "row":
             continue
@@ -184,14 +208,14 @@ def test_panels_have_units_descriptions_and_queries(key):
         assert p["fieldConfig"]["defaults"].get("unit"), ref.title
 
 
-def test_dashboards_have_distinct_uids_and_the_generated_tag():
-    uids = [d["uid"] for d in DASHBOARDS.values()]
+def test_dashboards_have_distinct_uids_and_the_generated_tag(dashboards):
+    uids = [d["uid"] for d in dashboards.values()]
     assert len(set(uids)) == 4 and all(u.startswith("fleetwatch-") for u in uids)
-    assert all("generated" in d["tags"] for d in DASHBOARDS.values())
+    assert all("generated" in d["tags"] for d in dashboards.values())
 
 
-def test_llm_row_is_collapsed_and_holds_every_llm_panel():
-    rows = [p for p in DASHBOARDS["model"]["panels"] if p["type"] == "row"]
+def test_llm_row_is_collapsed_and_holds_every_llm_panel(dashboards):
+    rows = [p for p in dashboards["model"]["panels"] if p["type"] == "row"]
     (llm,) = [r for r in rows if r["title"].startswith("LLM")]
     assert llm["collapsed"]
     titles = {p["title"] for p in llm["panels"]}
@@ -204,13 +228,13 @@ def test_llm_row_is_collapsed_and_holds_every_llm_panel():
     for metric in ("time_to_first_token", "inter_token_latency", "time_per_output_token"):
         assert metric in exprs
     # and no LLM-only signal outside that row and the comparisons
-    others = [p for p in DASHBOARDS["model"]["panels"] if p["type"] != "row"]
+    others = [p for p in dashboards["model"]["panels"] if p["type"] != "row"]
     assert not any("kv_cache" in t["expr"] or "tokens" in t["expr"]
                    for p in others for t in p["targets"])
 
 
-def test_slo_dashboard_has_one_row_per_slo_with_burn_by_band_and_capacity():
-    dash = DASHBOARDS["slos"]
+def test_slo_dashboard_has_one_row_per_slo_with_burn_by_band_and_capacity(dashboards):
+    dash = dashboards["slos"]
     rows = [r["title"] for r in dash["panels"] if r["type"] == "row"]
     assert rows == ["SLOs",
                     "availability: successful requests — 99.5% over 28d",
@@ -234,8 +258,8 @@ def test_slo_dashboard_has_one_row_per_slo_with_burn_by_band_and_capacity():
         0.02 * 28 * 24)  # the 1h/5m page threshold for a 28-day period: 13.44
 
 
-def test_conditional_panels_say_why():
-    conditional = {(k, ref.title): ref.conditional for k, d in DASHBOARDS.items()
+def test_conditional_panels_say_why(dashboards):
+    conditional = {(k, ref.title): ref.conditional for k, d in dashboards.items()
                    for ref in query_panels(d) if ref.conditional}
     gpu_panels = [t for t in conditional if "GPU" in t[1] or (t[0] == "gpus" and t[1] in (
         "Utilization", "Power", "Energy per hour", "Temperature", "Memory headroom",
@@ -244,7 +268,7 @@ def test_conditional_panels_say_why():
     assert ("model", "KV-cache blocks (TensorRT-LLM)") in conditional
     assert all(reason for reason in conditional.values())
     # every panel reading a GPU family is documented as conditional
-    for key, ref, t in _all_queries():
+    for key, ref, t in _all_queries(dashboards):
         if "modelserver_gpu_" in t["expr"] or n.GPU_MEMORY_USAGE in t["expr"]:
             assert ref.conditional, (key, ref.title)
 
@@ -278,19 +302,19 @@ def _schema_series_names() -> set[str]:
     return names
 
 
-def test_every_queried_metric_is_in_the_schema_or_the_recording_rules():
+def test_every_queried_metric_is_in_the_schema_or_the_recording_rules(dashboards):
     known = _schema_series_names() | n.recorded_names(SLOS)
     unknown = {}
-    for key, ref, t in _all_queries():
+    for key, ref, t in _all_queries(dashboards):
         missing = metric_names(t["expr"]) - known
         if missing:
             unknown[(key, ref.title, t["refId"])] = sorted(missing)
     assert unknown == {}
 
 
-def test_every_variable_query_reads_a_schema_metric():
+def test_every_variable_query_reads_a_schema_metric(dashboards):
     known = _schema_series_names()
-    for dash in DASHBOARDS.values():
+    for dash in dashboards.values():
         for v in dash["templating"]["list"]:
             if v["type"] == "query":
                 selector, label = re.fullmatch(r"label_values\((.+), (\w+)\)",
@@ -321,8 +345,8 @@ VALUES = {"team": ".*", "model": ".*", "version": ".*", "backend": ".*", "dataso
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
-def test_every_query_is_valid_promql(tmp_path: Path):
-    exprs = sorted({substitute(t["expr"], VALUES) for _, _, t in _all_queries()})
+def test_every_query_is_valid_promql(tmp_path: Path, dashboards):
+    exprs = sorted({substitute(t["expr"], VALUES) for _, _, t in _all_queries(dashboards)})
     rules = {"groups": [{"name": "dashboard-queries", "rules": [
         {"record": f"fleetwatch:dashboard_query_{i}:check", "expr": e}
         for i, e in enumerate(exprs)]}]}

@@ -22,16 +22,16 @@ from dataclasses import dataclass
 from importlib import resources
 
 import pytest
+from tests.dashboard_inspect import query_panels, substitute
 from tests.helpers import GOLDEN, PrometheusProcess
 
 from fleetwatch.alerts import recording
-from fleetwatch.config import parse_config
 from fleetwatch.dashboards import build_dashboards, dashboard_dict
-from fleetwatch.dashboards.inspect import query_panels, substitute
 from fleetwatch.demo.load import run_demo_load
 from fleetwatch.demo.vllm_emulator import VllmEmulator, run_in_thread
-from fleetwatch.exporters.server import run_sidecar
 from fleetwatch.labels.registry import load_registry
+from fleetwatch.sidecar.config import parse_config
+from fleetwatch.sidecar.server import run_sidecar
 from fleetwatch.slo.spec import SLOFile, load_slo_file
 
 pytestmark = pytest.mark.triton

@@ -75,7 +75,8 @@ SLOS = {"slos": [{"name": "avail", "sli": {"availability": {}},
 
 
 def generate(tmp_path: Path, models: list[dict], slos: dict | None = None,
-             receivers: dict | None = None, tests: bool = False) -> Path:
+             receivers: dict | None = None, tests: bool = False,
+             not_covered: list[str] | None = None) -> Path:
     tmp_path.mkdir(parents=True, exist_ok=True)
     reg = write_yaml(tmp_path / "models.yaml", {"models": models})
     slo = write_yaml(tmp_path / "slos.yaml", slos or SLOS)
@@ -83,7 +84,8 @@ def generate(tmp_path: Path, models: list[dict], slos: dict | None = None,
     registry, slo_file, cfg = load_inputs(reg, slo, rcv)
     assert slo_file is not None
     out = tmp_path / "out"
-    write_files(build_rules(registry, slo_file, cfg, ["x"], tests=tests), out)
+    write_files(build_rules(registry, slo_file, cfg, ["x"], tests=tests,
+                            not_covered=not_covered), out)
     return out
 
 
@@ -112,47 +114,69 @@ NASTY_GLOBS = ["[z-a]weird", "[!]x]", "[[:alpha:]]", "[a-]", "[\\]", "[-a]", "[!
                "llama-[0-9]*?", "by", "offset", "bool", "*", "?", "[^a]", "{a,b}", "a\nb*"]
 
 
-def _python(rx: str) -> str:
-    """An RE2 regex of :func:`glob_regex` in Python's ``re`` dialect (only the code point
-    escape differs)."""
-    return rx.replace("\\x{10FFFF}", "\\U0010FFFF")
+#: The names every glob of :data:`NASTY_GLOBS` is matched against.
+NAMES = ["zweird", "]", "x", "[", ":", "a", "-", "\\", "b", "!", "&", "a.b+c(d)|e^f$g",
+         "llama-7x", "by", "\n", "a\nbc", "^", "{a,b}", "weird"]
 
 
-def _agrees(glob: str, name: str) -> None:
+def prometheus_agrees_with_fnmatch(cases: list[tuple[str, list[str]]], tmp_path: Path) -> None:
+    """For every ``(glob, names)``: Prometheus' own regex matcher (Go's RE2 syntax, run by
+    ``promtool test rules``) selects, with ``name=~glob_regex(glob)``, exactly the names
+    ``fnmatch.fnmatchcase`` matches. All cases go into one test group of one file (one
+    promtool run); a regex Prometheus cannot parse fails it too. ``fnmatch`` raising is a
+    failure of the case, not a skip."""
     import fnmatch
-    import re
 
-    from fleetwatch.alerts.promql import glob_regex
+    from fleetwatch.promql import selector, string
+    from fleetwatch.promql.glob import glob_regex
 
-    try:
-        expected = fnmatch.fnmatchcase(name, glob)
-    except (re.error, IndexError):  # pragma: no cover - fnmatch's own limits
-        return
-    assert bool(re.fullmatch(_python(glob_regex(glob)), name)) == expected, (glob, name)
+    series, exprs = [], []
+    for i, (glob, names) in enumerate(cases):
+        names = list(dict.fromkeys(names))
+        series += [{"series": selector("m", {"case": str(i), "name": n}), "values": "1"}
+                   for n in names]
+        exprs.append({"expr": f"m{{case=\"{i}\", name=~{string(glob_regex(glob))}}}",
+                      "eval_time": "0m",
+                      "exp_samples": [{"labels": selector("m", {"case": str(i), "name": n}),
+                                       "value": 1}
+                                      for n in names if fnmatch.fnmatchcase(n, glob)]})
+    doc = {"tests": [{"name": "globs", "interval": "1m", "input_series": series,
+                      "promql_expr_test": exprs}]}
+    path = tmp_path / "globs.test.yml"
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+    res = run(tool("promtool"), "test", "rules", str(path))
+    assert res.returncode == 0, (
+        "Prometheus and fnmatch disagree (label case = index into the cases: "
+        f"{list(enumerate(cases))[:50]}):\n{res.stdout[-4000:]}{res.stderr[-2000:]}")
 
 
-@pytest.mark.parametrize("glob", NASTY_GLOBS)
-@pytest.mark.parametrize("name", ["zweird", "]", "x", "[", ":", "a", "-", "\\", "b", "!",
-                                  "&", "a.b+c(d)|e^f$g", "llama-7x", "by", "\n", "a\nbc",
-                                  "^", "{a,b}", "weird"])
-def test_glob_regex_matches_exactly_what_fnmatch_matches(glob, name):
+def test_glob_regex_matches_exactly_what_fnmatch_matches(tmp_path):
     """Classes such as ``[[:alpha:]]``, ``[!]x]`` or ``[z-a]`` once gave RE2 syntax errors
-    (``missing closing ]``, ``invalid character class range``) or other matches."""
-    _agrees(glob, name)
+    (``missing closing ]``, ``invalid character class range``) or other matches. Checked
+    by Prometheus itself: every glob against every name of :data:`NAMES`."""
+    prometheus_agrees_with_fnmatch([(g, NAMES) for g in NASTY_GLOBS], tmp_path)
 
 
-def test_glob_regex_agrees_with_fnmatch_on_generated_globs():
+def test_glob_regex_agrees_with_fnmatch_on_generated_globs(tmp_path):
+    """3000 globs and names from an alphabet of class syntax, escapes and newlines, drawn by
+    hypothesis, then checked by Prometheus in one promtool run."""
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
+    from fleetwatch.promql.glob import glob_regex
+
     alphabet = st.sampled_from(list("ab-]![*?\\^z.&\n:"))
+    cases: list[tuple[str, list[str]]] = []
 
     @settings(max_examples=3000, deadline=None, database=None)
     @given(st.text(alphabet, max_size=8), st.text(alphabet, max_size=5))
-    def check(glob, name):
-        _agrees(glob, name)
+    def collect(glob, name):
+        glob_regex(glob)  # must not raise
+        cases.append((glob, [name]))
 
-    check()
+    collect()
+    assert len(cases) >= 1000
+    prometheus_agrees_with_fnmatch(cases, tmp_path)
 
 
 def test_nasty_globs_give_valid_rules(tmp_path):
@@ -173,8 +197,8 @@ def test_template_values_stay_text_in_labels_and_annotations(tmp_path):
     defined``) or was evaluated (``{{ $value }}`` became the alert's value). Checked by
     promtool itself: the alerts fire with the values as they are written."""
     from fleetwatch.alerts import alerting as al
-    from fleetwatch.alerts.behaviour import render_template
     from fleetwatch.alerts.generate import PLATFORM_FILE, SLO_FILE
+    from fleetwatch.alerts.gotemplate import render_template
 
     models = [{"name": f"m{i}", "team": v, "owner": v, "oncall": v, "latency_tier": v}
               for i, v in enumerate(TEMPLATES)]
@@ -240,10 +264,21 @@ def test_behaviour_tests_of_a_hostile_registry_generate_and_pass(tmp_path):
     slos = {"slos": [{**SLOS["slos"][0], "selector": {"models": ["we\"ird", "[!]x]"],
                                                       "teams": ['we"ird', "{{ $value }}"]}},
                      {**SLOS["slos"][0], "name": "by", "selector": {"models": ["[z-a]weird"]}}]}
-    out = generate(tmp_path, models, slos, tests=True)
+    not_covered: list[str] = []
+    out = generate(tmp_path, models, slos, tests=True, not_covered=not_covered)
     check_rules(out)
     res = run(tool("promtool"), "test", "rules", "fleetwatch.rules.test.yml", cwd=out)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    # what is not tested is said, entry by entry: globs that match no name, and globs whose
+    # example name an earlier entry takes (first match wins)
+    untested = {line.split("'")[1]: line.split(": ", 1)[1] for line in not_covered}
+    assert all(line.startswith("FleetwatchModelNotReady of registry entry '")
+               for line in not_covered), not_covered
+    assert {k for k, why in untested.items() if why == "its name glob matches no model name"} \
+        == {"[z-a]weird", "[a--]"}
+    assert {k for k, why in untested.items() if "is taken by the earlier entry" in why} == {
+        repr(g)[1:-1] for g in ("[a-]", "[\\]", "[-a]", "[!-a]", "[]-a]", "[a-c-e]", "[]]",
+                                "[--z]", "[a&&b]", "[^a]")}  # names are written as repr
     doc = yaml.safe_load((out / "fleetwatch.rules.test.yml").read_text())
     fired = {(a["exp_labels"].get("registry_entry"), a["exp_labels"].get("owner"))
              for t in doc["tests"] for r in t.get("alert_rule_test", [])
@@ -315,8 +350,8 @@ def test_label_values_in_url_annotations_are_query_escaped(tmp_path):
     import urllib.parse
 
     from fleetwatch.alerts import alerting as al
-    from fleetwatch.alerts.behaviour import render_template
     from fleetwatch.alerts.generate import PLATFORM_FILE
+    from fleetwatch.alerts.gotemplate import render_template
 
     model = "a&var-x=1 #b/ü"
     urls = {"runbook": "https://r.example.com/{alertname}",
@@ -343,7 +378,7 @@ def test_a_thousand_registry_entries_give_rules_of_linear_size(tmp_path):
     names are taken away now — and those still are (first match wins)."""
     import time
 
-    from fleetwatch.alerts import alerting as al
+    from fleetwatch.alerts.families.not_ready import not_ready_entries
     from fleetwatch.alerts.generate import OPERATOR_FILE, PLATFORM_FILE
     from fleetwatch.labels.registry import parse_registry
 
@@ -358,7 +393,7 @@ def test_a_thousand_registry_entries_give_rules_of_linear_size(tmp_path):
     reg = parse_registry({"models": [entry("llama-3-*"), entry("ranker"), entry("llama-*"),
                                      entry("*-canary"), entry("llama-3-8b"), entry("x[ab]y"),
                                      entry("xa?")]})
-    earlier = {e.name: [x.name for x in xs] for e, xs in al._not_ready_entries(reg)}
+    earlier = {e.name: [x.name for x in xs] for e, xs in not_ready_entries(reg)}
     assert earlier == {"llama-3-*": [], "ranker": [], "llama-*": ["llama-3-*"],
                        "*-canary": ["llama-3-*", "llama-*"],
                        "llama-3-8b": ["llama-3-*", "llama-*"],
@@ -394,3 +429,61 @@ def test_alertmanager_config_of_yaml_special_names_routes_by_team(tmp_path):
                              (("team=other", "severity=ticket"), "t")):
         res = run(amtool, "config", "routes", "test", f"--config.file={path}", *labels)
         assert res.stdout.strip() == receiver, (labels, res.stdout, res.stderr)
+
+
+# -- what the behaviour tests do not cover ------------------------------------------------------
+def test_behaviour_tests_report_every_case_they_do_not_cover(tmp_path):
+    """The generator dropped tiers (``continue``), the multiwindow test (``return None``)
+    and registry entries without a testable name silently. Now each such case is a line on
+    ``fleetwatch rules --tests``' stderr, and what is generated still passes promtool."""
+    import sys
+
+    reg = write_yaml(tmp_path / "models.yaml", {"models": [
+        entry("[z-a]weird"), entry("llama-*"), entry("llama-3"), entry("*")]})
+    # a 50 % objective: the largest possible burn is 2x, below every Workbook threshold
+    slo = write_yaml(tmp_path / "slos.yaml", {"slos": [
+        {**SLOS["slos"][0], "objectives": [{"target": 0.5}]}]})
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, "-m", "fleetwatch.cli", "rules", "--registry",
+                          str(reg), "--slos", str(slo), "--out", str(out), "--tests"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    prefix = "fleetwatch: warning: behaviour tests do not cover "
+    assert res.stderr.splitlines() == [prefix + line for line in [
+        "SLO avail, tier 1h/5m: threshold test: its threshold 14.4x can never be reached "
+        "(the largest possible burn is 2x)",
+        "SLO avail, tier 6h/30m: threshold test: its threshold 6x can never be reached "
+        "(the largest possible burn is 2x)",
+        "SLO avail, tier 1d/2h: threshold test: its threshold 3x can never be reached "
+        "(the largest possible burn is 2x)",
+        "SLO avail, tier 1h/5m: multiwindow test: a sustained burn of 1.1 times the "
+        "threshold 14.4x is under one bad event per step or over all events",
+        "FleetwatchModelNotReady of registry entry '[z-a]weird': its name glob matches no "
+        "model name",
+        "FleetwatchModelNotReady of registry entry 'llama-3': the example name 'llama-3' is "
+        "taken by the earlier entry 'llama-*'",
+        "FleetwatchModelNotReady of unregistered models: the example name "
+        "'unregistered-model-z9' is registered (entry '*')"]]
+    check_rules(out)
+    res = run(tool("promtool"), "test", "rules", "fleetwatch.rules.test.yml", cwd=out)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    doc = yaml.safe_load((out / "fleetwatch.rules.test.yml").read_text())
+    names = [t["name"] for t in doc["tests"]]
+    assert "SLO avail, tier 3d/6h: burn just above and below 1x; regression inside the " \
+           "envelope, overload only above it" in names  # the one reachable tier is tested
+    assert not any("1h/5m" in n for n in names)
+
+
+def test_the_golden_specs_are_covered_completely():
+    """The golden inputs leave nothing out (an explicit expectation, not a silence)."""
+    from tests.helpers import GOLDEN, ROOT
+
+    from fleetwatch.alerts.generate import build_rules
+
+    registry, slos, cfg = load_inputs(GOLDEN / "alerts" / "input" / "registry.yaml",
+                                      GOLDEN / "alerts" / "input" / "slos.yaml",
+                                      ROOT / "examples" / "receivers.yaml")
+    assert slos is not None
+    not_covered: list[str] = []
+    build_rules(registry, slos, cfg, ["x"], tests=True, not_covered=not_covered)
+    assert not_covered == []

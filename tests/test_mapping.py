@@ -7,9 +7,11 @@ import math
 import pytest
 from tests.helpers import fixture_files
 
-from fleetwatch.exporters.mapping import Normalizer, TargetContext, render
+from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.parser import parse_exposition
+from fleetwatch.exporters.render import render
 from fleetwatch.exporters.sources import TABLES, detect_kind
+from fleetwatch.exporters.table import TargetContext
 
 
 def normalized(text: str, kind: str | None = None, **ctx) -> dict[tuple, float]:
@@ -324,3 +326,19 @@ def test_two_targets_with_the_same_series_never_render_duplicates():
     keys = [(n, lab) for n, lab, _ in samples]
     assert len(keys) == len(set(keys))
     assert collisions and all(c.startswith("modelserver_") for c in collisions)
+
+
+def test_series_keys_come_from_the_compiler_and_match_the_rendered_prefix():
+    """Normalized.key is what the normalizer compiled (no parsing), and it agrees with the
+    rendered text for every series of every fixture (values unescaped)."""
+    from tests.helpers import fixture_files
+
+    from fleetwatch.exporters.parser import split_key
+
+    for path in fixture_files():
+        text = path.read_text(encoding="utf-8")
+        n = Normalizer(TABLES[detect_kind(text)]).normalize(text)
+        for fam in n.families:
+            for prefix in fam:
+                assert prefix in n.keys, (path.name, prefix)
+                assert n.key(prefix) == split_key(prefix), (path.name, prefix)

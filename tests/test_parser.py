@@ -124,12 +124,38 @@ def test_render_then_parse_round_trips_and_matches_reference(labels, value):
     assert ref == [("metric", tuple(sorted(labels.items())), value)]
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.text(max_size=200))
+_LINES = st.one_of(
+    st.text(max_size=40),
+    st.sampled_from(['m{a="b"} 1', 'm{a="x\\"y",b="\\n"} -2.5e3', "m_total 7 1700000000",
+                     "# TYPE m counter", "# HELP m some help", 'h_bucket{le="+Inf"} NaN',
+                     'g{ a = "1" , } +Inf', "m 1 # {trace=\"t\"} 2", "# EOF", "\ufeffm 1"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=200), st.lists(_LINES, max_size=12).map("\n".join)))
 def test_never_raises_on_arbitrary_text(text):
+    """Whatever the text: every line is accounted for (a sample, a comment, or skipped and
+    counted in ``meta.invalid``), and every sample read round-trips through the renderer."""
     samples, meta = parse_exposition(text)
-    assert isinstance(samples, list)
-    assert meta.sample_lines >= len(samples)
+    # accounting: each non-blank, non-comment line (before "# EOF") is a sample or skipped
+    body = text[1:] if text.startswith("\ufeff") else text
+    data_lines = []
+    for lineno, line in enumerate(body.split("\n"), 1):
+        if line.startswith("#") and line.rstrip() == "# EOF":
+            break
+        if line and not line.startswith("#"):
+            data_lines.append(lineno)
+    invalid = {bad.lineno for bad in meta.invalid}
+    assert len(samples) + len(invalid & set(data_lines)) == len(data_lines)
+    assert len(samples) <= meta.sample_lines <= len(data_lines)
+    # round trip: a sample read is a sample written
+    for name, labels, value in samples:
+        again, again_meta = parse_exposition(f"{name}{render_labels(labels)} "
+                                             f"{format_value(value)}\n")
+        assert not again_meta.invalid, (name, labels, value)
+        [(name2, labels2, value2)] = again
+        assert (name2, labels2) == (name, labels)
+        assert value2 == value or (math.isnan(value) and math.isnan(value2))
 
 
 def test_label_block_allows_trailing_comma_and_spaces():

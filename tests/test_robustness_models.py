@@ -15,9 +15,10 @@ import logging
 
 from aiohttp import web
 
-from fleetwatch.config import parse_config
-from fleetwatch.exporters import scraper as scraper_mod
-from fleetwatch.exporters.scraper import Scraper
+from fleetwatch.sidecar import scraper as scraper_mod
+from fleetwatch.sidecar.config import parse_config
+from fleetwatch.sidecar.probes import Prober
+from fleetwatch.sidecar.scraper import Scraper
 
 
 class FaultTriton:
@@ -197,14 +198,14 @@ def test_per_model_facts_stay_bounded_when_model_names_churn(monkeypatch):
     monkeypatch.setattr(scraper_mod, "FORGET_AFTER_SCRAPES", forget, raising=False)
     per_scrape = 3000
 
-    async def runtime(self, base, model):  # the model-config endpoint, without 3000 requests
+    async def runtime(self, probe, base, model):  # the model-config endpoint, without 3000 requests
         return "python", None
 
     async def ok(self, url):
         return True
 
-    monkeypatch.setattr(Scraper, "_triton_runtime", runtime)
-    monkeypatch.setattr(Scraper, "_get_ok", ok)
+    monkeypatch.setattr(Prober, "runtime", runtime)
+    monkeypatch.setattr(Prober, "get_ok", ok)
 
     async def scenario():
         srv = FaultTriton([])

@@ -18,12 +18,13 @@ import pytest
 from aiohttp import web
 from tests.helpers import FIXTURES
 
-from fleetwatch.config import parse_config
-from fleetwatch.exporters.mapping import Normalizer, TargetContext
+from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.parser import parse_exposition
-from fleetwatch.exporters.scraper import Scraper
-from fleetwatch.exporters.server import make_app, readiness
 from fleetwatch.exporters.sources import TABLES
+from fleetwatch.exporters.table import TargetContext
+from fleetwatch.sidecar.config import parse_config
+from fleetwatch.sidecar.scraper import Scraper
+from fleetwatch.sidecar.server import make_app, readiness
 
 VLLM_BODY = (FIXTURES / "vllm" / "v0.33.0-statlogger-cpu-generated.prom").read_text()
 TRITON_BODY = (FIXTURES / "triton" /
@@ -352,7 +353,7 @@ def test_bom_is_tolerated_and_truncated_reason_is_exported():
             await scraper.scrape_once()
             from prometheus_client import generate_latest
 
-            from fleetwatch.exporters.selfmetrics import self_registry
+            from fleetwatch.sidecar.selfmetrics import self_registry
 
             text = generate_latest(self_registry(scraper)).decode()
             assert re.search(r'fleetwatch_upstream_scrape_errors_total\{reason="truncated",'

@@ -16,12 +16,12 @@ from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 from tests.helpers import ROOT
 
-from fleetwatch.config import parse_config
 from fleetwatch.demo.load import faulty_inputs, send_requests, stream_requests, streamer_inputs
 from fleetwatch.exporters.parser import parse_exposition
-from fleetwatch.exporters.scraper import Scraper
-from fleetwatch.exporters.server import make_app
 from fleetwatch.labels.registry import load_registry
+from fleetwatch.sidecar.config import parse_config
+from fleetwatch.sidecar.scraper import Scraper
+from fleetwatch.sidecar.server import make_app
 
 pytestmark = pytest.mark.triton
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from fleetwatch.exporters.mapping import Normalizer
+from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.exporters.sources import TABLES
 from fleetwatch.slo.bands import band_of, budget_remaining, burn_rate

@@ -12,9 +12,9 @@ import time
 
 from tests.helpers import PrometheusProcess
 
-from fleetwatch.config import parse_config
 from fleetwatch.demo.vllm_emulator import run_in_thread
-from fleetwatch.exporters.server import run_sidecar
+from fleetwatch.sidecar.config import parse_config
+from fleetwatch.sidecar.server import run_sidecar
 from fleetwatch.slo.spec import parse_slo_file
 
 SLOS = {

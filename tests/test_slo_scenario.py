@@ -19,10 +19,10 @@ import threading
 
 import pytest
 
-from fleetwatch.config import parse_config
 from fleetwatch.demo.load import step_load
 from fleetwatch.demo.triton import TritonServer
-from fleetwatch.exporters.scraper import Scraper
+from fleetwatch.sidecar.config import parse_config
+from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import parse_slo_file
 

@@ -9,10 +9,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from fleetwatch.config import parse_config
 from fleetwatch.demo.load import faulty_inputs, send_requests
-from fleetwatch.exporters.scraper import Scraper
-from fleetwatch.exporters.server import make_app, slo_routes
+from fleetwatch.sidecar.config import parse_config
+from fleetwatch.sidecar.scraper import Scraper
+from fleetwatch.sidecar.server import make_app, slo_routes
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import parse_slo_file
 

@@ -8,8 +8,8 @@ import sys
 import pytest
 from tests.helpers import ROOT
 
-from fleetwatch.config import ConfigError, load_config
 from fleetwatch.labels.registry import RegistryError, load_registry
+from fleetwatch.sidecar.config import ConfigError, load_config
 
 
 def write(tmp_path, name, text):
@@ -85,7 +85,8 @@ def test_non_utf8_registry_is_a_clean_error(tmp_path):
 
 @pytest.mark.parametrize("body,expected", [
     ("targets: []\n", "targets: List should have at least 1 item"),
-    ("targets:\n  - {name: a, url: 'http://x/metrics', kind: sglang}\n", "targets[0].kind"),
+    ("targets:\n  - {name: a, url: 'http://x/metrics', kind: tgi}\n",
+     "targets[0].kind: Value error, unknown kind 'tgi'; expected one of auto, "),
     ("targets:\n  - {name: a}\n", "targets[0].url: Field required"),
     ("targets:\n  - {name: a, url: 'not a url'}\n", "targets[0].url"),
     ("targets:\n  - {name: a, url: 'http://x/m'}\n  - {name: a, url: 'http://y/m'}\n",
@@ -155,16 +156,24 @@ def test_normalize_cli_on_unreadable_input(tmp_path):
     assert res.returncode == 2 and "no Prometheus metric lines" in res.stderr
 
 
-@pytest.mark.parametrize("body", [
-    "targets:\n  - {name: t1, kind: triton, url: 'http://x/m', labels: {server: a}}\n"
-    "  - {name: t2, kind: triton, url: 'http://y/m', labels: {server: b}}\n",
-    "targets:\n  - {name: t, kind: triton, url: 'http://x/m'}\n"
-    "  - {name: v, kind: vllm, url: 'http://y/m'}\n  - {name: g, kind: dcgm, url: 'http://z/m'}\n",
-    "listen: {address: '::'}\ntargets:\n  - {name: a, url: 'http://x/m'}\n",
-    "listen: {address: node-1.example.com}\ntargets:\n  - {name: a, url: 'http://x/m'}\n",
+@pytest.mark.parametrize("body,address,targets", [
+    ("targets:\n  - {name: t1, kind: triton, url: 'http://x/m', labels: {server: a}}\n"
+     "  - {name: t2, kind: triton, url: 'http://y/m', labels: {server: b}}\n",
+     "0.0.0.0", [("t1", "triton", {"server": "a"}), ("t2", "triton", {"server": "b"})]),
+    ("targets:\n  - {name: t, kind: triton, url: 'http://x/m'}\n"
+     "  - {name: v, kind: vllm, url: 'http://y/m'}\n  - {name: g, kind: dcgm, url: 'http://z/m'}\n",
+     "0.0.0.0", [("t", "triton", {}), ("v", "vllm", {}), ("g", "dcgm", {})]),
+    ("targets:\n  - {name: s, kind: sglang, url: 'http://x:30000/metrics'}\n",
+     "0.0.0.0", [("s", "sglang", {})]),
+    ("listen: {address: '::'}\ntargets:\n  - {name: a, url: 'http://x/m'}\n",
+     "::", [("a", "auto", {})]),
+    ("listen: {address: node-1.example.com}\ntargets:\n  - {name: a, url: 'http://x/m'}\n",
+     "node-1.example.com", [("a", "auto", {})]),
 ])
-def test_config_accepts_distinct_targets_and_addresses(tmp_path, body):
-    load_config(write(tmp_path, "sidecar.yaml", body))
+def test_config_accepts_distinct_targets_and_addresses(tmp_path, body, address, targets):
+    cfg = load_config(write(tmp_path, "sidecar.yaml", body))
+    assert cfg.listen.address == address
+    assert [(t.name, t.kind, t.labels) for t in cfg.targets] == targets
 
 
 def test_non_utf8_config_is_a_clean_error(tmp_path):

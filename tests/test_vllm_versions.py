@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 from tests.helpers import FIXTURES
 
-from fleetwatch.exporters.mapping import Normalizer, render
+from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.parser import parse_exposition
+from fleetwatch.exporters.render import render
 from fleetwatch.exporters.sources import TABLES, detect_kind
 
 VLLM = FIXTURES / "vllm"

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from fleetwatch.golden import golden_outputs  # noqa: E402
+from tools.golden import golden_outputs  # noqa: E402
 
 
 def main() -> None:

@@ -9,17 +9,22 @@ import contextlib
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from fleetwatch import __version__
-from fleetwatch.config import ConfigError, load_config
+from fleetwatch.exporters.sources import KINDS
 from fleetwatch.labels.registry import Registry, RegistryError, load_registry
+from fleetwatch.sidecar.config import ConfigError, load_config
+
+if TYPE_CHECKING:
+    from fleetwatch.slo.spec import SLOFile
 
 EXIT_BAD_INPUT = 2
 
 
-def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     click.echo(f"fleetwatch: error: {message}", err=True)
     sys.exit(code)
 
@@ -57,7 +62,7 @@ def main() -> None:
               type=click.Choice(["debug", "info", "warning", "error"]))
 def serve(config_path: str, slos_path: str | None, log_level: str) -> None:
     """Run the sidecar: scrape the targets, serve /metrics, /healthz, /readyz."""
-    from fleetwatch.exporters.server import ListenError, run_sidecar
+    from fleetwatch.sidecar.server import ListenError, run_sidecar
 
     _setup_logging(log_level)
     try:
@@ -72,7 +77,7 @@ def serve(config_path: str, slos_path: str | None, log_level: str) -> None:
         _fail(f"{exc} (listen: in {config_path})", code=1)
 
 
-def _slo_file(path: str):
+def _slo_file(path: str) -> SLOFile:
     from fleetwatch.slo.spec import SLOSpecError, load_slo_file
 
     try:
@@ -160,7 +165,7 @@ def validate(config_path: str) -> None:
 
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--source", type=click.Choice(["auto", "triton", "vllm", "dcgm"]),
+@click.option("--source", type=click.Choice(KINDS),
               default="auto", show_default=True, help="Which server produced the exposition.")
 @click.option("--registry", "registry_path", type=click.Path(dir_okay=False),
               help="Model registry YAML (adds modelserver_model_info).")
@@ -172,9 +177,11 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
 
     A summary (source, series, unmapped families, skipped lines) goes to stderr.
     """
-    from fleetwatch.exporters.mapping import Normalizer, TargetContext, render
+    from fleetwatch.exporters.normalize import Normalizer
     from fleetwatch.exporters.parser import describe_if_not_metrics
+    from fleetwatch.exporters.render import render
     from fleetwatch.exporters.sources import TABLES, detect_kind
+    from fleetwatch.exporters.table import TargetContext
 
     try:
         raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
@@ -306,11 +313,15 @@ def rules(registry_path: str, slos_path: str, receivers_path: str | None, out_di
         registry, slos, cfg = load_inputs(registry_path, slos_path, receivers_path)
         assert slos is not None
         formats = ("plain", "operator") if fmt == "both" else (fmt,)
+        not_covered: list[str] = []
         files = build_rules(registry, slos, cfg,
                             source_names(registry_path, slos_path, receivers_path),
-                            formats, tests=tests and "plain" in formats)
+                            formats, tests=tests and "plain" in formats,
+                            not_covered=not_covered)
     except (InputError, BehaviourTestError) as exc:
         _fail(str(exc))
+    for case in not_covered:
+        click.echo(f"fleetwatch: warning: behaviour tests do not cover {case}", err=True)
     try:
         for path in write_rule_files(files, out_dir):
             click.echo(path)

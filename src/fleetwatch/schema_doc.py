@@ -9,17 +9,35 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from fleetwatch.exporters.mapping import Rule
-from fleetwatch.exporters.sources import COMPONENT_TABLES
-from fleetwatch.labels.schema import LABELS, METRICS, SELF_METRICS, series_labels
+from fleetwatch.exporters.sources import COMPONENT_TABLES, SOURCES
+from fleetwatch.exporters.table import Rule
+from fleetwatch.labels.schema import LABELS, METRICS, SELF_METRICS, LabelDef, series_labels
 
-_SOURCE_NAMES = {
-    "triton_core": "Triton core",
-    "triton_vllm_backend": "Triton vLLM backend",
-    "triton_trtllm_backend": "Triton TensorRT-LLM backend",
-    "vllm": "vLLM",
-    "dcgm": "dcgm-exporter",
-}
+_SOURCE_NAMES = {kind: name for s in SOURCES for kind, name in s.component_names}
+
+#: ``promtool check metrics`` (2.42 lints and cannot be told not to) findings on
+#: fleetwatch's own families that are kept, and why.
+LINT_EXCEPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("modelserver_request_duration_summary_seconds", "metric name should not include type "
+     "'summary'", "a summary beside the histogram of the same quantity needs another name; "
+     "renaming would break dashboards and rules for no gain"),
+    ("modelserver_queue_duration_summary_seconds", "metric name should not include type "
+     "'summary'", "as above"),
+    ("modelserver_phase_duration_summary_seconds", "metric name should not include type "
+     "'summary'", "as above"),
+    ("modelserver_response_cache_lookup_duration_summary_seconds", "metric name should not "
+     "include type 'summary'", "as above"),
+)
+
+
+def label_values(lab: LabelDef) -> tuple[str, ...]:
+    """A label's documented values; ``backend`` and ``runtime`` are those of the
+    registered sources."""
+    if lab.name == "backend":
+        return tuple(sorted({s.backend for s in SOURCES}))
+    if lab.name == "runtime":
+        return tuple(sorted({r for s in SOURCES for r in s.runtimes}))
+    return lab.values
 
 
 def _describe_rule(rule: Rule) -> str:
@@ -86,7 +104,27 @@ def metrics_markdown() -> str:
         lines.append(f"| `{m.name}` | {m.type} | {m.unit} | {labels} | {m.help} |")
     lines += ["", "## Labels", "", "| Label | Values | Meaning |", "|---|---|---|"]
     for lab in LABELS:
-        values = ", ".join(f"`{v}`" for v in lab.values)
+        values = ", ".join(f"`{v}`" for v in label_values(lab))
         otel = f" OTel: `{lab.otel}`." if lab.otel else ""
         lines.append(f"| `{lab.name}` | {values} | {lab.help}{otel} |")
+    lines += ["", "## Sources", "", "A target's `kind:` (and `fleetwatch normalize --source`) "
+              "is `auto` or one of these.", "",
+              "| Kind | Server | Default port | Readiness | Runtime discovery |",
+              "|---|---|---|---|---|"]
+    for s in SOURCES:
+        ready = getattr(s.readiness, "path", None)
+        probe = s.runtime_probe.path if s.runtime_probe else None
+        lines.append(f"| `{s.kind}` | {s.description} | {s.default_port} | "
+                     f"{f'`{ready}`' if ready else '—'} | {f'`{probe}`' if probe else '—'} |")
+    lines += ["", "## Upstream families left unmapped on purpose", "",
+              "| Source | Family | Why |", "|---|---|---|"]
+    for s in SOURCES:
+        for fam, why in s.not_mapped:
+            lines.append(f"| `{s.kind}` | `{fam}` | {why} |")
+    lines += ["", "## promtool lint findings kept", "",
+              "`promtool check metrics` lints; these findings on fleetwatch's own families "
+              "are kept (upstream families passed through keep their own names, lint or not).",
+              "", "| Family | Finding | Why kept |", "|---|---|---|"]
+    for fam, finding, why in LINT_EXCEPTIONS:
+        lines.append(f"| `{fam}` | {finding} | {why} |")
     return "\n".join(lines) + "\n"

@@ -45,7 +45,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fleetwatch.alerts.numbers import window
-from fleetwatch.slo.spec import parse_duration
+from fleetwatch.slo.durations import parse_duration
 from fleetwatch.specfile import read_yaml, validate
 
 #: Placeholders a URL template may use, and the alert label each stands for.
@@ -241,7 +241,7 @@ class AlertingConfig(_Strict):
 
     @field_validator("receivers")
     @classmethod
-    def _receivers(cls, v: dict[str, dict[str, list]]) -> dict[str, dict[str, list]]:
+    def _receivers(cls, v: dict[str, dict[str, list[Any]]]) -> dict[str, dict[str, list[Any]]]:
         for name, body in v.items():
             if not re.fullmatch(_NAME, name):
                 raise ValueError(f"receiver name {name!r}: use letters, digits, _ . : -")

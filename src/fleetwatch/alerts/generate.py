@@ -18,7 +18,7 @@ from fleetwatch.alerts.alertmanager import (
     build_alertmanager,
     render_alertmanager,
 )
-from fleetwatch.alerts.behaviour import behaviour_tests, render_behaviour_tests
+from fleetwatch.alerts.behaviour import behaviour_suite, render_behaviour_tests
 from fleetwatch.alerts.config import (
     AlertingConfig,
     AlertingConfigError,
@@ -50,9 +50,11 @@ def rule_groups(registry: Registry, slos: SLOFile, cfg: AlertingConfig
 
 def build_rules(registry: Registry, slos: SLOFile, cfg: AlertingConfig,
                 sources: list[str], formats: tuple[str, ...] = ("plain", "operator"),
-                tests: bool = False) -> dict[str, str]:
+                tests: bool = False, not_covered: list[str] | None = None) -> dict[str, str]:
     """``{file name: text}``: the plain rule files and/or the ``PrometheusRule``, and with
-    ``tests`` the ``promtool test rules`` behaviour tests of the plain files.
+    ``tests`` the ``promtool test rules`` behaviour tests of the plain files; what those
+    tests do not cover is appended to ``not_covered`` when given (one sentence per case,
+    see :class:`~fleetwatch.alerts.behaviour.BehaviourTests`).
 
     ``sources`` names the inputs in the header (use base names: output must not depend on
     where the inputs live). Raises :class:`~fleetwatch.alerts.behaviour.BehaviourTestError`
@@ -68,8 +70,10 @@ def build_rules(registry: Registry, slos: SLOFile, cfg: AlertingConfig,
         out[OPERATOR_FILE] = prometheus_rule(every, cfg.prometheus_rule, COMMAND, sources)
     if tests:
         every = [g for gs in groups.values() for g in gs]
-        doc = behaviour_tests(registry, slos, cfg, list(RULE_FILES), every)
-        out[TESTS_FILE] = render_behaviour_tests(doc, sources)
+        suite = behaviour_suite(registry, slos, cfg, list(RULE_FILES), every)
+        out[TESTS_FILE] = render_behaviour_tests(suite.doc, sources)
+        if not_covered is not None:
+            not_covered.extend(suite.not_covered)
     return out
 
 

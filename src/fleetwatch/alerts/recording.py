@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fleetwatch.alerts.numbers import error_budget, num, window
+from fleetwatch.promql import agg, rate, ratio_of_rates, sel, string
 from fleetwatch.slo.sli import LATENCY_HISTOGRAMS  # latency histograms with recorded stats
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 
@@ -98,52 +99,47 @@ def burn_windows(slos: SLOFile) -> list[float]:
     return sorted(ws)
 
 
-def _by(labels: tuple[str, ...]) -> str:
-    return f"by ({', '.join(labels)})"
-
-
-def _ratio_of_rates(num_sel: str, den_sel: str, labels: tuple[str, ...] = MODEL,
-                    rng: str = "5m") -> str:
-    return (f"sum {_by(labels)} (rate({num_sel}[{rng}]))\n"
-            f"/\nsum {_by(labels)} (rate({den_sel}[{rng}]))")
+_REQUESTS_ERROR = sel("modelserver_requests_total", {"outcome": "error"})
+_REQUESTS_ALL = agg("sum", MODEL, rate("modelserver_requests_total"))
+_EVENTS = "fleetwatch_slo_events_total"
+_GOOD = "fleetwatch_slo_good_events_total"
 
 
 def _model_rules() -> tuple[RecordingRule, ...]:
     rules = [
         RecordingRule(REQUESTS_RATE,
-                      f"sum {_by((*MODEL, 'outcome'))} (rate(modelserver_requests_total[5m]))",
+                      agg("sum", (*MODEL, "outcome"), rate("modelserver_requests_total")),
                       (*MODEL, "outcome"), "Finished requests per second by outcome."),
         RecordingRule(
             ERROR_RATIO,
-            f"(\n  sum {_by(MODEL)} (rate(modelserver_requests_total{{outcome=\"error\"}}[5m]))\n"
-            f"  or\n  0 * sum {_by(MODEL)} (rate(modelserver_requests_total[5m]))\n)\n"
-            f"/\nsum {_by(MODEL)} (rate(modelserver_requests_total[5m]))",
+            f"(\n  {agg('sum', MODEL, rate(_REQUESTS_ERROR))}\n  or\n  0 * {_REQUESTS_ALL}\n)\n"
+            f"/\n{_REQUESTS_ALL}",
             MODEL, "Share of finished requests that failed (0 when none failed; NaN "
                    "without requests)."),
     ]
     for metric in LATENCY_HISTOGRAMS:
         rules.append(RecordingRule(
-            latency(metric, "mean"), _ratio_of_rates(f"{metric}_sum", f"{metric}_count"),
+            latency(metric, "mean"), ratio_of_rates(f"{metric}_sum", f"{metric}_count", MODEL),
             MODEL, f"Mean of {metric} over 5 minutes (every source)."))
-        for stat in ("p50", "p90", "p99"):
+        for stat in LATENCY_STATS[1:]:
             rules.append(RecordingRule(
-                latency(metric, stat),  # type: ignore[arg-type]
+                latency(metric, stat),
                 f"histogram_quantile({_QUANTILES[stat]}, "
-                f"sum {_by((*MODEL, 'le'))} (rate({metric}_bucket[5m])))",
+                f"{agg('sum', (*MODEL, 'le'), rate(f'{metric}_bucket'))})",
                 MODEL, f"{stat} of {metric} over 5 minutes from the buckets (NaN for "
                        "mean-only sources such as Triton)."))
     rules += [
         RecordingRule(TOKENS_RATE,
-                      f"sum {_by((*MODEL, 'token_type'))} (rate(modelserver_tokens_total[5m]))",
+                      agg("sum", (*MODEL, "token_type"), rate("modelserver_tokens_total")),
                       (*MODEL, "token_type"), "Tokens per second by token type."),
         RecordingRule(PREFIX_CACHE_HIT_RATIO,
-                      _ratio_of_rates("modelserver_prefix_cache_hits_total",
-                                      "modelserver_prefix_cache_queries_total"),
+                      ratio_of_rates("modelserver_prefix_cache_hits_total",
+                                     "modelserver_prefix_cache_queries_total", MODEL),
                       MODEL, "Prefix-cache hit ratio (hit tokens ÷ queried tokens)."),
         RecordingRule(REQUESTS_ACTIVE,
-                      f"sum {_by((*MODEL, 'state'))} (modelserver_requests_active)",
+                      agg("sum", (*MODEL, "state"), "modelserver_requests_active"),
                       (*MODEL, "state"), "Requests running or waiting, over all replicas."),
-        RecordingRule(KV_CACHE_USAGE, f"max {_by(MODEL)} (modelserver_kv_cache_usage_ratio)",
+        RecordingRule(KV_CACHE_USAGE, agg("max", MODEL, "modelserver_kv_cache_usage_ratio"),
                       MODEL, "Highest KV-cache usage of any replica."),
         RecordingRule(GPU_MEMORY_USAGE,
                       "max by (gpu_uuid, backend) (modelserver_gpu_memory_used_bytes)\n/\n"
@@ -151,10 +147,10 @@ def _model_rules() -> tuple[RecordingRule, ...]:
                       ("gpu_uuid", "backend"),
                       "GPU memory used ÷ total per GPU (max: a GPU seen by several sidecars "
                       "counts once)."),
-        RecordingRule(SLO_CONCURRENCY, f"sum {_by(MODEL)} (fleetwatch_slo_concurrency)", MODEL,
+        RecordingRule(SLO_CONCURRENCY, agg("sum", MODEL, "fleetwatch_slo_concurrency"), MODEL,
                       "Observed concurrency summed over replicas."),
         RecordingRule(AUTOSCALING_SIGNAL,
-                      f"sum {_by(MODEL)} (fleetwatch_autoscaling_signal_ratio)", MODEL,
+                      agg("sum", MODEL, "fleetwatch_autoscaling_signal_ratio"), MODEL,
                       "Autoscaling signal summed over replicas: desired replicas = ceil(this)."),
     ]
     return tuple(rules)
@@ -166,12 +162,10 @@ MODEL_RULES: tuple[RecordingRule, ...] = _model_rules()
 
 def burn_rate_expr(slo: SLOSpec, window_seconds: float) -> str:
     """Fleet-wide burn rate of one SLO over one window, per model and band."""
-    sel = f'{{slo="{slo.name}"}}'
     rng = window(window_seconds)
-    by = _by(SLO_BAND)
-    return (f"(\n  1\n  -\n  sum {by} (rate(fleetwatch_slo_good_events_total{sel}[{rng}]))\n"
-            f"  /\n  sum {by} (rate(fleetwatch_slo_events_total{sel}[{rng}]))\n)\n"
-            f"/ {num(error_budget(slo.objective))}")
+    good = agg("sum", SLO_BAND, rate(sel(_GOOD, {"slo": slo.name}), rng))
+    every = agg("sum", SLO_BAND, rate(sel(_EVENTS, {"slo": slo.name}), rng))
+    return f"(\n  1\n  -\n  {good}\n  /\n  {every}\n)\n/ {num(error_budget(slo.objective))}"
 
 
 def slo_rules(slo: SLOSpec, windows: list[float]) -> tuple[RecordingRule, ...]:
@@ -183,7 +177,7 @@ def slo_rules(slo: SLOSpec, windows: list[float]) -> tuple[RecordingRule, ...]:
     period = burn_rate(slo.period_seconds)
     out.append(RecordingRule(
         ERROR_BUDGET_REMAINING,
-        f"1 - sum without (band) ({period}{{slo=\"{slo.name}\", band=\"all\"}})",
+        f"1 - sum without (band) ({period}{{slo={string(slo.name)}, band=\"all\"}})",
         SLO_MODEL, f"Share of SLO {slo.name}'s error budget left over its "
                    f"{window(slo.period_seconds)} period (negative when overspent).",
         (("slo", slo.name),)))

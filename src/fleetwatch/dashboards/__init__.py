@@ -13,6 +13,7 @@ the normalized schema's metrics otherwise.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import yaml
 from grafanalib import core as g
@@ -50,9 +51,10 @@ def build_dashboards(registry: Registry, slos: SLOFile) -> dict[str, g.Dashboard
     }
 
 
-def dashboard_dict(dashboard: g.Dashboard) -> dict:
+def dashboard_dict(dashboard: g.Dashboard) -> dict[str, Any]:
     """The dashboard as plain JSON data (grafanalib objects encoded)."""
-    return json.loads(json.dumps(dashboard.to_json_data(), cls=DashboardEncoder))
+    data: dict[str, Any] = json.loads(json.dumps(dashboard.to_json_data(), cls=DashboardEncoder))
+    return data
 
 
 def dashboard_json(dashboard: g.Dashboard, indent: int | None = 2) -> str:

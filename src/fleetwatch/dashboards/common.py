@@ -8,13 +8,17 @@ from collections.abc import Sequence
 from grafanalib import core as g
 
 from fleetwatch.dashboards.panels import DATASOURCE
-from fleetwatch.dashboards.promql import MODEL_KEY, agg, by, sel
+from fleetwatch.promql import agg, by, sel
 
 #: Grafana's schema version of the generated JSON (Grafana 10.4; the panels are written in
 #: the Grafana 8+ form, so no migration has to run on import).
 SCHEMA_VERSION = 39
 TAGS = ["fleetwatch", "generated"]
 INFO = "modelserver_model_info"
+#: Matchers of the model-detail variables: the selected model, version and backend.
+MODEL_VARS = {"model": "$model", "model_version": "$version", "backend": "$backend"}
+#: Labels of a model's identity (what recording rules keep).
+MODEL_KEY = ("model", "model_version", "backend")
 
 UIDS = {
     "fleet": "fleetwatch-fleet",

@@ -8,6 +8,7 @@ from fleetwatch.dashboards import names as n
 from fleetwatch.dashboards import panels as p
 from fleetwatch.dashboards.common import (
     INFO,
+    MODEL_KEY,
     dashboard,
     datasource_variable,
     info_dedup,
@@ -16,8 +17,8 @@ from fleetwatch.dashboards.common import (
     team_variable,
 )
 from fleetwatch.dashboards.panels import Q
-from fleetwatch.dashboards.promql import MODEL_KEY, agg, sel
 from fleetwatch.labels.registry import Registry
+from fleetwatch.promql import agg, sel
 
 TEAM = {"team": "$team"}
 MVB = "{{model}} {{model_version}} ({{backend}})"

@@ -9,6 +9,7 @@ from fleetwatch.dashboards import names as n
 from fleetwatch.dashboards import panels as p
 from fleetwatch.dashboards.common import (
     INFO,
+    MODEL_KEY,
     dashboard,
     datasource_variable,
     of_team,
@@ -17,7 +18,7 @@ from fleetwatch.dashboards.common import (
 )
 from fleetwatch.dashboards.fleet import GPU_COND
 from fleetwatch.dashboards.panels import Q
-from fleetwatch.dashboards.promql import MODEL_KEY, agg, rate, sel
+from fleetwatch.promql import agg, rate, sel
 
 GPU = ("hostname", "gpu_uuid")
 GL = "{{hostname}} {{gpu_uuid}}"

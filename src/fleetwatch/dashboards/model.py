@@ -7,6 +7,8 @@ from grafanalib import core as g
 from fleetwatch.dashboards import names as n
 from fleetwatch.dashboards import panels as p
 from fleetwatch.dashboards.common import (
+    MODEL_KEY,
+    MODEL_VARS,
     backend_variable,
     dashboard,
     datasource_variable,
@@ -18,7 +20,7 @@ from fleetwatch.dashboards.common import (
 )
 from fleetwatch.dashboards.names import window
 from fleetwatch.dashboards.panels import Q
-from fleetwatch.dashboards.promql import MODEL_KEY, MODEL_VARS, agg, mean_of, rate, sel
+from fleetwatch.promql import agg, mean_of, rate, sel
 from fleetwatch.slo.spec import SLOFile
 
 M = MODEL_VARS  # model=~"$model", model_version=~"$version", backend=~"$backend"

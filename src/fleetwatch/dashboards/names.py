@@ -22,7 +22,6 @@ from fleetwatch.alerts.recording import (
     ERROR_RATIO,
     GPU_MEMORY_USAGE,
     KV_CACHE_USAGE,
-    LATENCY_HISTOGRAMS,
     LATENCY_STATS,
     PREFIX_CACHE_HIT_RATIO,
     REQUESTS_ACTIVE,
@@ -35,6 +34,7 @@ from fleetwatch.alerts.recording import (
     latency,
     recorded_names,
 )
+from fleetwatch.slo.sli import LATENCY_HISTOGRAMS
 
 __all__ = [
     "AUTOSCALING_SIGNAL", "ERROR_BUDGET_REMAINING", "ERROR_RATIO", "GPU_MEMORY_USAGE",

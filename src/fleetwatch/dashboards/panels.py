@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import attr
 from grafanalib import core as g
@@ -60,12 +61,12 @@ def _describe(description: str, conditional: str | None) -> str:
     return description
 
 
-def steps(*pairs: tuple[str, float | None]) -> list[dict]:
+def steps(*pairs: tuple[str, float | None]) -> list[dict[str, Any]]:
     """Threshold steps: ``steps((GREEN, None), (RED, 1))``."""
     return [{"color": c, "value": v} for c, v in pairs]
 
 
-def value_map(mapping: dict[int, tuple[str, str]]) -> list[dict]:
+def value_map(mapping: dict[int, tuple[str, str]]) -> list[dict[str, Any]]:
     """Value → (text, color) mappings (Grafana 8+ format)."""
     return [{"type": "value", "options": {
         str(k): {"text": text, "color": color, "index": i}
@@ -79,7 +80,7 @@ STATE_CODES = {0: ("no data", GREY), 1: ("ok", GREEN), 2: ("overload", ORANGE),
 
 
 def timeseries(title: str, description: str, queries: Sequence[Q], unit: str, *,
-               stack: bool = False, thresholds: list[dict] | None = None,
+               stack: bool = False, thresholds: list[dict[str, Any]] | None = None,
                min_: int | None = None, max_: int | None = None,
                conditional: str | None = None, legend_calcs: Sequence[str] = ("lastNotNull",
                                                                               "max")
@@ -98,7 +99,8 @@ def timeseries(title: str, description: str, queries: Sequence[Q], unit: str, *,
 
 
 def stat(title: str, description: str, queries: Sequence[Q], unit: str, *,
-         thresholds: list[dict] | None = None, mappings: list[dict] | None = None,
+         thresholds: list[dict[str, Any]] | None = None,
+         mappings: list[dict[str, Any]] | None = None,
          conditional: str | None = None, decimals: int | None = None) -> g.Stat:
     return g.Stat(
         title=title, description=_describe(description, conditional), dataSource=DATASOURCE,
@@ -110,7 +112,7 @@ def stat(title: str, description: str, queries: Sequence[Q], unit: str, *,
 
 
 def table(title: str, description: str, queries: Sequence[Q], *,
-          transformations: list[dict], overrides: list[dict], unit: str = NONE,
+          transformations: list[dict[str, Any]], overrides: list[dict[str, Any]], unit: str = NONE,
           conditional: str | None = None) -> g.Table:
     return g.Table(
         title=title, description=_describe(description, conditional), dataSource=DATASOURCE,
@@ -120,7 +122,7 @@ def table(title: str, description: str, queries: Sequence[Q], *,
 
 
 def state_timeline(title: str, description: str, queries: Sequence[Q], *,
-                   mappings: list[dict], conditional: str | None = None) -> StateTimeline:
+                   mappings: list[dict[str, Any]], conditional: str | None = None) -> StateTimeline:
     return StateTimeline(
         title=title, description=_describe(description, conditional), dataSource=DATASOURCE,
         targets=_targets(queries), mappings=mappings, unit=NONE, maxDataPoints=None,
@@ -129,7 +131,7 @@ def state_timeline(title: str, description: str, queries: Sequence[Q], *,
 
 
 def bargauge(title: str, description: str, queries: Sequence[Q], unit: str, *,
-             thresholds: list[dict], min_: float = 0, conditional: str | None = None
+             thresholds: list[dict[str, Any]], min_: float = 0, conditional: str | None = None
              ) -> BarGauge:
     return BarGauge(
         title=title, description=_describe(description, conditional), dataSource=DATASOURCE,
@@ -143,7 +145,7 @@ def text(title: str, content: str, description: str) -> g.Text:
                   mode=g.TEXT_MODE_MARKDOWN)
 
 
-def override(field: str, **props: object) -> dict:
+def override(field: str, **props: object) -> dict[str, Any]:
     """A field override by exact display name: ``override("Value #B", unit="reqps")``."""
     return {"matcher": {"id": "byName", "options": field},
             "properties": [{"id": k.replace("_", "."), "value": v}
@@ -157,10 +159,10 @@ def override(field: str, **props: object) -> dict:
 class StateTimeline(g.StateTimeline):
     """grafanalib's state timeline plus a unit and thresholds (Grafana 8+ fieldConfig)."""
 
-    unit = attr.ib(default=NONE)
+    unit: str = attr.ib(default=NONE)
 
-    def to_json_data(self) -> dict:
-        data = super().to_json_data()
+    def to_json_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = super().to_json_data()
         data["fieldConfig"]["defaults"]["unit"] = self.unit
         return data
 
@@ -169,12 +171,12 @@ class StateTimeline(g.StateTimeline):
 class BarGauge(g.Panel):
     """A bar gauge in Grafana 8+ form (grafanalib 0.7.1 writes the Grafana 6 ``fieldOptions``)."""
 
-    unit = attr.ib(default=NONE)
-    min = attr.ib(default=0)
-    max = attr.ib(default=None)
+    unit: str = attr.ib(default=NONE)
+    min: float = attr.ib(default=0)
+    max: float | None = attr.ib(default=None)
 
-    def to_json_data(self) -> dict:
-        return self.panel_json({
+    def to_json_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = self.panel_json({
             "fieldConfig": {
                 "defaults": {"unit": self.unit, "min": self.min, "max": self.max,
                              "color": {"mode": "thresholds"}},
@@ -187,6 +189,7 @@ class BarGauge(g.Panel):
             },
             "type": g.BARGAUGE_TYPE,
         })
+        return data
 
 
 # -- layout ------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from fleetwatch.dashboards import names as n
 from fleetwatch.dashboards import panels as p
 from fleetwatch.dashboards.common import (
     INFO,
+    MODEL_KEY,
     dashboard,
     datasource_variable,
     model_variable,
@@ -19,7 +20,7 @@ from fleetwatch.dashboards.common import (
 )
 from fleetwatch.dashboards.names import window
 from fleetwatch.dashboards.panels import Q
-from fleetwatch.dashboards.promql import MODEL_KEY, agg, by, rate, sel
+from fleetwatch.promql import agg, by, rate, sel
 from fleetwatch.slo.spec import LATENCY_METRICS, BurnWindow, SLOFile, SLOSpec
 
 MODEL = {"model": "$model"}

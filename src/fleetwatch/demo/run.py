@@ -23,12 +23,12 @@ import logging
 import threading
 from importlib import resources
 
-from fleetwatch.config import SidecarConfig, parse_config
 from fleetwatch.demo.load import run_demo_load
 from fleetwatch.demo.triton import TritonServer
 from fleetwatch.demo.vllm_emulator import run_in_thread
-from fleetwatch.exporters.server import run_sidecar
 from fleetwatch.labels.registry import load_registry
+from fleetwatch.sidecar.config import SidecarConfig, parse_config
+from fleetwatch.sidecar.server import run_sidecar
 from fleetwatch.slo.spec import load_slo_file
 
 log = logging.getLogger("fleetwatch.demo")

@@ -63,7 +63,7 @@ def iter_samples(text: str, meta: Metadata) -> Iterator[tuple[str, str, int]]:
     for line, lineno in iter_lines(text, meta):
         split = split_sample_line(line)
         if split.__class__ is str:
-            meta.bad(lineno, split, line)  # type: ignore[arg-type]
+            meta.bad(lineno, split, line)
             continue
         meta.sample_lines += 1
         yield split[0], split[1], lineno

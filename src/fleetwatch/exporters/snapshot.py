@@ -1,7 +1,7 @@
 """What the exporters hand to the SLO engine: typed snapshots, never re-parsed text.
 
 A :class:`Snapshot` is one scrape cycle: its Unix timestamp and, per target, the
-:class:`~fleetwatch.exporters.mapping.Normalized` state (``None`` when the target is
+:class:`~fleetwatch.exporters.normalize.Normalized` state (``None`` when the target is
 down). Consumers read series as :data:`SeriesKey` — sample name and label pairs — through
 ``Normalized.key(prefix)``, so nothing downstream parses exposition text.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fleetwatch.exporters.mapping import Normalized
+    from fleetwatch.exporters.normalize import Normalized
 
 #: ``(sample name, ((label, value), …))`` of one normalized series, labels in schema order
 #: (e.g. ``("modelserver_request_duration_seconds_bucket", (("model", "m"), …, ("le",

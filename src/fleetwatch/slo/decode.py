@@ -24,7 +24,7 @@ from fleetwatch.slo.spec import SLOFile
 from fleetwatch.slo.state import ModelKey
 
 if TYPE_CHECKING:
-    from fleetwatch.exporters.mapping import Normalized
+    from fleetwatch.exporters.normalize import Normalized
 
 REQUESTS = "modelserver_requests_total"
 ACTIVE = "modelserver_requests_active"

@@ -14,13 +14,15 @@ energy mJ → J (÷1000, since boot). Labels: ``UUID``/``uuid`` → ``gpu_uuid``
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Any
 
-from fleetwatch.exporters.mapping import Rule, SourceTable
+from fleetwatch.exporters.source import Source
+from fleetwatch.exporters.table import Rule, SourceTable
 
 MIB = float(1 << 20)
 
 
-def _g(field: str, target: str, since: str = "default counters", **kw) -> Rule:
+def _g(field: str, target: str, since: str = "default counters", **kw: Any) -> Rule:
     return Rule(f"DCGM_FI_{field}", "gauge", target, since=since, **kw)
 
 
@@ -63,4 +65,19 @@ TABLE = SourceTable(
     rules=RULES,
     label_renames=LABEL_RENAMES,
     description="NVIDIA dcgm-exporter 2.x–4.8 and main",
+)
+
+
+def _claims(name: str, _line: str) -> bool:
+    return name.startswith("DCGM_FI_")
+
+
+SOURCE = Source(
+    kind="dcgm",
+    table=TABLE,
+    description="NVIDIA dcgm-exporter (GPU telemetry; no models, so no readiness)",
+    claims=_claims,
+    default_port=9400,
+    detect_priority=30,
+    component_names=(("dcgm", "dcgm-exporter"),),
 )

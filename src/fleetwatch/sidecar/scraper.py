@@ -8,11 +8,12 @@ series are withdrawn (no stale values are served as fresh), one log line says wh
 wrong, and the other targets carry on. Snapshot subscribers (the SLO engine) get every
 snapshot in order.
 
-The fetch asks for the text format 0.0.4 (which keeps vLLM's colons) and accepts
-OpenMetrics and gzip. The whole body is read (however it is chunked or paced) within the
-total timeout: a body cut short (connection closed, fewer bytes than its Content-Length, a
-gzip stream without its end) is ``truncated``, never parsed as if complete; more than
-``max_body_bytes`` (after decompression) is ``too_large``.
+Fetching is :mod:`fleetwatch.sidecar.fetch`; readiness and runtime discovery are what each
+target's :class:`~fleetwatch.exporters.source.Source` declares, asked by
+:mod:`fleetwatch.sidecar.probes`. After each cycle the normalized families and the
+passed-through ones are kept apart (:attr:`Scraper.normalized_part`,
+:attr:`Scraper.passthrough_part`) for the ``/metrics`` assembler; :attr:`Scraper.body` is
+both merged.
 
 Per-model facts (runtime, readiness) are forgotten once a model has not been observed for
 :data:`FORGET_AFTER_SCRAPES` successful scrapes, so churning model names do not grow memory.
@@ -24,38 +25,30 @@ import asyncio
 import contextlib
 import logging
 import time
-import urllib.parse
-import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import aiohttp
 
-from fleetwatch.config import SidecarConfig, Target
-from fleetwatch.exporters.mapping import Normalized, Normalizer, TargetContext, render
+from fleetwatch.exporters.assemble import NORMALIZED, PASSTHROUGH, Part, assemble
+from fleetwatch.exporters.normalize import Normalized, Normalizer
 from fleetwatch.exporters.parser import describe_if_not_metrics
+from fleetwatch.exporters.render import normalized_families, passthrough_families
 from fleetwatch.exporters.snapshot import Snapshot
-from fleetwatch.exporters.sources import TABLES, detect_kind
-from fleetwatch.exporters.triton import runtime_from_model_config
+from fleetwatch.exporters.source import Source
+from fleetwatch.exporters.sources import SOURCES_BY_KIND, TABLES, detect_kind
+from fleetwatch.exporters.table import TargetContext
 from fleetwatch.labels.registry import Registry
+from fleetwatch.sidecar.config import SidecarConfig, Target
+from fleetwatch.sidecar.fetch import ScrapeError, fetch_metrics
+from fleetwatch.sidecar.probes import Prober
 
 log = logging.getLogger("fleetwatch.scraper")
-
-ACCEPT = ("text/plain;version=0.0.4;q=1.0,application/openmetrics-text;version=1.0.0;q=0.5,"
-          "*/*;q=0.1")
 
 #: A model not observed in this many successful scrapes of its target is forgotten
 #: (learned runtime, readiness, log bookkeeping); it is learned again if it comes back.
 FORGET_AFTER_SCRAPES = 10
-
-
-class ScrapeError(Exception):
-    """A failed scrape; ``reason`` is the ``fleetwatch_upstream_scrape_errors_total`` label."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 @dataclass
@@ -71,7 +64,7 @@ class TargetState:
     last_reason: str | None = None
     last_success: float | None = None
     duration: float = 0.0
-    errors: Counter = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
     invalid_lines_total: int = 0
     normalized: Normalized | None = None
     runtimes: dict[str, str] = field(default_factory=dict)
@@ -81,6 +74,12 @@ class TargetState:
     last_seen: dict[str, int] = field(default_factory=dict)  # model → scrapes_ok when seen
     exposed_unknown: set[str] = field(default_factory=set)  # exposed before runtime known
     unreadable_config: set[str] = field(default_factory=set)  # logged once per model
+
+    @property
+    def source(self) -> Source | None:
+        """The source the target is read as (``None`` before the first scrape or when
+        detection found none)."""
+        return SOURCES_BY_KIND.get(self.kind or "")
 
     def runtime_for(self, model: str) -> str:
         return self.runtimes.get(model) or self.target.runtime or "unknown"
@@ -97,11 +96,22 @@ class Scraper:
         self.cfg = cfg
         self.registry = registry or Registry()
         self.states = {t.name: TargetState(t) for t in cfg.targets}
+        #: The normalized families of the last cycle (all live targets, one part).
+        self.normalized_part = Part(NORMALIZED, [], check_names=False, check_series=False)
+        #: Upstream families passed through in the last cycle, merged across targets.
+        self.passthrough_part = Part(PASSTHROUGH, [], check_series=False)
+        #: Normalized series the last cycle left out: a second target produced them too.
+        self.collisions = 0
+        #: Series the last cycle left out of its parts, by origin (normalized: a second
+        #: target produced them too; passthrough: a second target passed them through).
+        self.dropped: Counter[str] = Counter()
+        #: Both parts merged: what the last cycle normalized, as text.
         self.body: bytes = b""
         self.snapshot: Snapshot | None = None
         self.subscribers: list[Callable[[Snapshot], None]] = []
         self._session: aiohttp.ClientSession | None = None
         self._metrics_session: aiohttp.ClientSession | None = None
+        self.probes = Prober(lambda: self._session)
 
     # -- lifecycle ----------------------------------------------------------------
     async def __aenter__(self) -> Scraper:
@@ -145,7 +155,7 @@ class Scraper:
         live = [n for n in snap.targets.values() if n is not None]
         models = {m for n in live for m in n.models}
         extra = {"modelserver_model_info": self.registry.info_lines(models)}
-        self.body = (await asyncio.to_thread(render, live, extra)).encode()
+        await asyncio.to_thread(self._render, live, extra)
         self.snapshot = snap
         for sub in self.subscribers:
             try:
@@ -154,10 +164,29 @@ class Scraper:
                 log.exception("snapshot subscriber failed")
         return snap
 
+    def _render(self, live: list[Normalized], extra: dict[str, list[str]]) -> None:
+        collisions: list[str] = []
+        families = normalized_families(live, extra, collisions)
+        if collisions and len(collisions) != self.collisions:
+            log.warning("%d normalized series produced by two targets (first: %s): served "
+                        "once; give the targets distinct labels:", len(collisions),
+                        collisions[0])
+        merged = assemble([Part(PASSTHROUGH, passthrough_families(n))
+                           for n in live if n.passthrough])
+        self.normalized_part = Part(NORMALIZED, families, check_names=False,
+                                    check_series=False)
+        self.passthrough_part = Part(PASSTHROUGH, merged.families, check_series=False)
+        self.collisions = len(collisions)
+        self.dropped = merged.dropped + Counter({NORMALIZED: len(collisions)})
+        self.body = assemble([self.normalized_part, self.passthrough_part]).text.encode()
+
     async def _scrape_target(self, st: TargetState) -> None:
         t0 = time.perf_counter()
         try:
-            text = await self._fetch(st.target)
+            assert self._metrics_session is not None, "use 'async with Scraper(...)'"
+            text = await fetch_metrics(self._metrics_session, str(st.target.url),
+                                       self.cfg.scrape.max_body_bytes,
+                                       self.cfg.scrape.timeout_seconds)
             normalized = await asyncio.to_thread(self._normalize, st, text)
             if await self._learn_runtimes(st, normalized):
                 # new models: label them with their runtime from the first scrape on
@@ -172,46 +201,6 @@ class Scraper:
             await self._refresh_model_facts(st)
             self._forget_unseen_models(st)
         st.duration = time.perf_counter() - t0
-
-    async def _fetch(self, target: Target) -> str:
-        assert self._metrics_session is not None
-        url = str(target.url)
-        limit = self.cfg.scrape.max_body_bytes
-        try:
-            async with self._metrics_session.get(
-                    url, headers={"Accept": ACCEPT, "Accept-Encoding": "gzip"}) as resp:
-                if resp.status != 200:
-                    raise ScrapeError("http_status", f"HTTP {resp.status} from {url}")
-                ctype = resp.headers.get("Content-Type", "")
-                reader = _BodyReader(resp.headers.get("Content-Encoding", ""), limit, url)
-                async for chunk in resp.content.iter_chunked(64 * 1024):
-                    reader.feed(chunk)
-                body = reader.finish()
-        except asyncio.TimeoutError:
-            raise ScrapeError("timeout", f"no complete answer from {url} within "
-                                         f"{self.cfg.scrape.timeout_seconds} s") from None
-        except aiohttp.ClientPayloadError as exc:
-            raise ScrapeError("truncated", f"{url}: body cut short "
-                                           f"({_payload_problem(exc)})") from None
-        except aiohttp.TooManyRedirects as exc:
-            raise ScrapeError("connection", f"{url}: TooManyRedirects: gave up after "
-                                            f"{len(exc.history)} redirects (a loop?), last "
-                                            f"to {exc.request_info.real_url}") from None
-        except aiohttp.ClientResponseError as exc:  # str() of these is not readable
-            raise ScrapeError("connection", f"{url}: {type(exc).__name__}: "
-                                            f"{exc.message or exc.status}") from None
-        except aiohttp.ClientError as exc:
-            raise ScrapeError("connection", f"{url}: {exc}") from None
-        try:
-            text = body.decode("utf-8-sig")  # a leading BOM is tolerated
-        except UnicodeDecodeError as exc:
-            raise ScrapeError("decode", f"body is not UTF-8 ({exc})") from None
-        stripped = text.lstrip()
-        if not stripped:
-            raise ScrapeError("empty", f"empty body from {url}")
-        if "html" in ctype or stripped[:1] == "<":
-            raise ScrapeError("not_metrics", f"{url} returned an HTML page, not metrics")
-        return text
 
     def _normalize(self, st: TargetState, text: str) -> Normalized:
         if st.normalizer is None or st.kind == "unknown":
@@ -253,7 +242,7 @@ class Scraper:
             log.info("target %s: no malformed lines any more", st.target.name)
         st.scrapes_ok += 1
         seen = st.scrapes_ok
-        learns = st.kind == "triton" and st.target.api_url is not None
+        learns = self.probes.learns_runtimes(st.source, st.target)
         for model in {m[0] for m in n.models}:
             st.last_seen[model] = seen
             if learns and model not in st.runtimes:
@@ -275,18 +264,7 @@ class Scraper:
         n = st.normalized
         observed = sorted({m[0] for m in n.models}) if n else []
         before = st.models_ready
-        if st.kind == "triton" and t.api_url:
-            base = str(t.api_url).rstrip("/")
-            names = t.models or observed
-            ready = await asyncio.gather(*(self._get_ok(f"{base}/v2/models/{_q(m)}/ready")
-                                           for m in names))
-            st.models_ready = dict(zip(names, ready, strict=True))
-        elif st.kind == "vllm":
-            url = str(t.health_url) if t.health_url else _sibling(str(t.url), "/health")
-            ok = await self._get_ok(url)
-            st.models_ready = {m: ok for m in (t.models or observed or ["(engine)"])}
-        else:
-            st.models_ready = {}
+        st.models_ready = await self.probes.readiness(st.source, t, observed)
         for model, ok in st.models_ready.items():  # one line per change
             was = before.get(model)
             if not ok and was is not False:
@@ -310,17 +288,17 @@ class Scraper:
                 st.models_ready.pop(m, None)
 
     async def _learn_runtimes(self, st: TargetState, n: Normalized) -> bool:
-        """Read the runtime of models not seen before from Triton's model configuration
-        (``/v2/models/<m>/config``); True when one was learned (the caller re-normalizes).
-        A model whose configuration cannot be read is retried on the next scrape."""
+        """Ask the runtime of models not seen before (the source's runtime probe, e.g.
+        Triton's ``/v2/models/<m>/config``); True when one was learned (the caller
+        re-normalizes). A model whose answer cannot be read is retried on the next scrape."""
         t = st.target
-        if st.kind != "triton" or not t.api_url:
+        source = st.source
+        if source is None or source.runtime_probe is None or not t.api_url:
             return False
         unknown = sorted({m[0] for m in n.models} - st.runtimes.keys())
         if not unknown:
             return False
-        base = str(t.api_url).rstrip("/")
-        learned = await asyncio.gather(*(self._triton_runtime(base, m) for m in unknown))
+        learned = await self.probes.runtimes(source.runtime_probe, t, unknown)
         changed = False
         for m, (rt, problem) in zip(unknown, learned, strict=True):
             if rt is not None:
@@ -339,101 +317,3 @@ class Scraper:
         if changed and st.normalizer is not None:
             st.normalizer.invalidate()
         return changed
-
-    async def _triton_runtime(self, base: str, model: str) -> tuple[str | None, str | None]:
-        """``(runtime, None)``, or ``(None, problem)`` when the model config answered but
-        cannot be read, or ``(None, None)`` when it did not answer (retried next scrape)."""
-        assert self._session is not None
-        try:
-            async with self._session.get(f"{base}/v2/models/{_q(model)}/config") as resp:
-                if resp.status != 200:
-                    return None, None
-                config = await resp.json(content_type=None)
-        except (aiohttp.ClientError, asyncio.TimeoutError):
-            return None, None
-        except ValueError:
-            return None, "not JSON"
-        if not isinstance(config, dict):
-            return None, f"expected a JSON object, got {type(config).__name__}"
-        for key in ("backend", "platform"):
-            value = config.get(key)
-            if value is not None and not isinstance(value, str):
-                return None, f"{key!r} is a {type(value).__name__}, not a string"
-        return runtime_from_model_config(config), None
-
-    async def _get_ok(self, url: str) -> bool:
-        assert self._session is not None
-        try:
-            async with self._session.get(url) as resp:
-                return resp.status == 200
-        except (aiohttp.ClientError, asyncio.TimeoutError):
-            return False
-
-
-class _BodyReader:
-    """Accumulates a response body, decompressing gzip/deflate itself, up to ``limit``
-    bytes of decompressed data (``too_large`` beyond); ``finish`` raises ``truncated``
-    when a compressed stream ends before its end marker."""
-
-    def __init__(self, encoding: str, limit: int, url: str) -> None:
-        self.limit = limit
-        self.url = url
-        self.buf = bytearray()
-        self._fed = False
-        encoding = encoding.strip().lower()
-        if encoding in ("", "identity"):
-            self._z = None
-        elif encoding in ("gzip", "x-gzip", "deflate"):
-            self._z = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib header
-        else:
-            raise ScrapeError("decode", f"{url}: unsupported Content-Encoding {encoding!r}")
-
-    def _append(self, data: bytes) -> None:
-        self.buf += data
-        if len(self.buf) > self.limit:
-            raise ScrapeError("too_large", f"{self.url}: body larger than {self.limit} bytes")
-
-    def feed(self, data: bytes) -> None:
-        if self._z is None:
-            self._append(data)
-            return
-        self._fed = self._fed or bool(data)
-        try:
-            while data:
-                if self._z.eof:  # another gzip member follows (concatenated gzip is valid)
-                    if not data.strip(b"\0 \t\r\n"):
-                        return  # padding after the stream
-                    self._z = zlib.decompressobj(zlib.MAX_WBITS | 32)
-                # max_length bounds the memory of a decompression bomb
-                self._append(self._z.decompress(data, self.limit + 1 - len(self.buf)))
-                data = self._z.unconsumed_tail or self._z.unused_data
-        except zlib.error as exc:
-            raise ScrapeError("decode", f"{self.url}: corrupt compressed body ({exc})") from None
-
-    def finish(self) -> bytes:
-        if self._z is not None and self._fed and not self._z.eof:
-            raise ScrapeError("truncated", f"{self.url}: body cut short (compressed "
-                                           "stream ends before its end)")
-        return bytes(self.buf)
-
-
-def _payload_problem(exc: aiohttp.ClientPayloadError) -> str:
-    """The readable part of aiohttp's payload error (which wraps the parser's error)."""
-    cause = exc.__cause__ or (exc.args[0] if exc.args else None)
-    message = getattr(cause, "message", None)
-    if isinstance(message, str) and message:
-        return message
-    return str(exc).replace("\n", " ").strip() or type(exc).__name__
-
-
-def _sibling(url: str, path: str) -> str:
-    """``http://h:p/metrics`` → ``http://h:p/health``."""
-    scheme, _, rest = url.partition("://")
-    host = rest.split("/", 1)[0]
-    return f"{scheme}://{host}{path}"
-
-
-def _q(model: str) -> str:
-    """A model name as one URL path segment (a name with ``/``, ``?`` or ``..`` must not
-    reach another Triton endpoint)."""
-    return urllib.parse.quote(model, safe="")

@@ -8,7 +8,7 @@ Example::
     passthrough_unmapped: false
     targets:
       - name: triton
-        kind: triton                  # triton | vllm | dcgm | auto
+        kind: triton                  # auto or a source kind (fleetwatch.exporters.sources)
         url: http://127.0.0.1:8002/metrics
         api_url: http://127.0.0.1:8000    # Triton HTTP API: model config + readiness
         models: [ranker, streamer]        # readiness: these must report ready
@@ -35,7 +35,6 @@ from __future__ import annotations
 import ipaddress
 import re
 from pathlib import Path
-from typing import Literal
 
 from pydantic import (
     BaseModel,
@@ -46,6 +45,7 @@ from pydantic import (
     model_validator,
 )
 
+from fleetwatch.exporters.sources import KINDS
 from fleetwatch.specfile import read_yaml, validate
 
 _HOST_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
@@ -101,7 +101,7 @@ class Target(_Strict):
     """One upstream ``/metrics`` endpoint next to the sidecar."""
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$")
-    kind: Literal["auto", "triton", "vllm", "dcgm"] = "auto"
+    kind: str = "auto"
     url: HttpUrl
     required: bool = True
     api_url: HttpUrl | None = None
@@ -110,6 +110,14 @@ class Target(_Strict):
     runtime: str | None = None
     model_version: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        """``auto`` or a registered source kind (:data:`fleetwatch.exporters.sources.KINDS`)."""
+        if v not in KINDS:
+            raise ValueError(f"unknown kind {v!r}; expected one of {', '.join(KINDS)}")
+        return v
 
 
 class SidecarConfig(_Strict):

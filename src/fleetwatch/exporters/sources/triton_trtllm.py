@@ -13,11 +13,22 @@ iteration** with one category label, consumed by ``match``:
   ``_sum`` is the cumulative token count (tokens/s = rate of it).
 * ``nv_trt_llm_general_metrics{general_type="timestamp"}`` is µs since the epoch.
 * ``nv_trt_llm_disaggregated_serving_metrics`` is a counter; ``kv_cache_transfer_ms`` → s.
+
+Left unmapped, on purpose (:data:`NOT_MAPPED`, listed in ``docs/metrics.md``): the
+``nv_trt_llm_v1_metrics`` (``nv_trt_llm_v1_statistics`` before v0.7) and
+``nv_trt_llm_inflight_batcher_metrics`` families. They are gauges of the **latest
+iteration** (``total_context_tokens``, ``total_generation_tokens``,
+``empty_generation_slots``, ``micro_batch_id``, …): mapping their token figures to the
+``modelserver_tokens_total`` counter would turn per-iteration snapshots into a fake
+cumulative count, and the schema has no per-iteration token gauge worth adding for a
+static-batching mode TensorRT-LLM has deprecated.
 """
 
 from __future__ import annotations
 
-from fleetwatch.exporters.mapping import Rule, SourceTable
+from typing import Any
+
+from fleetwatch.exporters.table import Rule, SourceTable
 
 # The runtime label comes from the model's Triton configuration (backend "tensorrtllm"),
 # like every other series of the model, so the rules set none.
@@ -27,7 +38,7 @@ _KV = "kv_cache_block_type"
 
 
 def _both(family: str, label: str, value: str, target: str, *const: tuple[str, str],
-          since: str, **kw) -> tuple[Rule, Rule]:
+          since: str, **kw: Any) -> tuple[Rule, Rule]:
     """The ``*_metrics`` rule and its v0.6 ``*_statistics`` alias (lower precedence)."""
     return (
         Rule(f"nv_trt_llm_{family}_metrics", "gauge", target, match=((label, value),),
@@ -81,4 +92,18 @@ TABLE = SourceTable(
     backend="triton",
     rules=RULES,
     description="Triton TensorRT-LLM backend (nv_trt_llm_*, nv_llm_*), v0.6–v0.21+",
+)
+
+_LATEST_ITERATION = ("a gauge of the latest iteration (TensorRT-LLM V1 / static batching); its "
+                     "token figures are per-iteration snapshots, not cumulative counts, and "
+                     "the schema has no per-iteration gauge for them")
+
+#: Upstream families deliberately left unmapped, with the reason (docs/metrics.md).
+NOT_MAPPED: tuple[tuple[str, str], ...] = (
+    ("nv_trt_llm_v1_metrics", _LATEST_ITERATION),
+    ("nv_trt_llm_v1_statistics", _LATEST_ITERATION + " (the pre-v0.7 name)"),
+    ("nv_trt_llm_inflight_batcher_metrics",
+     "latest-iteration gauges of in-flight batching (context tokens, generation requests, "
+     "micro-batch id, paused requests): scheduler internals, no schema family"),
+    ("nv_trt_llm_inflight_batcher_statistics", "the pre-v0.7 name of the family above"),
 )

@@ -19,14 +19,18 @@ same exposition (deprecated names shown beside new ones, 0.9.2–0.11), the newe
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Any
 
-from fleetwatch.exporters.mapping import Rule, SourceTable, ValueMap
+from fleetwatch.exporters.source import HealthProbe, Source
+from fleetwatch.exporters.table import Rule, SourceTable, SourceType, ValueMap
 
-_H, _C, _G = "histogram", "counter", "gauge"
+_H: SourceType = "histogram"
+_C: SourceType = "counter"
+_G: SourceType = "gauge"
 
 
-def _rule(source: str, typ: str, target: str, *const: tuple[str, str], priority: int = 0,
-          since: str, **kw) -> Rule:
+def _rule(source: str, typ: SourceType, target: str, *const: tuple[str, str], priority: int = 0,
+          since: str, **kw: Any) -> Rule:
     return Rule(f"vllm:{source}", typ, target, const=const, priority=priority, since=since,
                 runtime="vllm", **kw)
 
@@ -130,4 +134,21 @@ TABLE = SourceTable(
     }),
     name_prefix_aliases=(("vllm_", "vllm:"), ("ray_vllm:", "vllm:"), ("ray_vllm_", "vllm:")),
     description="standalone vLLM, V0 (≤0.11) and V1 (0.7.3–0.33) engines",
+)
+
+
+def _claims(name: str, _line: str) -> bool:
+    return name.startswith(("vllm:", "vllm_", "ray_vllm"))
+
+
+SOURCE = Source(
+    kind="vllm",
+    table=TABLE,
+    description="vLLM OpenAI-compatible server (V0 and V1 engines, Ray Serve's ray_vllm_*)",
+    claims=_claims,
+    default_port=8000,
+    detect_priority=10,
+    readiness=HealthProbe("/health"),
+    runtimes=("vllm",),
+    component_names=(("vllm", "vLLM"),),
 )

@@ -18,8 +18,11 @@ Source: METRIC_CATALOG §1 (triton-inference-server/core ``src/metrics.cc``,
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Any
 
-from fleetwatch.exporters.mapping import Rule, SourceTable, ValueMap
+from fleetwatch.exporters.source import ModelReadyProbe, RuntimeProbe, Source
+from fleetwatch.exporters.sources import triton_trtllm, triton_vllm
+from fleetwatch.exporters.table import Rule, SourceTable, ValueMap
 
 US = 1e6  # microseconds per second
 _INF = (("le", "+Inf"),)
@@ -185,7 +188,7 @@ RUNTIME_BY_CONFIG = MappingProxyType({
 })
 
 
-def runtime_from_model_config(config: dict) -> str:
+def runtime_from_model_config(config: dict[str, Any]) -> str:
     """``runtime`` label from a Triton model configuration (``/v2/models/<m>/config`` JSON).
 
     Uses ``backend`` (e.g. ``python``, ``onnxruntime``, ``vllm``, ``tensorrtllm``), else
@@ -198,3 +201,43 @@ def runtime_from_model_config(config: dict) -> str:
         if value:
             return RUNTIME_BY_CONFIG.get(value, value)
     return "unknown"
+
+
+def interpret_model_config(doc: object) -> tuple[str | None, str | None]:
+    """``(runtime, None)`` from a ``/v2/models/<m>/config`` JSON document, or
+    ``(None, problem)`` when it is not a readable model configuration."""
+    if not isinstance(doc, dict):
+        return None, f"expected a JSON object, got {type(doc).__name__}"
+    for key in ("backend", "platform"):
+        value = doc.get(key)
+        if value is not None and not isinstance(value, str):
+            return None, f"{key!r} is a {type(value).__name__}, not a string"
+    return runtime_from_model_config(doc), None
+
+
+def _claims(name: str, line: str) -> bool:
+    """``nv_*`` families, and ``vllm:*`` samples labelled Triton-style (``model``,
+    ``version``, no ``model_name``): the Triton vLLM backend."""
+    if name.startswith("nv_"):
+        return True
+    return (name.startswith(("vllm:", "vllm_", "ray_vllm")) and 'version="' in line
+            and 'model="' in line and "model_name=" not in line)
+
+
+#: A Triton target carries core metrics plus whatever its LLM backends publish.
+SOURCE = Source(
+    kind="triton",
+    table=TABLE.combine(triton_vllm.TABLE, triton_trtllm.TABLE, kind="triton"),
+    description="NVIDIA Triton Inference Server (core, vLLM and TensorRT-LLM backends)",
+    claims=_claims,
+    default_port=8002,
+    detect_priority=0,
+    readiness=ModelReadyProbe("/v2/models/{model}/ready"),
+    runtime_probe=RuntimeProbe("/v2/models/{model}/config", interpret_model_config),
+    runtimes=(*sorted(set(RUNTIME_BY_CONFIG.values())), "unknown"),
+    components=(TABLE, triton_vllm.TABLE, triton_trtllm.TABLE),
+    component_names=(("triton_core", "Triton core"),
+                     ("triton_vllm_backend", "Triton vLLM backend"),
+                     ("triton_trtllm_backend", "Triton TensorRT-LLM backend")),
+    not_mapped=triton_trtllm.NOT_MAPPED,
+)

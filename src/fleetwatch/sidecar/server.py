@@ -1,10 +1,11 @@
 """The sidecar's HTTP server: ``/metrics``, ``/healthz``, ``/readyz`` (+ the SLO engine's
 ``/slo`` and ``/autoscaling`` when SLOs are configured).
 
-* ``/metrics`` — the latest normalized exposition (text format 0.0.4, ``Content-Type:
-  text/plain; version=0.0.4; charset=utf-8``) followed by fleetwatch's own metrics,
-  gzip-compressed when the client accepts gzip; ``extra_routes`` lets the SLO engine add
-  its own.
+* ``/metrics`` — the latest normalized exposition, fleetwatch's own metrics, the SLO
+  engine's and the families passed through, merged without duplicates by
+  :class:`~fleetwatch.sidecar.metrics.MetricsAssembler` (text format 0.0.4,
+  ``Content-Type: text/plain; version=0.0.4; charset=utf-8``), gzip-compressed when the
+  client accepts gzip; ``extra_routes`` lets the SLO engine add its own.
 * ``/healthz`` — liveness: 200 while the process serves (never depends on upstreams).
 * ``/readyz`` — readiness: 200 only when every *required* target answered its last scrape
   and all its models report ready (Triton ``/v2/models/<m>/ready``, vLLM ``/health``);
@@ -20,22 +21,23 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from typing import Any
 
 from aiohttp import web
-from prometheus_client import generate_latest
 
-from fleetwatch.config import SidecarConfig
-from fleetwatch.exporters.scraper import Scraper
-from fleetwatch.exporters.selfmetrics import self_registry
 from fleetwatch.labels.registry import Registry
+from fleetwatch.sidecar.config import SidecarConfig
+from fleetwatch.sidecar.metrics import MetricsAssembler
+from fleetwatch.sidecar.scraper import Scraper
+from fleetwatch.sidecar.slo_routes import Handler, slo_routes
 from fleetwatch.slo.engine import SLOEngine
-from fleetwatch.slo.export import slo_registry
 from fleetwatch.slo.spec import SLOFile
 
 log = logging.getLogger("fleetwatch.server")
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+__all__ = ["METRICS_CONTENT_TYPE", "Handler", "ListenError", "accepts_gzip", "make_app",
+           "readiness", "run_sidecar", "slo_routes"]
 
 #: What /metrics serves: the text format 0.0.4 (prometheus_client's CONTENT_TYPE_LATEST
 #: may name another version than the one written).
@@ -62,14 +64,15 @@ def accepts_gzip(accept_encoding: str) -> bool:
     return False
 
 
-def readiness(scraper: Scraper) -> tuple[bool, dict]:
+def readiness(scraper: Scraper) -> tuple[bool, dict[str, Any]]:
     """``(ready, detail)`` for /readyz; detail lists every target's state."""
-    detail: dict = {"targets": {}}
+    targets: dict[str, Any] = {}
+    detail: dict[str, Any] = {"targets": targets}
     ready = True
     for name, st in scraper.states.items():
         not_ready = sorted(m for m, ok in st.models_ready.items() if not ok)
         t_ready = st.up and not not_ready
-        detail["targets"][name] = {
+        targets[name] = {
             "required": st.target.required, "up": st.up, "kind": st.kind,
             "error": st.last_error, "models_not_ready": not_ready, "ready": t_ready,
         }
@@ -82,13 +85,12 @@ def readiness(scraper: Scraper) -> tuple[bool, dict]:
 def make_app(scraper: Scraper,
              extra_routes: dict[str, Handler] | None = None,
              extra_metrics: Callable[[], bytes] | None = None) -> web.Application:
-    """Build the aiohttp application around a running :class:`Scraper`."""
-    registry = self_registry(scraper)
+    """Build the aiohttp application around a running :class:`Scraper`;
+    ``extra_metrics`` returns the SLO engine's exposition (bytes) for /metrics."""
+    assembler = MetricsAssembler(scraper, extra_metrics)
 
     async def metrics(request: web.Request) -> web.Response:
-        body = scraper.body + generate_latest(registry)
-        if extra_metrics is not None:
-            body += extra_metrics()
+        body = assembler.body()
         resp = web.Response(body=body, headers={"Content-Type": METRICS_CONTENT_TYPE})
         if accepts_gzip(request.headers.get("Accept-Encoding", "")):
             resp.enable_compression(web.ContentCoding.gzip)
@@ -108,38 +110,6 @@ def make_app(scraper: Scraper,
     for path, handler in (extra_routes or {}).items():
         app.router.add_get(path, handler)
     return app
-
-
-def slo_routes(engine: SLOEngine) -> tuple[dict[str, Handler], Callable[[], bytes]]:
-    """HTTP routes and the extra /metrics body of the SLO engine.
-
-    * ``/slo`` — per SLO and model: state and its explanation, budget, burn rates by
-      window and band, capacity (JSON);
-    * ``/autoscaling`` — KEDA metrics-api JSON, one object per model: ``signal``, its
-      ``components``, ``capacity``, ``concurrency``, ``state``;
-    * ``/autoscaling/{model}`` — one model (all its versions): ``signal`` is the largest
-      of its versions' signals; KEDA ``valueLocation: signal``.
-    """
-    registry = slo_registry(engine)
-
-    async def slo(_request: web.Request) -> web.Response:
-        return web.json_response({"updated": engine.last_update, "slos": engine.status()})
-
-    async def autoscaling(_request: web.Request) -> web.Response:
-        return web.json_response({"updated": engine.last_update,
-                                  "models": engine.autoscaling()})
-
-    async def autoscaling_model(request: web.Request) -> web.Response:
-        model = request.match_info["model"]
-        items = [o for o in engine.autoscaling() if o["model"] == model]
-        if not items:
-            return web.json_response({"error": f"no such model: {model}"}, status=404)
-        return web.json_response({"model": model, "signal": max(o["signal"] for o in items),
-                                  "versions": items})
-
-    routes: dict[str, Handler] = {"/slo": slo, "/autoscaling": autoscaling,
-                                  "/autoscaling/{model}": autoscaling_model}
-    return routes, lambda: generate_latest(registry)
 
 
 async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,

@@ -6,32 +6,37 @@ always current; names, help and labels come from :data:`fleetwatch.labels.schema
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from fleetwatch.exporters.scraper import Scraper
+from fleetwatch.exporters.assemble import PRECEDENCE
 from fleetwatch.labels.schema import METRICS_BY_NAME
+from fleetwatch.sidecar.scraper import Scraper
 
 #: Every scrape error reason, so each appears at 0 before it first happens.
 ERROR_REASONS = ("timeout", "connection", "http_status", "not_metrics", "empty", "decode",
                  "parse", "too_large", "truncated", "internal")
 
 
-def _family(name: str) -> Metric:
+def _family(name: str) -> CounterMetricFamily | GaugeMetricFamily:
     mdef = METRICS_BY_NAME[name]
     base = name[:-6] if mdef.type == "counter" else name
     cls = CounterMetricFamily if mdef.type == "counter" else GaugeMetricFamily
-    return cls(base, mdef.help, labels=list(mdef.labels))
+    return cls(base, mdef.exposition_help, labels=list(mdef.labels))
 
 
 class UpstreamCollector(Collector):
-    """Collects ``fleetwatch_upstream_*`` from a :class:`Scraper`."""
+    """Collects ``fleetwatch_upstream_*`` from a :class:`Scraper` and
+    ``fleetwatch_exposition_dropped_series_total`` from ``dropped`` (series by origin, kept
+    by the /metrics assembler)."""
 
-    def __init__(self, scraper: Scraper) -> None:
+    def __init__(self, scraper: Scraper, dropped: Counter[str] | None = None) -> None:
         self.scraper = scraper
+        self.dropped = dropped if dropped is not None else Counter()
 
     def collect(self) -> Iterator[Metric]:
         up = _family("fleetwatch_upstream_up")
@@ -55,12 +60,16 @@ class UpstreamCollector(Collector):
             invalid.add_metric([name], float(st.invalid_lines_total))
             for model, ok in sorted(st.models_ready.items()):
                 ready.add_metric([name, model], 1.0 if ok else 0.0)
-        yield from (up, dur, errs, last, series, unmapped, invalid, ready)
+        dropped = _family("fleetwatch_exposition_dropped_series_total")
+        for origin in PRECEDENCE:
+            dropped.add_metric([origin], float(self.dropped.get(origin, 0)))
+        yield from (up, dur, errs, last, series, unmapped, invalid, ready, dropped)
 
 
-def self_registry(scraper: Scraper) -> CollectorRegistry:
-    """A registry with the upstream collector and the sidecar's own process metrics."""
+def self_registry(scraper: Scraper, dropped: Counter[str] | None = None) -> CollectorRegistry:
+    """A registry with the upstream collector (``dropped``: see :class:`UpstreamCollector`)
+    and the sidecar's own process metrics (prometheus_client's ``process_*``)."""
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(UpstreamCollector(scraper))
+    reg.register(UpstreamCollector(scraper, dropped))
     ProcessCollector(registry=reg)
     return reg

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fleetwatch.exporters.mapping import SourceTable
-from fleetwatch.exporters.vllm import SHARED_RULES
+from fleetwatch.exporters.sources.vllm import SHARED_RULES
+from fleetwatch.exporters.table import SourceTable
 
 TABLE = SourceTable(
     kind="triton_vllm_backend",

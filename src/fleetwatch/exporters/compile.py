@@ -1,0 +1,378 @@
+"""Compiling one raw upstream series key into the slots its value goes to (the slow path).
+
+A :class:`SeriesCompiler` is built once per target from a :class:`~.table.SourceTable`; the
+normalizer asks it to compile each *distinct* raw series key (``name{labels}`` as written
+upstream) once and caches the :class:`Entry`. Compiling decides which rules apply, maps the
+labels (renames, value maps, drops, schema-allowed labels), renders the normalized series
+prefix and records its typed :data:`~fleetwatch.exporters.snapshot.SeriesKey` in
+:attr:`SeriesCompiler.keys`, so nothing downstream re-parses rendered text.
+
+Series that may meet others on one normalized series (lossy label mappings, aliases) are
+tracked: when a second upstream series lands on a prefix compiled as alone, the first one's
+canonical identity is put in :attr:`SeriesCompiler.stale` and the normalizer recompiles it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from fleetwatch.exporters.parser import (
+    ExpositionError,
+    LabelPairs,
+    Metadata,
+    format_value,
+    parse_value,
+    render_labels,
+    split_key,
+)
+from fleetwatch.exporters.snapshot import SeriesKey
+from fleetwatch.exporters.table import SUFFIXES, Rule, SourceTable, TargetContext
+from fleetwatch.labels.schema import (
+    CORE_LABEL_ORDER,
+    METRICS,
+    METRICS_BY_NAME,
+    MetricDef,
+    allowed_labels,
+)
+
+log = logging.getLogger("fleetwatch.mapping")
+
+_IGNORED_SUFFIXES = ("_created",)
+
+#: Schema position of each normalized family (``Normalized.families`` index).
+FAMILY_INDEX: Mapping[str, int] = {m.name: i for i, m in enumerate(METRICS)}
+
+# Slots of a compiled series: where its value goes.
+Direct = tuple[int, str]  # (family index, series prefix): value copied as is
+Scaled = tuple[int, str, float, float, bool]  # + divide, multiply, negative-is-NaN
+Shared = tuple[int, str, float, float, bool, int]  # + priority: may meet other series
+
+
+@dataclass(slots=True)
+class Entry:
+    """Compiled mapping of one raw upstream series key."""
+
+    direct: tuple[Direct, ...] = ()
+    scaled: tuple[Scaled, ...] = ()
+    shared: tuple[Shared, ...] = ()
+    unmapped_family: str | None = None
+    error: str | None = None
+    model: tuple[str, str, str, str] | None = None  # (model, version, backend, runtime)
+    canon: str = ""  # the upstream series' canonical identity (duplicates: last wins)
+    skip: bool = False  # an error, an unmapped family or a sample no rule uses
+    more: bool = False  # has scaled or shared slots
+
+    def __post_init__(self) -> None:
+        self.more = bool(self.scaled or self.shared)
+        self.skip = not (self.direct or self.more)
+
+
+class SeriesCompiler:
+    """Compiles raw series keys of one target under one table (see module docstring).
+
+    ``keys`` maps every normalized series prefix compiled so far to its
+    :data:`SeriesKey`; ``mean_only`` maps the ``_count`` prefix of a mean-only histogram to
+    ``(family index, _sum prefix, +Inf bucket prefix)``; ``dropped_labels`` names the
+    upstream labels dropped because the schema has no place for them. Raises
+    ``ValueError`` at construction when a rule targets a family the schema lacks.
+    """
+
+    def __init__(self, table: SourceTable, ctx: TargetContext) -> None:
+        self.table = table
+        self.ctx = ctx
+        self.keys: dict[str, SeriesKey] = {}
+        self.mean_only: dict[str, tuple[int, str, str]] = {}
+        self.stale: set[str] = set()  # upstream series (canonical) to compile again
+        self.dropped_labels: set[str] = set()
+        # label pairs and label sets shared by the keys (one model's series repeat them)
+        self._pool: dict[tuple[str, str], tuple[str, str]] = {}
+        self._sets: dict[LabelPairs, LabelPairs] = {}
+        self._owner: dict[str, str] = {}  # normalized series → first upstream key seen
+        self._shared: set[str] = set()  # normalized series fed by several upstream series
+        self._allowed: dict[str, frozenset[str]] = {}
+        self._by_sample: dict[str, list[tuple[Rule, str]]] = {}
+        self._known_families: set[str] = set()
+        self._created_bases: set[str] = set()
+        self._source_types: dict[str, str] = {}
+        self._multi_fed = _multi_fed(table.rules)
+        for rule in table.rules:
+            self._source_types[rule.source] = rule.source_type
+            self._created_bases.add(rule.source)
+            if rule.source.endswith("_total"):
+                self._created_bases.add(rule.source[:-6])
+            if rule.target not in METRICS_BY_NAME:
+                raise ValueError(f"rule for {rule.source}: unknown target {rule.target}")
+            self._known_families.add(rule.source)
+            suffixes = (rule.part,) if rule.part else SUFFIXES[rule.source_type]
+            for suffix in suffixes:
+                self._by_sample.setdefault(rule.source + suffix, []).append((rule, suffix))
+
+    def reset(self) -> None:
+        """Forget what was compiled. ``keys`` is replaced, not cleared: a
+        :class:`~fleetwatch.exporters.normalize.Normalized` handed out earlier keeps its
+        keys."""
+        self.keys = {}
+        self._pool = {}
+        self._sets = {}
+        self._owner.clear()
+        self._shared.clear()
+        self.mean_only.clear()
+
+    def compile(self, key: str, meta: Metadata) -> Entry:
+        """The :class:`Entry` of a raw series key (``meta``: the exposition's HELP/TYPE so
+        far, to name the family of an unmapped sample). Never raises on bad input."""
+        try:
+            name, pairs = split_key(key)
+        except ExpositionError as exc:
+            return Entry(error=str(exc))
+        for old, new in self.table.name_prefix_aliases:
+            if name.startswith(old):
+                name = new + name[len(old):]
+                break
+        candidates = self._by_sample.get(name)
+        if not candidates:
+            return self._unused(name, meta)
+        labels = dict(pairs)
+        for special in ("le", "quantile"):
+            if special in labels:  # canonical spelling: "+inf"/"Inf" → "+Inf", "1" → "1.0"
+                try:
+                    labels[special] = format_value(parse_value(labels[special]))
+                except ExpositionError:
+                    return Entry(error=f"invalid {special} label {labels[special]!r}")
+        # the upstream series' identity, whatever its spelling ("m" = "m{}", le="+inf")
+        canon = name + render_labels(tuple(sorted(labels.items())))
+        direct: list[Direct] = []
+        scaled_slots: list[Scaled] = []
+        shared: list[Shared] = []
+        model_id = None
+        for rule, suffix in candidates:
+            if any(labels.get(k) != v for k, v in rule.match):
+                continue
+            if suffix == "_bucket" and not rule.part and "le" not in labels:
+                return Entry(error=f"{name} has no le label")
+            out, lossy = self._map_labels(rule, labels)
+            target = rule.target
+            tdef = METRICS_BY_NAME[target]
+            if rule.part or rule.source_type in ("counter", "gauge"):
+                samples = rule.as_samples
+            else:
+                samples = ((suffix, ()),)
+            # Unit conversion applies to values in the unit (sums, quantiles, gauges,
+            # counters), never to observation counts (_count, _bucket).
+            scaled = (rule.source_type in ("counter", "gauge") or suffix == "_sum"
+                      or (rule.source_type == "summary" and suffix == ""))
+            div, mul = (rule.divide, rule.multiply) if scaled else (1.0, 1.0)
+            fam_idx = FAMILY_INDEX[target]
+            # render the labels once; le/quantile always come last
+            tail_out: list[tuple[str, str]] = [(k, out.pop(k)) for k in ("quantile", "le")
+                                               if k in out]
+            base_pairs = self._shared_pairs(_ordered(out, tdef))
+            base_labels = render_labels(base_pairs)
+            mean_only = False
+            for t_suffix, extra in samples:
+                tail = list(tail_out)
+                if extra:
+                    tail = [p for p in tail if p[0] not in dict(extra)] + list(extra)
+                elif t_suffix == "_bucket" and rule.le_divide != 1.0:
+                    tail = [("le", _scale_bound(labels["le"], rule.le_divide))]
+                prefix = target + t_suffix + _append_labels(base_labels, tail)
+                if prefix not in self.keys:
+                    self.keys[prefix] = (target + t_suffix, base_pairs + tuple(
+                        self._pool.setdefault(p, p) for p in tail) if tail else base_pairs)
+                if t_suffix == "_count" and rule.as_samples != (("", ()),):
+                    mean_only = True
+                if lossy or (target, t_suffix) in self._multi_fed:
+                    # this series may meet others on one normalized series: track it
+                    owner = self._owner.setdefault(prefix, canon)
+                    if owner != canon and prefix not in self._shared:
+                        self._shared.add(prefix)
+                        self.stale.add(owner)  # the owner was compiled as alone
+                if prefix in self._shared:
+                    shared.append((fam_idx, prefix, div, mul, rule.negative_is_nan,
+                                   rule.priority))
+                elif div != 1.0 or mul != 1.0 or rule.negative_is_nan:
+                    scaled_slots.append((fam_idx, prefix, div, mul, rule.negative_is_nan))
+                else:
+                    direct.append((fam_idx, prefix))
+            if mean_only:
+                self._note_mean_only(target, fam_idx, base_pairs, base_labels)
+            if tdef.per_model and "model" in out:
+                model_id = (out["model"], out.get("model_version", ""), out["backend"],
+                            out.get("runtime", "unknown"))
+        if not (direct or scaled_slots or shared):
+            return Entry(unmapped_family=self._family_of(name, meta))
+        return Entry(direct=tuple(direct), scaled=tuple(scaled_slots), shared=tuple(shared),
+                     model=model_id, canon=canon)
+
+    def _shared_pairs(self, pairs: LabelPairs) -> LabelPairs:
+        """``pairs`` as a tuple shared with every equal label set compiled before (the
+        keys of one model's series then cost one tuple, not one each)."""
+        shared = self._sets.get(pairs)
+        if shared is None:
+            pool = self._pool
+            shared = self._sets[pairs] = tuple(pool.setdefault(p, p) for p in pairs)
+        return shared
+
+    def _unused(self, name: str, meta: Metadata) -> Entry:
+        """The entry of a sample name no rule reads: ignored, invalid or unmapped."""
+        if name.endswith(_IGNORED_SUFFIXES) and name[:-8] in self._created_bases:
+            return Entry()  # prometheus_client's _created samples: not data
+        fam = self._family_of(name, meta)
+        if fam in self._source_types:
+            typ = self._source_types[fam]
+            if name[len(fam):] in SUFFIXES[typ]:
+                return Entry()  # a sample of a known family that no rule uses
+            return Entry(error=f"{name} is not a sample of {typ} family {fam} "
+                               f"(expected suffixes {', '.join(SUFFIXES[typ])})")
+        return Entry(unmapped_family=fam)
+
+    def _note_mean_only(self, target: str, fam_idx: int, base_pairs: LabelPairs,
+                        base_labels: str) -> None:
+        """A mean-only histogram: its _count/+Inf bucket stand only beside a _sum."""
+        inf = target + "_bucket" + _append_labels(base_labels, [("le", "+Inf")])
+        self.keys.setdefault(inf, (target + "_bucket", (*base_pairs, ("le", "+Inf"))))
+        self.mean_only[target + "_count" + base_labels] = (
+            fam_idx, target + "_sum" + base_labels, inf)
+
+    def _map_labels(self, rule: Rule, labels: dict[str, str]) -> tuple[dict[str, str], bool]:
+        """The normalized labels of an upstream series under ``rule``.
+
+        Renamed labels (the table's renames) come first; other upstream labels are kept
+        only when the schema allows them on the target metric and nothing renamed
+        produced them already (an upstream ``model_version`` never overrides the one
+        renamed from Triton's ``version``). Every other upstream label is dropped —
+        series that then coincide are summed — and named once in a log line. The flag
+        says whether the mapping lost information (a dropped label, a value map), i.e.
+        whether other upstream series may land on the same normalized series.
+        """
+        renames = self.table.label_renames
+        tdef = METRICS_BY_NAME[rule.target]
+        allowed = self._allowed.get(rule.target)
+        if allowed is None:
+            allowed = self._allowed[rule.target] = frozenset(allowed_labels(tdef))
+        consumed = {k for k, _ in rule.match}
+        vmap = self.table.value_maps[rule.value_map] if rule.value_map else None
+        if vmap is not None:
+            consumed.add(vmap.source_label)
+        out: dict[str, str] = {}
+        lossy = vmap is not None
+        for k, v in labels.items():
+            if k in consumed or k in ("le", "quantile"):
+                continue
+            new = renames.get(k)
+            if new is not None:
+                out[new] = v
+        for k, v in labels.items():
+            if k in consumed or k in renames or k in ("le", "quantile"):
+                continue
+            if k in allowed and k not in out:
+                out[k] = v
+                continue
+            lossy = True
+            if k not in self.dropped_labels:
+                self.dropped_labels.add(k)
+                log.info("%s: dropping upstream label %r (not in the schema of %s); series "
+                         "that differ only by it are summed", self.table.kind, k, rule.target)
+        for k in ("le", "quantile"):
+            if k in labels:
+                out[k] = labels[k]
+        for k, v in self.table.label_defaults.items():
+            if k in allowed:
+                out.setdefault(k, v)
+        if vmap is not None:
+            vm_in = {vmap.source_label: labels[vmap.source_label]} \
+                if vmap.source_label in labels else {}
+            vmap.apply(vm_in)
+            out.update(vm_in)
+        for k in rule.drop:
+            if out.pop(k, None) is not None:
+                lossy = True
+        out.update(rule.const)
+        out["backend"] = self.table.backend
+        if tdef.per_model:
+            if self.ctx.model_version is not None:
+                out.setdefault("model_version", self.ctx.model_version)
+            if "model" in out:
+                runtime = self.ctx.runtime_for(out["model"])
+                if runtime == "unknown" and rule.runtime:
+                    runtime = rule.runtime
+                out["runtime"] = runtime
+        else:
+            for k in ("model", "model_version", "runtime"):
+                out.pop(k, None)
+        out.update(self.ctx.extra_labels)
+        return out, lossy
+
+    def _family_of(self, name: str, meta: Metadata) -> str:
+        """Best guess of the upstream family a sample name belongs to (prometheus_client's
+        ``X_created`` gauges count as part of family ``X``)."""
+        if name.endswith("_created"):
+            base = name[:-8]
+            for fam in (base, base + "_total"):
+                if fam in meta.types:
+                    return fam
+        if name in meta.types:
+            return name
+        for suffix in ("_bucket", "_sum", "_count", "_total", "_created", "_info"):
+            if name.endswith(suffix):
+                base = name[: -len(suffix)]
+                if base in meta.types or base in self._known_families:
+                    return base
+        return name
+
+
+def _ordered(labels: Mapping[str, str], tdef: MetricDef) -> LabelPairs:
+    """Core labels first, then the metric's own labels (schema order), then any other
+    labels alphabetically, ``quantile``/``le`` last."""
+    head = [(k, labels[k]) for k in CORE_LABEL_ORDER if k in labels]
+    own = [k for k in tdef.labels if k in labels and k not in CORE_LABEL_ORDER
+           and k not in ("le", "quantile")]
+    head += [(k, labels[k]) for k in own]
+    tail_keys = sorted(k for k in labels if k not in CORE_LABEL_ORDER
+                       and k not in ("le", "quantile") and k not in own)
+    tail = [(k, labels[k]) for k in tail_keys]
+    last = [(k, labels[k]) for k in ("quantile", "le") if k in labels]
+    return tuple(head + tail + last)
+
+
+def _append_labels(rendered: str, tail: list[tuple[str, str]]) -> str:
+    """Append label pairs to an already rendered label set."""
+    if not tail:
+        return rendered
+    more = render_labels(tuple(tail))
+    return more if not rendered else rendered[:-1] + "," + more[1:]
+
+
+def _written(rule: Rule) -> set[str]:
+    """The sample suffixes of its target that a rule writes."""
+    if rule.part or rule.source_type in ("counter", "gauge"):
+        return {suffix for suffix, _ in rule.as_samples}
+    return set(SUFFIXES[rule.source_type])
+
+
+def _multi_fed(rules: Iterable[Rule]) -> set[tuple[str, str]]:
+    """(target, suffix) pairs that two rules may both write with the same labels (their
+    constant labels agree): aliases, backend-vs-core histograms, dcgm memory parts.
+    Only those series need collision tracking (with lossy mappings)."""
+    rules = list(rules)
+    out: set[tuple[str, str]] = set()
+    for i, a in enumerate(rules):
+        for b in rules[i + 1:]:
+            if a.target != b.target:
+                continue
+            ca, cb = dict(a.const), dict(b.const)
+            if any(ca[k] != cb[k] for k in ca.keys() & cb.keys()):
+                continue
+            out |= {(a.target, s) for s in _written(a) & _written(b)}
+    return out
+
+
+def _scale_bound(bound: str, divide: float) -> str:
+    """A canonical bucket bound (already validated) divided into the base unit."""
+    value = float(bound)
+    if math.isinf(value):
+        return format_value(value)
+    return format_value(value / divide)

@@ -1,0 +1,83 @@
+"""Rendering normalized state as text-format 0.0.4 families.
+
+:func:`normalized_families` gives the schema families of several targets' normalized
+state (one HELP/TYPE each, schema order, a series two targets both produce kept once);
+:func:`passthrough_families` the upstream families re-emitted unchanged;
+:func:`render` joins both into one body (what ``fleetwatch normalize`` prints and the
+goldens hold). Merging with other parts of ``/metrics`` is :mod:`.assemble`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+
+from fleetwatch.exporters.assemble import NORMALIZED, PASSTHROUGH, Family, Part, assemble
+from fleetwatch.exporters.normalize import Normalized
+from fleetwatch.exporters.parser import format_value
+from fleetwatch.labels.schema import METRICS
+
+_EMPTY: Mapping[str, list[str]] = MappingProxyType({})
+
+
+def text_of(v: float | str) -> str:
+    """A normalized value as exposition text (upstream text kept as is)."""
+    return v if isinstance(v, str) else format_value(v)
+
+
+def normalized_families(normalized: Iterable[Normalized],
+                        extra_families: Mapping[str, list[str]] = _EMPTY,
+                        collisions: list[str] | None = None) -> list[Family]:
+    """The schema families of several targets' normalized state, schema order.
+
+    ``extra_families`` (e.g. the registry's ``modelserver_model_info``) adds pre-rendered
+    series lines to a family. When two targets produce the same series (two servers of
+    one kind without distinguishing ``labels``), the first target's is kept and the
+    series prefix is appended to ``collisions`` — never a duplicate series. HELP carries
+    the stability (:meth:`~fleetwatch.labels.schema.MetricDef.exposition_help`).
+    """
+    items = list(normalized)
+    out: list[Family] = []
+    for i, mdef in enumerate(METRICS):
+        lines: list[str] = []
+        seen: set[str] | None = set() if len(items) > 1 else None
+        for n in items:
+            fam = n.families[i]
+            if not fam:
+                continue
+            if seen is None:
+                lines.extend([f"{p} {text_of(v)}" for p, v in fam.items()])
+                continue
+            for p, v in fam.items():
+                if p in seen:
+                    if collisions is not None:
+                        collisions.append(p)
+                    continue
+                seen.add(p)
+                lines.append(f"{p} {text_of(v)}")
+        lines.extend(extra_families.get(mdef.name, ()))
+        if lines:
+            out.append(Family(mdef.name, mdef.type, mdef.exposition_help, lines))
+    return out
+
+
+def passthrough_families(n: Normalized) -> list[Family]:
+    """The upstream families of one target re-emitted unchanged (pass-through on),
+    with the HELP/TYPE the upstream wrote."""
+    return [Family(name, n.meta.types.get(name), n.meta.helps.get(name), list(lines))
+            for name, lines in n.passthrough.items()]
+
+
+def render(normalized: Iterable[Normalized],
+           extra_families: Mapping[str, list[str]] = _EMPTY,
+           collisions: list[str] | None = None) -> str:
+    """Render normalized expositions (several targets) as one text-format 0.0.4 body:
+    :func:`normalized_families`, then every target's :func:`passthrough_families`,
+    merged by :func:`~fleetwatch.exporters.assemble.assemble` (a family or series served
+    already is never served twice). ``collisions`` as in :func:`normalized_families`.
+    """
+    items = list(normalized)
+    parts = [Part(NORMALIZED, normalized_families(items, extra_families, collisions),
+                  check_names=False, check_series=False)]
+    parts += [Part(PASSTHROUGH, passthrough_families(n)) for n in items if n.passthrough]
+    return assemble(parts).text

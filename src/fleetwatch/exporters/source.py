@@ -1,0 +1,91 @@
+"""A source kind as one object: what a server exports and how the sidecar talks to it.
+
+A :class:`Source` bundles the ``kind`` a target declares, its mapping table, how to
+recognise its exposition (:attr:`Source.claims`), what to probe for readiness
+(:class:`ModelReadyProbe` or :class:`HealthProbe`) and for each model's runtime
+(:class:`RuntimeProbe`), its default metrics port and the documentation of what it leaves
+unmapped. Probes are declarations only: the sidecar (:mod:`fleetwatch.sidecar.probes`)
+does the HTTP; nothing here does I/O.
+
+Every module of :mod:`fleetwatch.exporters.sources` that defines ``SOURCE`` is registered
+(:data:`fleetwatch.exporters.sources.SOURCES`); the configuration schema, the CLI, detection,
+the documentation and the scraper all read that registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fleetwatch.exporters.table import SourceTable
+
+#: ``interpret(json_document) -> (runtime, problem)``: the runtime label a model's
+#: configuration names, or ``(None, why it cannot be read)``.
+RuntimeInterpreter = Callable[[object], tuple[str | None, str | None]]
+
+
+@dataclass(frozen=True)
+class ModelReadyProbe:
+    """Per-model readiness: ``GET <api_url><path>`` (``{model}`` is the URL-quoted model
+    name) answers 200 when the model is ready. Needs the target's ``api_url``; the models
+    are the target's ``models`` or those observed."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class HealthProbe:
+    """Engine-wide readiness: ``GET`` the target's ``health_url``, else ``path`` on the
+    host of its metrics URL; 200 means every model of the target is ready."""
+
+    path: str = "/health"
+
+
+@dataclass(frozen=True)
+class RuntimeProbe:
+    """Runtime discovery: ``GET <api_url><path>`` (``{model}`` URL-quoted) returns a JSON
+    document that ``interpret`` turns into the model's ``runtime`` label. Needs the
+    target's ``api_url``; a model that does not answer is asked again next scrape."""
+
+    path: str
+    interpret: RuntimeInterpreter
+
+
+@dataclass(frozen=True)
+class Source:
+    """One source kind (see module docstring).
+
+    * ``kind`` — the ``kind:`` of a target, a ``--source`` choice; ``table`` — its mapping;
+      ``components`` — the per-upstream tables ``table`` combines, for the docs (default:
+      ``(table,)``), with ``component_names`` their display names;
+    * ``claims(name, line)`` — whether an exposition line (``name`` is its sample name, or
+      the family name of a HELP/TYPE line) is this source's; among the sources claiming
+      lines of one exposition the lowest ``detect_priority`` wins;
+    * ``readiness``, ``runtime_probe`` — what the sidecar probes (``None``: nothing);
+    * ``default_port`` — where the server serves ``/metrics`` by default;
+    * ``runtimes`` — the ``runtime`` label values its series can carry;
+    * ``not_mapped`` — ``(upstream family, why)`` for families deliberately left unmapped.
+    """
+
+    kind: str
+    table: SourceTable
+    description: str
+    claims: Callable[[str, str], bool]
+    default_port: int
+    detect_priority: int = 100
+    readiness: ModelReadyProbe | HealthProbe | None = None
+    runtime_probe: RuntimeProbe | None = None
+    runtimes: tuple[str, ...] = ()
+    components: tuple[SourceTable, ...] = ()
+    component_names: tuple[tuple[str, str], ...] = ()
+    not_mapped: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def backend(self) -> str:
+        """The ``backend`` label of the series this source produces."""
+        return self.table.backend
+
+    @property
+    def tables(self) -> tuple[SourceTable, ...]:
+        """The per-upstream tables of the docs (``components``, else ``(table,)``)."""
+        return self.components or (self.table,)

@@ -1,0 +1,1 @@
+"""The runtime: scraping, the HTTP server, self-metrics, SLO routes, configuration."""

@@ -1,0 +1,98 @@
+"""The HTTP side of a source's probes: model readiness and runtime discovery.
+
+A :class:`~fleetwatch.exporters.source.Source` declares *what* to ask
+(:class:`~fleetwatch.exporters.source.ModelReadyProbe`,
+:class:`~fleetwatch.exporters.source.HealthProbe`,
+:class:`~fleetwatch.exporters.source.RuntimeProbe`); :class:`Prober` asks it with the
+scraper's session (bounded by the scrape timeout) and never raises on a bad answer: no
+answer is "not ready" or "ask again next scrape".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.parse
+from collections.abc import Callable, Sequence
+
+import aiohttp
+
+from fleetwatch.exporters.source import HealthProbe, ModelReadyProbe, RuntimeProbe, Source
+from fleetwatch.sidecar.config import Target
+
+
+class Prober:
+    """Runs probes with the session ``session()`` returns (the scraper's, once open)."""
+
+    def __init__(self, session: Callable[[], aiohttp.ClientSession | None]) -> None:
+        self._session = session
+
+    def learns_runtimes(self, source: Source | None, target: Target) -> bool:
+        """Whether the target's models' runtimes can be asked (a probe and an api_url)."""
+        return source is not None and source.runtime_probe is not None \
+            and target.api_url is not None
+
+    async def readiness(self, source: Source | None, target: Target,
+                        observed: Sequence[str]) -> dict[str, bool]:
+        """``{model: ready}`` for the target's ``models`` (else those ``observed``);
+        ``{}`` when the source declares no readiness probe (or needs an ``api_url`` the
+        target lacks)."""
+        probe = source.readiness if source is not None else None
+        names = list(target.models or observed)
+        if isinstance(probe, ModelReadyProbe) and target.api_url is not None:
+            base = str(target.api_url).rstrip("/")
+            ready = await asyncio.gather(*(self.get_ok(base + probe.path.format(model=_q(m)))
+                                           for m in names))
+            return dict(zip(names, ready, strict=True))
+        if isinstance(probe, HealthProbe):
+            url = str(target.health_url) if target.health_url else \
+                _sibling(str(target.url), probe.path)
+            ok = await self.get_ok(url)
+            return {m: ok for m in (names or ["(engine)"])}
+        return {}
+
+    async def runtimes(self, probe: RuntimeProbe, target: Target, models: Sequence[str]
+                       ) -> list[tuple[str | None, str | None]]:
+        """For each model, ``(runtime, None)``, ``(None, problem)`` when the answer cannot
+        be read, or ``(None, None)`` when there was no answer (ask again later)."""
+        assert target.api_url is not None
+        base = str(target.api_url).rstrip("/")
+        return list(await asyncio.gather(*(self.runtime(probe, base, m) for m in models)))
+
+    async def runtime(self, probe: RuntimeProbe, base: str, model: str
+                      ) -> tuple[str | None, str | None]:
+        """One model's runtime (see :meth:`runtimes`)."""
+        session = self._session()
+        assert session is not None, "the scraper's session is not open"
+        try:
+            async with session.get(base + probe.path.format(model=_q(model))) as resp:
+                if resp.status != 200:
+                    return None, None
+                doc = await resp.json(content_type=None)
+        except (aiohttp.ClientError, asyncio.TimeoutError):
+            return None, None
+        except ValueError:
+            return None, "not JSON"
+        return probe.interpret(doc)
+
+    async def get_ok(self, url: str) -> bool:
+        """True when ``GET url`` answers 200 within the timeout."""
+        session = self._session()
+        assert session is not None, "the scraper's session is not open"
+        try:
+            async with session.get(url) as resp:
+                return resp.status == 200
+        except (aiohttp.ClientError, asyncio.TimeoutError):
+            return False
+
+
+def _sibling(url: str, path: str) -> str:
+    """``http://h:p/metrics`` → ``http://h:p/health``."""
+    scheme, _, rest = url.partition("://")
+    host = rest.split("/", 1)[0]
+    return f"{scheme}://{host}{path}"
+
+
+def _q(model: str) -> str:
+    """A model name as one URL path segment (a name with ``/``, ``?`` or ``..`` must not
+    reach another endpoint of the server)."""
+    return urllib.parse.quote(model, safe="")

@@ -1,0 +1,204 @@
+"""The house's layout as tests: an acyclic stack of subpackages, modules of one concept,
+exporters without I/O, generator commands without extras.
+
+The import graph is read from the sources (``ast``), every import counted — module level,
+inside functions, and under ``TYPE_CHECKING`` alike — so a lazy import cannot hide a cycle.
+The layers, lowest first (a module may import its own layer and the layers below):
+
+    labels → exporters → slo → alerts → dashboards → manifests → sidecar → demo → commands/cli
+
+``fleetwatch/__init__.py`` (the version) is importable from anywhere.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.helpers import ROOT
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "fleetwatch"
+
+#: Layer of each subpackage or top-level module (lowest first). A new subpackage must be
+#: placed here: the test below fails for one it does not know.
+LAYERS: dict[str, int] = {
+    "__init__": 0,
+    "specfile": 0,
+    "labels": 1,
+    "exporters": 2,
+    "slo": 3,
+    "promql": 3,
+    "alerts": 4,
+    "dashboards": 5,
+    "schema_doc": 5,
+    "manifests": 6,
+    "sidecar": 7,
+    "config": 7,
+    "demo": 8,
+    "commands": 9,
+    "cli": 10,
+    "__main__": 11,
+}
+
+#: A module longer than this needs a reason near its top: a line containing LONG_MARK.
+MAX_LINES = 400
+LONG_MARK = "Why this module is long"
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in SRC.rglob("*.py") if "model_repository" not in p.parts)
+
+
+def _unit(path: Path) -> str:
+    """The subpackage (or top-level module) a source file belongs to."""
+    rel = path.relative_to(SRC).parts
+    return rel[0] if len(rel) > 1 else rel[0].removesuffix(".py")
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every ``fleetwatch.*`` module ``path`` imports (absolute or relative)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    here = _module_name(path).split(".")
+    if path.name != "__init__.py":
+        here = here[:-1]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("fleetwatch"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if mod.startswith("fleetwatch"):
+                found.add(mod)
+                found.update(f"{mod}.{a.name}" for a in node.names)
+    return found
+
+
+def _unit_of_module(name: str) -> str | None:
+    parts = name.split(".")
+    if len(parts) == 1:
+        return "__init__"
+    return parts[1] if (SRC / parts[1]).is_dir() or (SRC / f"{parts[1]}.py").exists() else None
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in _modules():
+        unit = _unit(path)
+        deps = graph.setdefault(unit, set())
+        for mod in _imports(path):
+            target = _unit_of_module(mod)
+            if target is not None and target != unit:
+                deps.add(target)
+    return graph
+
+
+def test_every_subpackage_has_a_layer() -> None:
+    unknown = sorted(set(_graph()) - set(LAYERS))
+    assert not unknown, f"place these in LAYERS (tests/test_architecture.py): {unknown}"
+
+
+def test_imports_go_down_the_stack_only() -> None:
+    bad = [f"{unit} (layer {LAYERS[unit]}) imports {dep} (layer {LAYERS[dep]})"
+           for unit, deps in sorted(_graph().items()) if unit in LAYERS
+           for dep in sorted(deps) if dep in LAYERS and LAYERS[dep] > LAYERS[unit]]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_cycle_between_subpackages() -> None:
+    graph = _graph()
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 1:
+                return [*path[path.index(dep):], dep]
+            if dep not in state and (cycle := visit(dep)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            pytest.fail("import cycle: " + " → ".join(cycle))
+
+
+def test_the_graph_reader_sees_a_cycle(tmp_path: Path) -> None:
+    """The reader is not blind: relative and function-level imports are counted."""
+    pkg = tmp_path / "fleetwatch"
+    (pkg / "a").mkdir(parents=True)
+    (pkg / "a" / "x.py").write_text("def f():\n    from ..b import y\n")
+    (pkg / "b").mkdir()
+    (pkg / "b" / "y.py").write_text("from fleetwatch.a.x import f\n")
+    assert "fleetwatch.b" in _imports_at(pkg, pkg / "a" / "x.py")
+    assert "fleetwatch.a.x" in _imports_at(pkg, pkg / "b" / "y.py")
+
+
+def _imports_at(root: Path, path: Path) -> set[str]:
+    global SRC
+    saved, SRC = SRC, root
+    try:
+        return _imports(path)
+    finally:
+        SRC = saved
+
+
+def test_modules_are_one_concept_in_size() -> None:
+    long = []
+    for path in _modules():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        if len(lines) > MAX_LINES and not any(LONG_MARK in line for line in lines[:60]):
+            long.append(f"{path.relative_to(SRC)}: {len(lines)} lines")
+    assert not long, (f"split these, or say near the top why not ('{LONG_MARK}: …'):\n"
+                      + "\n".join(long))
+
+
+def test_exporters_do_no_io():
+    code = ("import json, sys, pkgutil, importlib, fleetwatch.exporters as e\n"
+            "for m in pkgutil.walk_packages(e.__path__, 'fleetwatch.exporters.'):\n"
+            "    importlib.import_module(m.name)\n"
+            "print(json.dumps(sorted(sys.modules)))")
+    mods = set(json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                         text=True, check=True).stdout))
+    for banned in ("aiohttp", "fleetwatch.slo", "fleetwatch.sidecar", "numpy", "urllib.request"):
+        assert not any(m == banned or m.startswith(banned + ".") for m in mods), banned
+
+
+def test_generator_commands_need_no_extras(tmp_path):
+    """normalize, validate and schema import neither Triton's wheels nor numpy nor the demo."""
+    fixture = ROOT / "tests" / "fixtures" / "expositions" / "sglang" / \
+        "sglang-v0.5.10.post1-datadog-opt125m-trimmed.prom"
+    code = (
+        "import json, sys\n"
+        "from click.testing import CliRunner\n"
+        "from fleetwatch.cli import main\n"
+        "r = CliRunner()\n"
+        f"for args in (['normalize', {str(fixture)!r}], ['schema'], ['schema', '--markdown'],\n"
+        f"             ['validate', '--config', {str(ROOT / 'examples' / 'sidecar.yaml')!r}]):\n"
+        "    res = r.invoke(main, args)\n"
+        "    assert res.exit_code == 0, (args, res.output)\n"
+        "print(json.dumps(sorted(sys.modules)))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    mods = set(json.loads(res.stdout.splitlines()[-1]))
+    for banned in ("tritonclient", "pytriton", "numpy", "fleetwatch.demo"):
+        assert not any(m == banned or m.startswith(banned + ".") for m in mods), banned
