@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fleetwatch.exporters.mapping import Normalizer
+from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.exporters.sources import TABLES
 from fleetwatch.labels.registry import load_registry

@@ -32,7 +32,7 @@ from fleetwatch.slo.spec import SLOFile
 from fleetwatch.slo.status import autoscaling_document, slo_document, strict_json
 
 if TYPE_CHECKING:
-    from fleetwatch.exporters.mapping import Normalized
+    from fleetwatch.exporters.normalize import Normalized
 
 _STAMP = re.compile(r"(?<!\d)(\d{12,14})(?!\d)")
 
@@ -50,7 +50,7 @@ def normalizer_for(kind_hint: str | None = None) -> Callable[[str, str], Normali
     """The one adapter to the exporters' normalizer: a function ``(body, file name) →
     Normalized`` that detects the source kind of the first body and keeps one
     normalizer per kind (as a sidecar keeps one per target)."""
-    from fleetwatch.exporters.mapping import Normalizer
+    from fleetwatch.exporters.normalize import Normalizer
     from fleetwatch.exporters.parser import describe_if_not_metrics
     from fleetwatch.exporters.sources import TABLES, detect_kind
 

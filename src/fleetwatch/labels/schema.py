@@ -341,19 +341,16 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "burning load (docs/autoscaling.md).",
               _SLO_LABELS, "beta", per_model=False),
     MetricDef("fleetwatch_slo_capacity_predicted_concurrency", _G, "requests",
-              "The capacity model's prediction: the per-replica concurrency at which the "
-              "latency quantile the objective implies reaches the SLI's threshold (absent "
-              "without a burning band to fit against).", _SLO_LABELS, "beta",
-              per_model=False),
+              "Capacity model: the per-replica concurrency at which the objective's latency "
+              "quantile reaches the threshold (absent without a burning band).",
+              _SLO_LABELS, "beta", per_model=False),
     MetricDef("fleetwatch_slo_band_latency_quantile_seconds", _G, "seconds",
-              "Latency quantile the objective implies (quantile=\"0.99\" for 99 %) of a latency "
-              "SLI's observations in a concurrency band (exponentially weighted over the "
-              "capacity window).", (*_SLO_LABELS, "band", "quantile"), "beta",
-              per_model=False),
+              "Latency quantile the objective implies (0.99 for 99 %) of a latency SLI in a "
+              "band, weighted over the capacity window.", (*_SLO_LABELS, "band", "quantile"),
+              "beta", per_model=False),
     MetricDef("fleetwatch_slo_band_concurrency", _G, "requests",
-              "Observation-weighted mean per-replica concurrency of the intervals attributed "
-              "to a band (the x of the capacity model's latency-vs-concurrency points).",
-              (*_SLO_LABELS, "band"), "beta", per_model=False),
+              "Mean per-replica concurrency of the intervals attributed to a band (the "
+              "capacity model's x).", (*_SLO_LABELS, "band"), "beta", per_model=False),
     MetricDef("fleetwatch_slo_state", _G, "boolean",
               "1 for the current state of the SLO on the model: ok, regression (burn inside "
               "the concurrency envelope: page), overload (burn only above it: scale out), "

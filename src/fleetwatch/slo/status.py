@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, TypedDict
+from typing import Protocol, TypedDict
 
 from fleetwatch.slo.account import Ledger, ModelGauges
 from fleetwatch.slo.autoscaling import ModelSignal
@@ -20,8 +20,15 @@ from fleetwatch.slo.durations import format_duration
 from fleetwatch.slo.judge import explain
 from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState, band_sort
 
-if TYPE_CHECKING:
-    from fleetwatch.slo.engine import SLOEngine
+
+class Engine(Protocol):
+    """What the documents read of an :class:`~fleetwatch.slo.engine.SLOEngine`."""
+
+    last_update: float | None
+
+    def status(self) -> list[SLOStatus]: ...
+
+    def autoscaling(self) -> list[ModelSignal]: ...
 
 States = Mapping[tuple[str, ModelKey], SLOModelState]
 #: ``(family name, labels, value)`` of one exported sample.
@@ -153,12 +160,12 @@ def strict_json(obj: object) -> object:
     return obj
 
 
-def slo_document(engine: SLOEngine) -> dict[str, object]:
+def slo_document(engine: Engine) -> dict[str, object]:
     """The ``/slo`` body: ``{"updated": Unix seconds of the last snapshot, "slos":
     [SLOStatus…]}``."""
     return {"updated": engine.last_update, "slos": engine.status()}
 
 
-def autoscaling_document(engine: SLOEngine) -> dict[str, object]:
+def autoscaling_document(engine: Engine) -> dict[str, object]:
     """The ``/autoscaling`` body: ``{"updated": …, "models": [ModelSignal…]}``."""
     return {"updated": engine.last_update, "models": engine.autoscaling()}
