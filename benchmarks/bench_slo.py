@@ -1,8 +1,9 @@
-"""Benchmark of the SLO engine: update time and memory for 100 models × 3 SLOs × 8 bands.
+"""Benchmark of the SLO engine: update time and memory for 1000 models × 3 SLOs × 8 bands.
 
     ./dev bench-slo        (or: python benchmarks/bench_slo.py [--updates N])
 
-Each update is one sidecar snapshot of 100 vLLM models (TTFT histogram, requests by
+Each update is one sidecar snapshot of ``--models`` (default 1000) vLLM models (TTFT
+histogram, requests by
 finish reason, running gauge, queue histogram, KV usage), normalized by the real mapping;
 three SLOs (TTFT latency, availability, request-time mean time slice) with 8 concurrency
 bands each, over the full default window catalog (5m … 3d, 28-day period). Concurrency
@@ -89,8 +90,9 @@ class Fleet:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--updates", type=int, default=300)
+    ap.add_argument("--models", type=int, default=1000)
     args = ap.parse_args()
-    fleet = Fleet()
+    fleet = Fleet(args.models)
     norm = Normalizer(TABLES["vllm"])
     engine = SLOEngine(parse_slo_file(SLOS))
     times = []
@@ -103,7 +105,7 @@ def main() -> None:
     times = times[1:]
     rows = len(engine.windows.rows)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"SLO engine: 100 models x 3 SLOs x {len(BANDS)} bands (+ overall), "
+    print(f"SLO engine: {args.models} models x 3 SLOs x {len(BANDS)} bands (+ overall), "
           f"{len(engine.window_lengths)} windows "
           f"({', '.join(f'{w:g}s' for w in engine.window_lengths)}), {args.updates} updates")
     print(f"  live (SLO, model, band) rows: {rows}; window counts: "

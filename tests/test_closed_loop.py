@@ -23,14 +23,19 @@ snapshots; after C drops to 3 it scales in. The log prints the replica count per
 snapshot (``pytest -s``).
 
 With the old capacity rule (capacity = the highest trusted band burning below 1) the
-loop does not converge to ceil(C / knee): a fresh replica at low load learns capacity =
-its own low band, so Σ signal stays ≥ its replicas and the fleet stays over-provisioned
-(checked once by swapping :func:`fleetwatch.slo.capacity.estimate` for the old walk:
-``test_closed_loop`` fails on the converged-replicas assertion).
+loop fails (checked once, 2026-12-01, by swapping the engine's ``update_capacity`` for the
+old walk; knee 4.05): at C = 13 it settles at 3 replicas, under-provisioned (4.3 per
+replica, above the knee: the new replicas' capacity is the band they have seen, 6, so
+Σ signal reads 2.8), and after C drops to 3 it stays at 3 replicas, over-provisioned
+(each replica's capacity is its own band 1, so Σ signal stays 2.1). Measured with the
+new rule: 2 replicas at C = 7 from snapshot 1, 4 at C = 13 by snapshot 35 (after one
+4 → 3 → 4 while the new replicas learned their burn), 1 at C = 3 after the 5-snapshot
+stabilisation; about 80 s in all with 4 replicas started lazily.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 import time
@@ -153,7 +158,7 @@ class Load:
             by.setdefault(round(c, 3), []).append(lat)
         pts = sorted((c, float(np.quantile(v, OBJECTIVE))) for c, v in by.items()
                      if len(v) >= 50)
-        for (c0, q0), (c1, q1) in zip(pts, pts[1:], strict=False):
+        for (c0, q0), (c1, q1) in itertools.pairwise(pts):
             if q0 <= THRESHOLD < q1:
                 return c0 + (THRESHOLD - q0) * (c1 - c0) / (q1 - q0)
         raise AssertionError(f"no crossing of {THRESHOLD} s in {pts}")
@@ -170,7 +175,7 @@ class Controller:
         ratio = total_signal / self.replicas
         want = self.replicas if abs(ratio - 1) <= TOLERANCE else math.ceil(total_signal)
         want = max(MIN_REPLICAS, min(MAX_REPLICAS, want))
-        self.recommendations = (self.recommendations + [want])[-STABILISATION:]
+        self.recommendations = [*self.recommendations, want][-STABILISATION:]
         self.replicas = want if want > self.replicas else max(self.recommendations)
         return self.replicas
 
