@@ -23,7 +23,8 @@ ALL = METRICS + SELF_METRICS
 #: Base units (Prometheus naming practice) and the dimensionless counts the schema uses.
 BASE_UNITS = {"seconds", "bytes", "ratio", "joules", "watts", "celsius", "boolean", "info",
               "requests", "tokens", "blocks", "lookups", "executions", "items",
-              "preemptions", "events", "errors", "series", "families", "lines"}
+              "preemptions", "events", "errors", "series", "families", "lines",
+              "replicas"}
 #: Unit words that must not appear in a family name (not base units).
 #: Families named without their unit suffix, and why (renaming is a deprecation cycle).
 UNIT_SUFFIX_EXEMPT = {

@@ -5,7 +5,8 @@ Gateway API Inference Extension's Model Server Protocol), fleetwatch's own metri
 ``fleetwatch_``. Base units only (seconds, bytes, joules, watts, ratio 0–1); counters end
 in ``_total`` (Prometheus naming practice). Where an OpenTelemetry semantic convention
 exists (GenAI ``gen_ai.server.*``, hardware ``hw.*``) its name is recorded in ``otel``
-for the OTLP path.
+for the OTLP path. (Why this module is long: it is the one table of every label and
+family — the contract the mappings, rules, dashboards and docs are generated from.)
 
 Nothing here reads files or the network. Which upstream metric feeds which normalized
 metric is in the source tables under :mod:`fleetwatch.exporters`; ``docs/metrics.md``
@@ -314,6 +315,10 @@ SELF_METRICS: tuple[MetricDef, ...] = (
     MetricDef("fleetwatch_upstream_model_ready", _G, "boolean",
               "1 when the model reports ready (Triton /v2/models/<m>/ready, vLLM /health).",
               ("target", "model"), "stable", per_model=False),
+    MetricDef("fleetwatch_model_cold_start_seconds", _G, "seconds",
+              "Last measured cold start: from the model (or its target) turning not ready "
+              "to ready again, as the sidecar's readiness probes saw it.",
+              ("target", "model"), "beta", per_model=False),
     MetricDef("fleetwatch_exposition_dropped_series_total", _C, "series",
               "Series left out of /metrics because a part with precedence (normalized > "
               "self > slo > passthrough) already served that family or series, by the "
@@ -363,6 +368,10 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "Autoscaling signal: the largest component; with an HPA/KEDA AverageValue "
               "target of 1, desired replicas = ceil(sum over replicas).", _MODEL_KEY, "beta",
               per_model=False),
+    MetricDef("fleetwatch_autoscaling_min_replicas", _G, "replicas",
+              "Recommended minimum replicas: autoscaling.cold_start_min_replicas when the "
+              "model's cold start exceeds autoscaling.cold_start_bound_seconds, else 1.",
+              _MODEL_KEY, "beta", per_model=False),
     MetricDef("fleetwatch_autoscaling_component_ratio", _G, "ratio",
               "Autoscaling components: concurrency ÷ capacity at SLO, queue wait ÷ target, "
               "KV-cache usage ÷ target, GPU-memory usage ÷ target.",

@@ -47,6 +47,7 @@ class UpstreamCollector(Collector):
         unmapped = _family("fleetwatch_upstream_unmapped_families")
         invalid = _family("fleetwatch_upstream_invalid_lines_total")
         ready = _family("fleetwatch_upstream_model_ready")
+        cold = _family("fleetwatch_model_cold_start_seconds")
         for name, st in self.scraper.states.items():
             up.add_metric([name], 1.0 if st.up else 0.0)
             dur.add_metric([name], st.duration)
@@ -60,10 +61,12 @@ class UpstreamCollector(Collector):
             invalid.add_metric([name], float(st.invalid_lines_total))
             for model, ok in sorted(st.models_ready.items()):
                 ready.add_metric([name, model], 1.0 if ok else 0.0)
+        for (name, model), seconds in sorted(self.scraper.cold_starts.seconds.items()):
+            cold.add_metric([name, model], seconds)
         dropped = _family("fleetwatch_exposition_dropped_series_total")
         for origin in PRECEDENCE:
             dropped.add_metric([origin], float(self.dropped.get(origin, 0)))
-        yield from (up, dur, errs, last, series, unmapped, invalid, ready, dropped)
+        yield from (up, dur, errs, last, series, unmapped, invalid, ready, cold, dropped)
 
 
 def self_registry(scraper: Scraper, dropped: Counter[str] | None = None) -> CollectorRegistry:

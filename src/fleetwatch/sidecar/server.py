@@ -31,6 +31,7 @@ from fleetwatch.sidecar.config import SidecarConfig
 from fleetwatch.sidecar.metrics import MetricsAssembler
 from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.sidecar.slo_routes import Handler, slo_routes
+from fleetwatch.sidecar.slo_worker import EngineWorker
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import SLOFile
 
@@ -129,10 +130,12 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
             loop.add_signal_handler(sig, stop.set)
     async with Scraper(cfg, registry) as scraper:
         routes, extra = None, None
-        if slos is not None:
+        worker: EngineWorker | None = None
+        if slos is not None:  # the engine updates in its own thread (slo_worker)
             engine = SLOEngine(slos, registry)
-            scraper.subscribers.append(engine.update)
-            routes, extra = slo_routes(engine)
+            worker = EngineWorker(engine, scraper.cold_starts.by_model)
+            scraper.subscribers.append(worker.submit)
+            routes, extra = slo_routes(engine, worker)
         app = make_app(scraper, routes, extra)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
@@ -156,3 +159,5 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
             await scraper.run(stop)
         finally:
             await runner.cleanup()
+            if worker is not None:
+                worker.stop()

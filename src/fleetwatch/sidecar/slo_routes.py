@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import generate_latest
 
+from fleetwatch.sidecar.slo_worker import EngineWorker
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.export import slo_registry
+from fleetwatch.slo.status import autoscaling_document, slo_document, strict_json
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def slo_routes(engine: SLOEngine) -> tuple[dict[str, Handler], Callable[[], bytes]]:
-    """HTTP routes and the extra /metrics body of the SLO engine.
+def slo_routes(engine: SLOEngine, worker: EngineWorker | None = None,
+               ) -> tuple[dict[str, Handler], Callable[[], bytes]]:
+    """HTTP routes and the extra /metrics body of the SLO engine. With ``worker`` (the
+    engine updated off the event loop) they serve what it rendered after its last
+    update, never waiting for one in progress; without, they read the engine.
 
     * ``/slo`` — per SLO and model: state and its explanation, budget, burn rates by
       window and band, capacity (JSON);
@@ -25,16 +31,24 @@ def slo_routes(engine: SLOEngine) -> tuple[dict[str, Handler], Callable[[], byte
     """
     registry = slo_registry(engine)
 
+    def slo_doc() -> object:
+        return worker.slo_doc if worker else strict_json(slo_document(engine))
+
+    def autoscaling_doc() -> Any:
+        return worker.autoscaling_doc if worker else strict_json(autoscaling_document(engine))
+
+    def body() -> bytes:
+        return worker.metrics_body if worker else generate_latest(registry)
+
     async def slo(_request: web.Request) -> web.Response:
-        return web.json_response({"updated": engine.last_update, "slos": engine.status()})
+        return web.json_response(slo_doc())
 
     async def autoscaling(_request: web.Request) -> web.Response:
-        return web.json_response({"updated": engine.last_update,
-                                  "models": engine.autoscaling()})
+        return web.json_response(autoscaling_doc())
 
     async def autoscaling_model(request: web.Request) -> web.Response:
         model = request.match_info["model"]
-        items = [o for o in engine.autoscaling() if o["model"] == model]
+        items = [o for o in autoscaling_doc()["models"] if o["model"] == model]
         if not items:
             return web.json_response({"error": f"no such model: {model}"}, status=404)
         return web.json_response({"model": model, "signal": max(o["signal"] for o in items),
@@ -42,4 +56,4 @@ def slo_routes(engine: SLOEngine) -> tuple[dict[str, Handler], Callable[[], byte
 
     routes: dict[str, Handler] = {"/slo": slo, "/autoscaling": autoscaling,
                                   "/autoscaling/{model}": autoscaling_model}
-    return routes, lambda: generate_latest(registry)
+    return routes, body

@@ -81,6 +81,8 @@ class SLOEngine:
         self._prev_ts: float | None = None
         self._model_seen: dict[ModelKey, float] = {}  # when each model last had data
         self._prev_in_system: dict[ModelKey, float] = {}
+        #: model name → last measured cold start (seconds), set by the sidecar
+        self.cold_starts: dict[str, float] = {}
 
     @property
     def gpu_memory_ratio(self) -> float | None:
@@ -197,7 +199,8 @@ class SLOEngine:
         """One object per model (KEDA metrics-api shape, see
         :class:`~fleetwatch.slo.autoscaling.ModelSignal`): ``signal`` (the largest
         component), ``components`` (ratios), ``capacity``, ``concurrency``, ``state``."""
-        return _autoscaling.signals(self.spec.autoscaling, self.states, self.gauges)
+        return _autoscaling.signals(self.spec.autoscaling, self.states, self.gauges,
+                                    self.cold_starts)
 
     def status(self) -> list[SLOStatus]:
         """Per SLO and model (see :class:`~fleetwatch.slo.status.SLOStatus`): state,
