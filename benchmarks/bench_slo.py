@@ -114,6 +114,45 @@ def main() -> None:
           f"p99 {sorted(times)[int(len(times) * 0.99) - 1] * 1e3:.1f} ms, "
           f"max {max(times) * 1e3:.1f} ms")
     print(f"  peak RSS of the whole process (engine, mapping, one snapshot): {rss:.0f} MB")
+    serve_while_updating(engine, fleet, norm, args.updates // 3)
+
+
+def serve_while_updating(engine: SLOEngine, fleet: Fleet, norm: Normalizer,
+                         updates: int) -> None:
+    """What a ``/metrics`` request costs while updates run in the sidecar's worker thread
+    (:class:`fleetwatch.sidecar.slo_worker.EngineWorker`): the handler's read of the
+    rendered body, timed every 10 ms on this (the event loop's) thread. The GIL is shared,
+    so the figure includes waiting for the worker to yield it (switch interval 5 ms)."""
+    import threading
+
+    from fleetwatch.sidecar.slo_worker import EngineWorker
+
+    snaps = [Snapshot(1_800_000_000.0 + 5.0 * i, {"vllm": norm.normalize(fleet.exposition())})
+             for i in range(updates)]
+    worker = EngineWorker(engine)
+    done = threading.Event()
+    lat: list[float] = []
+
+    def feed() -> None:
+        for i, snap in enumerate(snaps):
+            worker.submit(snap)
+            worker.wait(i + 1, timeout=30)
+        done.set()
+
+    t = threading.Thread(target=feed)
+    t.start()
+    while not done.is_set():
+        t0 = time.perf_counter()
+        body = worker.metrics_body  # what the /metrics handler reads
+        lat.append(time.perf_counter() - t0)
+        assert body
+        time.sleep(0.01)
+    t.join()
+    worker.stop()
+    lat.sort()
+    print(f"  /metrics read during {updates} worker updates ({len(lat)} reads): median "
+          f"{statistics.median(lat) * 1e3:.3f} ms, p99 {lat[int(len(lat) * 0.99) - 1] * 1e3:.3f}"
+          f" ms, max {lat[-1] * 1e3:.3f} ms")
 
 
 if __name__ == "__main__":
