@@ -7,12 +7,15 @@ capacity window (``capacity.window``), a band is *trusted* once it has at least
 *good* below 1. Then:
 
 1. **no trusted band**: capacity stays where it is (the envelope at start);
-2. **no trusted band burns**: the highest good band's upper bound raises capacity when it
-   is at or above it (``bands``); otherwise it stays (``kept``);
+2. **no trusted band burns**: the highest concurrency a good band was *observed* at (its
+   observation-weighted mean concurrency, not its upper bound: the knee may lie inside
+   the band) raises capacity when it is at or above it (``bands``); otherwise it stays
+   (``kept``);
 3. **the lowest burning band** (lower edge ``e``, observed mean concurrency ``x``) bounds
    it: without a model prediction capacity becomes ``min(max(capacity, g), e)`` where
-   ``g`` is the highest good band bound ≤ ``e`` (``bands``: burn lowers it below the
-   band, good bands below raise it up to there); for a latency SLI the capacity model
+   ``g`` is the highest observed concurrency of a good band below ``e`` (``bands``: burn
+   lowers it below the band, good load below raises it up to there); for a latency SLI
+   the capacity model
    (:mod:`.latency`: per-band latency quantile at the objective, monotone / queueing fit)
    predicts where the quantile reaches the threshold and capacity becomes that
    prediction clamped to ``[g, x]`` — between the good band and the burning band's
@@ -51,6 +54,14 @@ class Evidence(Enum):
     REGRESSION = "regression"  # the lowest band burns: kept (not a capacity)
 
 
+def _observed(st: SLOModelState, label: str, upper: float) -> float:
+    """The concurrency a band's good evidence was seen at: its observation-weighted mean
+    concurrency (requests), at most its upper bound (the bound when unknown)."""
+    bl = st.latency.get(label)
+    x = bl.concurrency() if bl is not None else None
+    return upper if x is None else min(x, upper)
+
+
 def _points(st: SLOModelState, trusted: list[str]) -> list[tuple[float, float]]:
     """``(mean concurrency, latency quantile)`` of the trusted bands (latency SLIs)."""
     out: list[tuple[float, float]] = []
@@ -83,14 +94,16 @@ def estimate(st: SLOModelState, cfg: CapacitySettings, window_totals: list[float
     burning = [t for t in trusted if t[3]]
     if not burning:
         st.capacity_predicted = None
-        good = max((u for _, u, _, _ in trusted if math.isfinite(u)), default=0.0)
+        good = max((_observed(st, label, u) for _, u, label, _ in trusted
+                    if math.isfinite(u)), default=0.0)
         if good >= current:
-            return good, Evidence.BANDS
+            return round_capacity(good), Evidence.BANDS
         return current, Evidence.KEPT
     edge, _, burn_label, _ = burning[0]
     if edge <= 0:
         return current, Evidence.REGRESSION
-    g = max((u for _, u, _, b in trusted if not b and u <= edge), default=0.0)
+    g = max((_observed(st, label, u) for _, u, label, b in trusted if not b and u <= edge),
+            default=0.0)
     pred = None
     if st.slo.sli.latency is not None:
         pred = predict(_points(st, [t[2] for t in trusted]),

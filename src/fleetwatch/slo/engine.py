@@ -150,14 +150,17 @@ class SLOEngine:
                 good = min(good, total)
                 band = band_label(band_of(conc, slo.concurrency.bands))
                 st.last_band = band
+                # the band's evidence for capacity: its mean concurrency (every SLI) and,
+                # for a latency SLI, its latency distribution
+                bl = st.latency.get(band)
+                if bl is None:
+                    bl = st.latency[band] = BandLatency(origin=ts)
                 lat = slo.sli.latency
-                if lat is not None:
-                    h = iv.hists.get(LATENCY_METRICS[lat.metric])
-                    if h is not None and h.count > 0:
-                        bl = st.latency.get(band)
-                        if bl is None:
-                            bl = st.latency[band] = BandLatency(origin=ts)
-                        bl.add(ts, cap_window, h.buckets, h.count, conc)
+                h = iv.hists.get(LATENCY_METRICS[lat.metric]) if lat is not None else None
+                if h is not None and h.count > 0:
+                    bl.add(ts, cap_window, h.buckets, h.count, conc)
+                else:
+                    bl.add(ts, cap_window, {}, total, conc)
                 for b in (band, ALL):
                     st.events[b] += total
                     st.good[b] += good

@@ -33,7 +33,8 @@ class SLOModelState:
     :class:`~fleetwatch.slo.capacity.Evidence`), ``capacity_predicted`` the capacity
     model's last prediction (requests; None without one), ``pending_capacity`` and
     ``pending_count`` the estimate waiting out hysteresis; ``latency`` the per-band
-    latency evidence of a latency SLI (band label → :class:`BandLatency`);
+    evidence (band label → :class:`BandLatency`: mean concurrency, and the latency
+    distribution of a latency SLI);
     ``burning_bands`` the band labels burning on a window pair at the last update;
     ``rows`` maps a band label (or :data:`ALL`) to its row in the window store;
     ``events``/``good`` are the cumulative event counts per band label since start.

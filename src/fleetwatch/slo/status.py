@@ -62,7 +62,7 @@ class SLOStatus(TypedDict):
     concurrency: float | None
     concurrency_estimator: str | None  # little | gauges (slo.concurrency), None: no data
     batch_limit: float | None  # running requests seen while requests waited (requests)
-    band_latency: dict[str, BandLatencyStatus]  # band → latency evidence (latency SLIs)
+    band_latency: dict[str, BandLatencyStatus]  # band → evidence (latency: latency SLIs)
     burn_rates: dict[str, dict[str, float | None]]  # window label → band → burn (None: no data)
     events: dict[str, float]  # band → events since start
 
