@@ -17,8 +17,11 @@ summed, Σ signal, are logged beside it): desired = ceil(metric), HPA's 10 % tol
 scale-down to the highest recommendation of the last ``STABILISATION`` snapshots. Why
 not Σ signal: a replica added at load below the knee has seen no burn, so its capacity
 is still the envelope (6, above the knee) and Σ signal under-reads; the loop then scales
-in until a replica is pushed over the knee and learns — a 4 → 3 → 4 excursion measured
-in 3 of 5 runs with Σ signal, none with the fleet metric. Each replica is warmed up (30
+in until a replica is pushed over the knee and learns — measured: a 4 → 3 (→ 4) excursion
+at C = 13 in 6 of 9 runs with Σ signal. The fleet metric has no such structural
+excursion, but one replica's spurious low capacity moves the whole fleet (seen once:
+0.99 after the 14 → 3 step, from requests that queued at 14 finishing in a low-load
+interval). Each replica is warmed up (30
 requests) before it takes load, as a readiness gate after model warm-up would: a fresh
 Python-backend instance's first slow requests otherwise read as burn.
 
