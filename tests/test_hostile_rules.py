@@ -20,8 +20,8 @@ from fleetwatch.alerts.generate import (
     RULE_FILES,
     build_rules,
     load_inputs,
-    write_files,
 )
+from fleetwatch.files import write_tree as write_files
 
 #: Values that have broken (or could break) a generator: quoting, escapes, newlines, braces,
 #: PromQL matcher operators, templates, YAML syntax, unicode, globs, PromQL keywords.

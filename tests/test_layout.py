@@ -5,7 +5,7 @@ The import graph is read from the sources (``ast``), every import counted — mo
 inside functions, and under ``TYPE_CHECKING`` alike — so a lazy import cannot hide a cycle.
 The layers, lowest first (a module may import its own layer and the layers below):
 
-    labels → exporters → slo → alerts → dashboards → manifests → sidecar → demo → commands/cli
+    labels → exporters → slo → alerts → dashboards → sidecar → manifests → demo → commands/cli
 
 ``fleetwatch/__init__.py`` (the version) is importable from anywhere.
 """
@@ -28,6 +28,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "fleetwatch"
 LAYERS: dict[str, int] = {
     "__init__": 0,
     "specfile": 0,
+    "files": 0,
     "labels": 1,
     "exporters": 2,
     "slo": 3,
@@ -35,9 +36,8 @@ LAYERS: dict[str, int] = {
     "alerts": 4,
     "dashboards": 5,
     "schema_doc": 5,
-    "manifests": 6,
-    "sidecar": 7,
-    "config": 7,
+    "sidecar": 6,
+    "manifests": 7,  # generator of the sidecar's own pod: reads the sidecar config schema
     "demo": 8,
     "commands": 9,
     "cli": 10,

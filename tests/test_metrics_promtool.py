@@ -96,7 +96,7 @@ def test_passed_through_process_families_are_served_once(triton_server):
     assert body.count("# HELP process_virtual_memory_bytes ") == 1
     assert body.count("# TYPE process_virtual_memory_bytes ") == 1
     # vLLM's unmapped families pass through under their own names
-    assert "\n# TYPE vllm:cache_config_info gauge\n" in body
+    assert "\n# TYPE vllm:request_params_n histogram\n" in body
     dropped = [line for line in body.splitlines()
                if line.startswith('fleetwatch_exposition_dropped_series_total{origin="passthrough"}')]
     assert len(dropped) == 1 and float(dropped[0].split()[-1]) > 0, dropped

@@ -8,6 +8,9 @@ the sidecar, and /readyz must follow model readiness.
 from __future__ import annotations
 
 import asyncio
+import json
+import time
+import urllib.request
 from collections import defaultdict
 
 import aiohttp
@@ -63,6 +66,11 @@ def _normalized(body: str) -> dict[str, dict[tuple, float]]:
     return out
 
 
+def _labels(body: str, name: str) -> list[dict[str, str]]:
+    samples, _meta = parse_exposition(body)
+    return [dict(labels) for n, labels, _v in samples if n == name]
+
+
 def _find(fam: dict[tuple, float], **want) -> float:
     hits = [v for k, v in fam.items() if all((a, b) in k for a, b in want.items())]
     assert len(hits) == 1, (want, fam)
@@ -73,6 +81,21 @@ async def _scrape(cfg):
     async with Scraper(cfg, REGISTRY) as scraper:
         await scraper.scrape_once()
         return scraper.body.decode(), scraper
+
+
+def _settled_metrics(server, want: dict[tuple[str, str, str], int], timeout_s: float = 5.0) -> str:
+    """Triton's exposition once it counts ``want`` (model, version, failure reason or "" for
+    successes). Triton bumps a counter just after the client has its answer (a stream's
+    just after its final response), so a scrape at once can miss the last requests."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        raw = server.metrics_text()
+        up = _upstream(raw)
+        counts = {key: up["nv_inference_request_failure" if key[2] else
+                          "nv_inference_request_success"][(*key, "")] for key in want}
+        if counts == want or time.monotonic() >= deadline:
+            return raw
+        time.sleep(0.1)
 
 
 def test_normalized_values_equal_triton_after_conversion(triton_server):
@@ -86,7 +109,9 @@ def test_normalized_values_equal_triton_after_conversion(triton_server):
     assert r1.succeeded == 24 and r2.succeeded == 12 and rs.succeeded == 3
     assert rf.failed == 5 and rf.succeeded == 15
 
-    raw = s.metrics_text()
+    raw = _settled_metrics(s, {("ranker", "1", ""): 24, ("ranker", "2", ""): 12,
+                               ("faulty", "1", ""): 15, ("streamer", "1", ""): 3,
+                               ("faulty", "1", "BACKEND"): 5})
     body, scraper = asyncio.run(_scrape(_config(s)))
     up, norm = _upstream(raw), _normalized(body)
 
@@ -131,6 +156,13 @@ def test_normalized_values_equal_triton_after_conversion(triton_server):
         up["vllm:time_to_first_token_seconds_count"][("streamer", "1", "", "")]
     assert scraper.states["triton"].runtimes == {"ranker": "python", "faulty": "python",
                                                  "streamer": "python"}
+    # configuration identity: Triton's own version (server metadata, GET /v2) on every model
+    with urllib.request.urlopen(s.http_url + "/v2", timeout=5) as r:
+        meta = json.load(r)
+    assert meta["version"] == "2.51.0"  # the pinned nvidia-pytriton wheel's tritonserver
+    versions = {lab["engine_version"] for lab in _labels(body, "modelserver_model_info")}
+    assert versions == {"2.51.0"}
+    assert {lab["quantization"] for lab in _labels(body, "modelserver_model_info")} == {""}
 
 
 def test_keeps_serving_while_second_target_is_down_and_readyz_follows_models(triton_server):

@@ -1,5 +1,5 @@
 """``fleetwatch slo report`` against a real Prometheus scraping a sidecar with the SLO
-engine on (fed by the vLLM-format emulator, a test double of vLLM's /metrics)."""
+engine on, fed by a real vLLM (the session ``vllm_server``) under a bounded LLM load."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import sys
 import threading
 import time
 
+import pytest
 from tests.helpers import PrometheusProcess
 
-from fleetwatch.demo.vllm_emulator import run_in_thread
+from fleetwatch.demo.llm_load import run_demo_llm_load
 from fleetwatch.sidecar.config import parse_config
 from fleetwatch.sidecar.server import run_sidecar
 from fleetwatch.slo.spec import parse_slo_file
@@ -31,12 +32,19 @@ SLOS = {
 }
 
 
-def test_report_reads_the_engine_back_from_prometheus():
+@pytest.mark.vllm
+def test_report_reads_the_engine_back_from_prometheus(vllm_server):
     stop = asyncio.Event()
     ports: list[int] = []
     loop_box: list[asyncio.AbstractEventLoop] = []
-
-    with run_in_thread(port=0, time_scale=4.0) as vllm:
+    vllm = vllm_server
+    stop_load = threading.Event()
+    load = threading.Thread(target=run_demo_llm_load,
+                            args=(vllm.url, vllm.served_model_name, stop_load),
+                            kwargs={"max_duration_s": 120, "round_s": 2.0, "pause_s": 0.2},
+                            daemon=True)
+    load.start()
+    try:
         cfg = parse_config({"listen": {"address": "127.0.0.1", "port": 0},
                             "scrape": {"interval_seconds": 1, "timeout_seconds": 1},
                             "targets": [{"name": "vllm", "kind": "vllm",
@@ -73,16 +81,19 @@ def test_report_reads_the_engine_back_from_prometheus():
         finally:
             loop_box[0].call_soon_threadsafe(stop.set)
             thread.join(timeout=10)
+    finally:
+        stop_load.set()
+        load.join(timeout=30)
 
     rows = {r["slo"]: r for r in report}
     assert set(rows) == {"llm-ttft", "llm-availability"}
     ttft = rows["llm-ttft"]
-    assert ttft["model"] == "emulated-llm" and ttft["backend"] == "vllm"
+    assert ttft["model"] == "tiny-llm" and ttft["backend"] == "vllm"
     assert ttft["state"] in ("ok", "regression", "overload")
     assert ttft["capacity"] > 0
     assert 0 <= ttft["burn_rates"]["20s"]["all"] < 1000
     assert ttft["concurrency"] is not None
-    assert "llm-ttft" in table.stdout and "emulated-llm" in table.stdout
+    assert "llm-ttft" in table.stdout and "tiny-llm" in table.stdout
 
 
 def test_report_on_unreachable_prometheus_fails_clearly():

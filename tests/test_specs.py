@@ -22,12 +22,13 @@ def test_registry_lookup_first_match_and_globs():
     reg = load_registry(ROOT / "tests" / "data" / "registry.yaml")
     assert reg.lookup("ranker", "2").description.startswith("Canary")
     assert reg.lookup("ranker", "1").description == ""
-    assert reg.lookup("emulated-llm", "").team == "genai"
+    assert reg.lookup("tiny-llm", "").team == "genai"
     assert reg.lookup("nobody", "1") is None
     line = reg.info_lines([("ranker", "2", "triton", "python")])[0]
     assert line == ('modelserver_model_info{model="ranker",model_version="2",backend="triton",'
                     'runtime="python",team="search",owner="alice@example.com",'
-                    'oncall="search-oncall",latency_tier="interactive"} 1')
+                    'oncall="search-oncall",latency_tier="interactive",engine_version="",'
+                    'quantization=""} 1')
 
 
 @pytest.mark.parametrize("body,expected", [

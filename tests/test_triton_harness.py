@@ -188,8 +188,12 @@ def test_streamer_is_decoupled_and_exports_vllm_backend_metrics(
     def delta(now: Scrape, name: str, **extra: str) -> float:
         return now.get(name, **labels, **extra) - before.get(name, **labels, **extra)
 
+    # Triton counts the request once its final response is sent, just after the model's own
+    # TTFT histogram: wait for both.
     after = scrape_until(
-        triton_server, lambda s: delta(s, "vllm:time_to_first_token_seconds_count") >= 12
+        triton_server,
+        lambda s: delta(s, "vllm:time_to_first_token_seconds_count") >= 12
+        and delta(s, "nv_inference_request_success") >= 12,
     )
     # Triton counts one request per stream request, however many responses it sent.
     assert delta(after, "nv_inference_request_success") == 12
@@ -265,7 +269,9 @@ def test_unload_and_reload(triton_server: TritonServer) -> None:
     )
     assert (result.succeeded, result.failed) == (1, 1)
     reloaded = scrape_until(
-        triton_server, lambda s: s.get("nv_inference_request_success", **labels) >= 1
+        triton_server,
+        lambda s: s.get("nv_inference_request_success", **labels) >= 1
+        and s.get("nv_inference_request_failure", reason="BACKEND", **labels) > failures_before,
     )
     assert reloaded.get("nv_inference_request_success", **labels) == 1
     assert (

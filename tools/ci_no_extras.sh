@@ -26,8 +26,7 @@ run rules --registry examples/models.yaml --slos examples/slos.yaml \
 run alertmanager --registry examples/models.yaml --receivers examples/receivers.yaml \
   --slos examples/slos.yaml --out "$work/alertmanager.yaml"
 run dashboards --registry examples/models.yaml --slos examples/slos.yaml --out "$work/dash"
-if "$fw" --help | grep -q manifests; then
-  run manifests --config examples/sidecar.yaml --registry examples/models.yaml \
-    --slos examples/slos.yaml --out "$work/manifests"
-fi
+run manifests --config examples/sidecar.yaml --config examples/sidecar-vllm.yaml \
+  --registry examples/models.yaml --slos examples/slos.yaml \
+  --receivers examples/receivers.yaml --out "$work/manifests"
 echo "no-extras job: every generator command ran with 'pip install .' alone"

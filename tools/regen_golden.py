@@ -1,11 +1,12 @@
 """Regenerate tests/golden/: the normalized form of every exposition fixture.
 
-    python tools/regen_golden.py
+    python tools/regen_golden.py [FIXTURE ...]
 
 Each fixture ``tests/fixtures/expositions/<dir>/<name>`` becomes
 ``tests/golden/<dir>/<name>.normalized.prom`` (stdout of ``fleetwatch normalize`` with the
 test registry) plus a ``.summary`` line (source kind, counts, skipped lines). Review the
-diff before committing: the golden files are the contract of the mappings.
+diff before committing: the golden files are the contract of the mappings. With FIXTURE
+arguments (paths of fixture files), only their golden files are written.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ def main() -> None:
     fixtures = ROOT / "tests" / "fixtures" / "expositions"
     out_dir = ROOT / "tests" / "golden"
     registry = ROOT / "tests" / "data" / "registry.yaml"
+    only = {str(Path(a).resolve().relative_to(fixtures)) for a in sys.argv[1:]}
     written = 0
     for rel, body in golden_outputs(fixtures, registry).items():
+        if only and not any(rel.startswith(name + ".") for name in only):
+            continue
         path = out_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(body, encoding="utf-8")

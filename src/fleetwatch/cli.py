@@ -6,44 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from fleetwatch import __version__
+from fleetwatch.commands.common import fail as _fail
+from fleetwatch.commands.common import registry_or_fail as _registry
+from fleetwatch.commands.common import setup_logging as _setup_logging
+from fleetwatch.commands.common import slo_file_or_fail as _slo_file
+from fleetwatch.commands.generate import GENERATORS
 from fleetwatch.exporters.sources import KINDS
-from fleetwatch.labels.registry import Registry, RegistryError, load_registry
 from fleetwatch.sidecar.config import ConfigError, load_config
-
-if TYPE_CHECKING:
-    from fleetwatch.slo.spec import SLOFile
-
-EXIT_BAD_INPUT = 2
-
-
-def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    click.echo(f"fleetwatch: error: {message}", err=True)
-    sys.exit(code)
-
-
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(level=getattr(logging, level.upper()),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-
-def _registry(path: str | None, where: str = "") -> Registry:
-    """Load a registry; ``where`` (e.g. ``sidecar.yaml: registry``) prefixes each error."""
-    if not path:
-        return Registry()
-    try:
-        return load_registry(path)
-    except RegistryError as exc:
-        _fail("\n".join(f"{where}: {line}" if where else line
-                         for line in str(exc).splitlines()))
-        raise  # unreachable
 
 
 @click.group()
@@ -75,15 +50,6 @@ def serve(config_path: str, slos_path: str | None, log_level: str) -> None:
         asyncio.run(run_sidecar(cfg, registry, slos=slos))
     except ListenError as exc:
         _fail(f"{exc} (listen: in {config_path})", code=1)
-
-
-def _slo_file(path: str) -> SLOFile:
-    from fleetwatch.slo.spec import SLOSpecError, load_slo_file
-
-    try:
-        return load_slo_file(path)
-    except SLOSpecError as exc:
-        _fail(str(exc))
 
 
 @main.group()
@@ -253,8 +219,8 @@ def schema(markdown: bool) -> None:
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
 def demo(duration: float, port: int, log_level: str) -> None:
-    """Run the sidecar on an embedded default: a real local Triton with demo models and
-    bounded load, plus the vLLM-format emulator (a test double), side by side."""
+    """Run the sidecar on an embedded default: a real local Triton with demo models and a
+    real vLLM engine (CPU, tiny model), both under bounded load, side by side."""
     from fleetwatch.demo.run import run_demo
 
     _setup_logging(log_level)
@@ -262,109 +228,8 @@ def demo(duration: float, port: int, log_level: str) -> None:
         run_demo(duration=duration, port=port)
 
 
-@main.command()
-@click.option("--registry", "registry_path", required=True, type=click.Path(dir_okay=False),
-              help="Model registry YAML (teams documented on the fleet dashboard).")
-@click.option("--slos", "slos_path", required=True, type=click.Path(dir_okay=False),
-              help="SLO file: one row per SLO on the SLO dashboard.")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Output directory (dashboards/, provisioning/, kubernetes/).")
-@click.option("--namespace", default="monitoring", show_default=True,
-              help="Namespace of the generated ConfigMaps.")
-def dashboards(registry_path: str, slos_path: str, out_dir: str, namespace: str) -> None:
-    """Generate the Grafana dashboards (fleet, model, SLOs, GPUs) and their provisioning."""
-    from fleetwatch.dashboards import generate
-
-    files = generate(_registry(registry_path), _slo_file(slos_path), namespace)
-    for rel, text in files.items():
-        path = Path(out_dir) / rel
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            _fail(f"{path}: cannot write: {exc.strerror or exc}", code=1)
-    click.echo(f"wrote {len(files)} files to {out_dir}")
-
-
-
-# -- alerts: generated rules and Alertmanager configuration (fleetwatch.alerts) -------------
-@main.command()
-@click.option("--registry", "registry_path", required=True, type=click.Path(dir_okay=False),
-              help="Model registry YAML (owners of the model-not-ready alerts).")
-@click.option("--slos", "slos_path", required=True, type=click.Path(dir_okay=False),
-              help="SLO file (burn-rate recording rules and alerts).")
-@click.option("--receivers", "receivers_path", type=click.Path(dir_okay=False),
-              help="Alerting configuration: URLs, platform thresholds (defaults without it).")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Output directory.")
-@click.option("--format", "fmt", type=click.Choice(["plain", "operator", "both"]),
-              default="both", show_default=True,
-              help="Plain rule files, a prometheus-operator PrometheusRule, or both.")
-@click.option("--tests", is_flag=True,
-              help="Also write promtool behaviour tests (promtool test rules).")
-def rules(registry_path: str, slos_path: str, receivers_path: str | None, out_dir: str,
-          fmt: str, tests: bool) -> None:
-    """Generate Prometheus recording and alerting rules from the registry and SLO file."""
-    from fleetwatch.alerts.behaviour import BehaviourTestError
-    from fleetwatch.alerts.generate import InputError, build_rules, load_inputs, source_names
-    from fleetwatch.alerts.generate import write_files as write_rule_files
-
-    try:
-        registry, slos, cfg = load_inputs(registry_path, slos_path, receivers_path)
-        assert slos is not None
-        formats = ("plain", "operator") if fmt == "both" else (fmt,)
-        not_covered: list[str] = []
-        files = build_rules(registry, slos, cfg,
-                            source_names(registry_path, slos_path, receivers_path),
-                            formats, tests=tests and "plain" in formats,
-                            not_covered=not_covered)
-    except (InputError, BehaviourTestError) as exc:
-        _fail(str(exc))
-    for case in not_covered:
-        click.echo(f"fleetwatch: warning: behaviour tests do not cover {case}", err=True)
-    try:
-        for path in write_rule_files(files, out_dir):
-            click.echo(path)
-    except OSError as exc:
-        _fail(f"{out_dir}: cannot write: {exc.strerror or exc}", code=1)
-
-
-@main.command()
-@click.option("--registry", "registry_path", required=True, type=click.Path(dir_okay=False),
-              help="Model registry YAML (its teams are checked against the receivers).")
-@click.option("--receivers", "receivers_path", required=True, type=click.Path(dir_okay=False),
-              help="Alerting configuration: teams, default and receivers.")
-@click.option("--slos", "slos_path", type=click.Path(dir_okay=False),
-              help="SLO file: its burn tiers are inhibited (default: the Workbook catalog).")
-@click.option("--out", "out_file", type=click.Path(dir_okay=False, allow_dash=True),
-              default="-", show_default=True, help="Output file (- for stdout).")
-def alertmanager(registry_path: str, receivers_path: str, slos_path: str | None,
-                 out_file: str) -> None:
-    """Generate the Alertmanager configuration: routes by team and severity, inhibitions."""
-    from fleetwatch.alerts.generate import (
-        AlertmanagerConfigError,
-        InputError,
-        build_alertmanager_file,
-        load_inputs,
-        source_names,
-    )
-
-    try:
-        registry, slos, cfg = load_inputs(registry_path, slos_path, receivers_path)
-        text, am = build_alertmanager_file(
-            registry, cfg, slos, source_names(registry_path, slos_path, receivers_path))
-    except (InputError, AlertmanagerConfigError) as exc:
-        _fail(str(exc))
-    for warning in am.warnings:
-        click.echo(f"fleetwatch: warning: {warning}", err=True)
-    if out_file == "-":
-        sys.stdout.write(text)
-        return
-    try:
-        Path(out_file).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        _fail(f"{out_file}: cannot write: {exc.strerror or exc}", code=1)
-    click.echo(out_file)
+for _command in GENERATORS:
+    main.add_command(_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

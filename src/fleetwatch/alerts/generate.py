@@ -1,5 +1,5 @@
 """``fleetwatch rules``: every rule file from the registry, the SLO file and the alerting
-configuration — pure functions returning ``{file name: text}``; only :func:`write_files`
+configuration — pure functions returning ``{file name: text}``; only ``fleetwatch.files.write_tree``
 touches the disk."""
 
 from __future__ import annotations
@@ -110,16 +110,5 @@ def source_names(*paths: str | Path | None) -> list[str]:
 
 __all__ = ["ALERTMANAGER_FILE", "OPERATOR_FILE", "RULE_FILES", "TESTS_FILE",
            "AlertmanagerConfigError", "InputError", "build_alertmanager_file", "build_rules",
-           "load_inputs", "rule_groups", "source_names", "write_files"]
+           "load_inputs", "rule_groups", "source_names"]
 
-
-def write_files(files: dict[str, str], out_dir: str | Path) -> list[Path]:
-    """Write ``files`` under ``out_dir`` (created if needed); the written paths."""
-    d = Path(out_dir)
-    d.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, text in files.items():
-        p = d / name
-        p.write_text(text, encoding="utf-8")
-        paths.append(p)
-    return paths

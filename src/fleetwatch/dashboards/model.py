@@ -7,6 +7,7 @@ from grafanalib import core as g
 from fleetwatch.dashboards import names as n
 from fleetwatch.dashboards import panels as p
 from fleetwatch.dashboards.common import (
+    INFO,
     MODEL_KEY,
     MODEL_VARS,
     backend_variable,
@@ -223,6 +224,14 @@ def _versions(grid: p.Grid, slos: SLOFile) -> None:
                            Q(agg("max", per, sel("modelserver_request_duration_summary_seconds",
                                                  eq={"quantile": "0.99"}, re_=MB)) + " >= 0",
                              V + " summary")], p.SECONDS), 12)
+    grid.add(p.state_timeline(
+        "Configuration identity", "Engine version and quantization each version runs with "
+        "(modelserver_model_info: engine_version from the server, quantization from the "
+        "server or the registry), one row per identity: an engine upgrade or a re-quantized "
+        "deployment ends one row and starts another.",
+        [Q(agg("max", (*per, "backend", "engine_version", "quantization"), sel(INFO, re_=MB)),
+           V + " {{backend}} {{engine_version}} {{quantization}}")],
+        mappings=p.value_map({1: ("running", p.BLUE)})), 24, 6)
     fastest = min(w.long for w in slos.windows)
     grid.add(p.timeseries(f"SLO burn rate ({window(fastest)}) by version",
                           "Overall burn rate of each SLO per version over the fastest paging "

@@ -19,28 +19,21 @@ Example::
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import importlib.util
 import json
 import os
 import re
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import sysconfig
-import tempfile
-import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
+
+from fleetwatch.demo.process import LOOPBACK, ServerProcess, ServerStartError, http_request
 
 __all__ = [
     "DEFAULT_MODEL_REPOSITORY",
@@ -56,14 +49,9 @@ __all__ = [
 DEFAULT_MODEL_REPOSITORY = Path(__file__).resolve().parent / "model_repository"
 #: The models of the demo repository, in load order.
 DEMO_MODELS: tuple[str, ...] = ("ranker", "streamer", "faulty")
-#: The only address the server binds to.
-LOOPBACK = "127.0.0.1"
-
-_LOG_TAIL_LINES = 25
-_POLL_INTERVAL_S = 0.1
 
 
-class TritonStartError(RuntimeError):
+class TritonStartError(ServerStartError):
     """tritonserver could not be found, exited early or did not become ready in time.
 
     The message ends with the tail of the server log when there is one.
@@ -124,51 +112,7 @@ def find_triton_installation() -> TritonInstallation:
     return installation
 
 
-def _free_ports(count: int) -> list[int]:
-    """Return ``count`` distinct TCP ports that were free on the loopback interface just now."""
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((LOOPBACK, 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
-    """The log's error lines (glog ``E<date>``, at most 10), then its last ``lines`` lines.
-
-    The start-up options table and the CPU-only "CudaDriverHelper" error are left out.
-    """
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    useful = [
-        line
-        for line in text.splitlines()
-        if line.strip() and not line.startswith(("|", "+-")) and "CudaDriverHelper" not in line
-    ]
-    tail = useful[-lines:]
-    errors = [line for line in useful[: len(useful) - len(tail)] if re.match(r"E\d{4} ", line)]
-    return "\n".join([*errors[:10], "...", *tail] if errors else tail)
-
-
-# Servers still running at interpreter exit are stopped, so no tritonserver outlives a test run.
-_LIVE_SERVERS: set[TritonServer] = set()
-
-
-@atexit.register
-def _stop_live_servers() -> None:
-    for server in list(_LIVE_SERVERS):
-        with contextlib.suppress(Exception):
-            server.stop()
-
-
-class TritonServer:
+class TritonServer(ServerProcess):
     """A tritonserver process on free loopback ports, serving a Python-backend model repository.
 
     Use it as a context manager (``with TritonServer() as server: ...``) or call `start` and
@@ -182,16 +126,18 @@ class TritonServer:
             (``--metrics-config=summary_latencies=true``).
         metrics_interval_ms: how often Triton refreshes its polled metrics (CPU, pending
             requests), in milliseconds.
-        start_timeout_s: upper bound for `start`, in seconds.
-        stop_timeout_s: how long `stop` waits after SIGTERM before it sends SIGKILL, in seconds.
         exit_timeout_s: ``--exit-timeout-secs``: how long tritonserver itself waits for
             in-flight requests on shutdown, in seconds.
-        workdir: where the backend directory and the log go. Default: a fresh temporary
-            directory, removed by `stop` unless ``keep_workdir`` is true. A given ``workdir`` is
-            never removed.
-        keep_workdir: keep the temporary directory (and so the log) after `stop`.
         extra_args: more ``tritonserver`` arguments, appended as given.
+        start_timeout_s, stop_timeout_s, workdir, keep_workdir: as in `ServerProcess` (the
+            working directory holds the backend directory and the log).
     """
+
+    process_name = "tritonserver"
+    start_error = TritonStartError
+    port_count = 3
+    log_name = "tritonserver.log"
+    workdir_prefix = "fleetwatch-triton-"
 
     def __init__(
         self,
@@ -209,48 +155,38 @@ class TritonServer:
     ) -> None:
         if isinstance(models, str):
             raise TypeError("models must be a sequence of model names, not a string")
+        super().__init__(ports=None, start_timeout_s=start_timeout_s,
+                         stop_timeout_s=stop_timeout_s, workdir=workdir,
+                         keep_workdir=keep_workdir)
         self.models: tuple[str, ...] = tuple(models)
         self.model_repository = Path(
             model_repository if model_repository is not None else DEFAULT_MODEL_REPOSITORY
         ).resolve()
         self.summary_latencies = summary_latencies
         self.metrics_interval_ms = metrics_interval_ms
-        self.start_timeout_s = start_timeout_s
-        self.stop_timeout_s = stop_timeout_s
         self.exit_timeout_s = exit_timeout_s
         self.extra_args: tuple[str, ...] = tuple(extra_args)
-        self._given_workdir = Path(workdir) if workdir is not None else None
-        self._keep_workdir = keep_workdir
-        self._workdir: Path | None = None
-        self._log_path: Path | None = None
-        self._process: subprocess.Popen[bytes] | None = None
-        self._ports: tuple[int, int, int] | None = None
-        self._lock = threading.Lock()
+        self._installation: TritonInstallation | None = None
         # Names this server's Python-backend shared-memory regions, so `stop` can remove the
         # ones a crashed tritonserver leaves in /dev/shm without touching anyone else's.
         self._shm_prefix = f"fleetwatch_{uuid.uuid4().hex[:12]}_"
 
     # -- addresses ---------------------------------------------------------------------------
 
-    def _port(self, index: int) -> int:
-        if self._ports is None:
-            raise RuntimeError("the server has not been started")
-        return self._ports[index]
-
     @property
     def http_port(self) -> int:
         """The HTTP/REST port (KServe v2 protocol)."""
-        return self._port(0)
+        return self._port_at(0)
 
     @property
     def grpc_port(self) -> int:
         """The gRPC port (KServe v2 protocol)."""
-        return self._port(1)
+        return self._port_at(1)
 
     @property
     def metrics_port(self) -> int:
         """The Prometheus metrics port."""
-        return self._port(2)
+        return self._port_at(2)
 
     @property
     def http_url(self) -> str:
@@ -277,99 +213,18 @@ class TritonServer:
         """URL of Triton's Prometheus exposition, e.g. ``http://127.0.0.1:40125/metrics``."""
         return f"http://{LOOPBACK}:{self.metrics_port}/metrics"
 
-    @property
-    def log_path(self) -> Path:
-        """The file that receives tritonserver's stdout and stderr."""
-        if self._log_path is None:
-            raise RuntimeError("the server has not been started")
-        return self._log_path
+    # -- lifecycle: `start` and `stop` are `ServerProcess`'s ----------------------------------
+    # `start` raises `TritonStartError` when the wheel is incomplete, the repository missing,
+    # or a model not ready in time. A graceful `stop` takes about 2 s (models unload first);
+    # it also removes this server's Python-backend shared-memory regions from /dev/shm.
 
-    @property
-    def pid(self) -> int | None:
-        """The tritonserver process id, or None when not started."""
-        return self._process.pid if self._process is not None else None
+    def _preflight(self) -> None:
+        self._installation = find_triton_installation()
+        if not self.model_repository.is_dir():
+            raise TritonStartError(f"model repository not found: {self.model_repository}")
 
-    @property
-    def running(self) -> bool:
-        """True while the tritonserver process is alive."""
-        return self._process is not None and self._process.poll() is None
-
-    # -- lifecycle ---------------------------------------------------------------------------
-
-    def __enter__(self) -> TritonServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def start(self) -> TritonServer:
-        """Start tritonserver and wait until every requested model is ready.
-
-        Waits at most ``start_timeout_s`` seconds. If the chosen ports were taken in the
-        meantime, it retries with new ones (up to three attempts in all).
-
-        Returns:
-            self.
-
-        Raises:
-            TritonStartError: the wheel is missing or incomplete, the model repository does not
-                exist, tritonserver exited, or a model was not ready in time. The message
-                carries the log tail; the process is stopped before raising.
-            RuntimeError: the server is already running.
-        """
-        with self._lock:
-            if self.running:
-                raise RuntimeError("the server is already running")
-            installation = find_triton_installation()
-            if not self.model_repository.is_dir():
-                raise TritonStartError(f"model repository not found: {self.model_repository}")
-            self._prepare_workdir(installation)
-            deadline = time.monotonic() + self.start_timeout_s
-            try:
-                for attempt in range(3):
-                    http_port, grpc_port, metrics_port = _free_ports(3)
-                    self._ports = (http_port, grpc_port, metrics_port)
-                    self._spawn(installation)
-                    try:
-                        self._wait_ready(self.models, deadline, self.start_timeout_s)
-                        break
-                    except TritonStartError:
-                        port_clash = "already in use" in _tail(self.log_path)
-                        self._terminate()
-                        if not port_clash or attempt == 2 or time.monotonic() >= deadline:
-                            raise
-            except BaseException:
-                self._terminate()
-                self._cleanup_workdir()
-                raise
-            _LIVE_SERVERS.add(self)
-            return self
-
-    def stop(self) -> None:
-        """Stop tritonserver: SIGTERM, then SIGKILL to its process group after ``stop_timeout_s``.
-
-        A graceful stop takes about 2 s (tritonserver unloads its models first). If tritonserver
-        had already died, its leftover backend stubs are killed. Also removes this server's
-        Python-backend shared-memory regions from /dev/shm, and the temporary working directory
-        unless it was given or ``keep_workdir`` is set. Idempotent.
-        """
-        with self._lock:
-            self._terminate()
-            self._cleanup_workdir()
-            _LIVE_SERVERS.discard(self)
-
-    def _prepare_workdir(self, installation: TritonInstallation) -> None:
-        if self._given_workdir is not None:
-            workdir = self._given_workdir.resolve()
-            workdir.mkdir(parents=True, exist_ok=True)
-        else:
-            workdir = Path(tempfile.mkdtemp(prefix="fleetwatch-triton-"))
-        self._workdir = workdir
+    def _populate_workdir(self, workdir: Path) -> None:
+        installation = self._installation or find_triton_installation()
         backend = workdir / "backends" / "python"
         backend.mkdir(parents=True, exist_ok=True)
         for source in (
@@ -378,14 +233,9 @@ class TritonServer:
             installation.stub,
         ):
             shutil.copy2(source, backend / source.name)
-        self._log_path = workdir / "tritonserver.log"
 
-    def _cleanup_workdir(self) -> None:
-        if self._workdir is not None and self._given_workdir is None and not self._keep_workdir:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-        self._workdir = None
-
-    def _environment(self, installation: TritonInstallation) -> dict[str, str]:
+    def _environment(self) -> dict[str, str]:
+        installation = self._installation or find_triton_installation()
         env = dict(os.environ)
         library_dirs = [sysconfig.get_config_var("LIBDIR") or "", str(installation.libs)]
         if env.get("LD_LIBRARY_PATH"):
@@ -396,6 +246,9 @@ class TritonServer:
         # Do not write __pycache__ into the (possibly packaged) model repository.
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         return env
+
+    def _command(self) -> list[str]:
+        return self.command(self._installation)
 
     def command(self, installation: TritonInstallation | None = None) -> list[str]:
         """The tritonserver command line for the current ports (for logs and debugging)."""
@@ -425,85 +278,50 @@ class TritonServer:
         args.extend(self.extra_args)
         return args
 
-    def _spawn(self, installation: TritonInstallation) -> None:
-        command = self.command(installation)
-        with open(self.log_path, "ab") as log:
-            log.write(("$ " + " ".join(command) + "\n").encode())
-            log.flush()
-            self._process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=self._environment(installation),
-                cwd=self._workdir,
-                # Own process group: a terminal's Ctrl-C does not reach it, and a forced stop
-                # can kill tritonserver together with its Python backend stubs.
-                start_new_session=True,
-            )
-
-    def _terminate(self) -> None:
-        process, self._process = self._process, None
-        if process is None:
-            return
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=self.stop_timeout_s)
-            except subprocess.TimeoutExpired:
-                self._kill_group(process)
-                process.wait(timeout=10)
-        else:
-            # tritonserver died on its own: its backend stubs may still be running.
-            self._kill_group(process)
+    def _after_terminate(self) -> None:
         for region in Path("/dev/shm").glob(f"{self._shm_prefix}*"):
             with contextlib.suppress(OSError):
                 region.unlink()
 
-    @staticmethod
-    def _kill_group(process: subprocess.Popen[bytes]) -> None:
-        """SIGKILL the process group `_spawn` created (tritonserver and its backend stubs)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+    def _summarize_log(self, text: str, lines: int) -> str:
+        """The log's error lines (glog ``E<date>``, at most 10), then its last ``lines`` lines.
+
+        The start-up options table and the CPU-only "CudaDriverHelper" error are left out.
+        """
+        useful = [line for line in text.splitlines() if line.strip()
+                  and not line.startswith(("|", "+-")) and "CudaDriverHelper" not in line]
+        tail = useful[-lines:]
+        errors = [line for line in useful[: len(useful) - len(tail)] if re.match(r"E\d{4} ", line)]
+        return "\n".join([*errors[:10], "...", *tail] if errors else tail)
+
+    def _wait_ready(self, deadline: float) -> None:
+        self._wait_models(self.models, deadline, self.start_timeout_s)
+        # The metrics service starts ~40 ms after HTTP: a scrape right after `start` must work.
+        self._wait_until(lambda: http_request("GET", self.metrics_url, 2.0)[0] == 200, deadline,
+                         before=lambda: "its metrics service started",
+                         late=lambda: f"no metrics service after {self.start_timeout_s:g} s")
 
     # -- model control -----------------------------------------------------------------------
 
     def _request(self, method: str, path: str, timeout_s: float) -> tuple[int, bytes]:
-        request = urllib.request.Request(self.http_url + path, method=method)
-        if method == "POST":
-            request.data = b"{}"
-            request.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(request, timeout=timeout_s) as response:
-                return response.status, response.read()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read()
-        except (urllib.error.URLError, OSError):
-            return 0, b""
+        body = b"{}" if method == "POST" else None
+        return http_request(method, self.http_url + path, timeout_s, json_body=body)
 
     def is_model_ready(self, name: str, version: str | None = None) -> bool:
         """True when ``/v2/models/<name>[/versions/<version>]/ready`` answers 200."""
         path = f"/v2/models/{name}" + (f"/versions/{version}" if version else "") + "/ready"
         return self._request("GET", path, timeout_s=2.0)[0] == 200
 
-    def _wait_ready(self, models: Sequence[str], deadline: float, timeout_s: float) -> None:
+    def _wait_models(self, models: Sequence[str], deadline: float, timeout_s: float) -> None:
         pending = list(models)
-        while pending:
-            if self._process is None or self._process.poll() is not None:
-                code = self._process.returncode if self._process is not None else None
-                raise TritonStartError(
-                    f"tritonserver exited with code {code} before {', '.join(pending)} "
-                    f"became ready; tritonserver log:\n{_tail(self.log_path)}"
-                )
-            pending = [m for m in pending if not self.is_model_ready(m)]
-            if not pending:
-                return
-            if time.monotonic() >= deadline:
-                raise TritonStartError(
-                    f"{', '.join(pending)} not ready after {timeout_s:g} s; "
-                    f"tritonserver log:\n{_tail(self.log_path)}"
-                )
-            time.sleep(_POLL_INTERVAL_S)
+
+        def all_ready() -> bool:
+            pending[:] = [m for m in pending if not self.is_model_ready(m)]
+            return not pending
+
+        self._wait_until(
+            all_ready, deadline, before=lambda: f"{', '.join(pending)} became ready",
+            late=lambda: f"{', '.join(pending)} not ready after {timeout_s:g} s")
 
     def load_model(self, name: str, timeout_s: float = 60.0) -> None:
         """Load (or reload) ``name`` from the repository and wait until it is ready.
@@ -522,9 +340,9 @@ class TritonServer:
         if status != 200:
             raise TritonStartError(
                 f"loading {name!r} failed (HTTP {status}): {_error_text(body)}\n"
-                f"{_tail(self.log_path)}"
+                f"{self.log_tail()}"
             )
-        self._wait_ready([name], deadline, timeout_s)
+        self._wait_models([name], deadline, timeout_s)
 
     def unload_model(self, name: str, timeout_s: float = 30.0) -> None:
         """Unload ``name`` and wait (at most ``timeout_s`` seconds) until it is fully unloaded.
@@ -553,7 +371,7 @@ class TritonServer:
         ):
             if time.monotonic() >= deadline:
                 raise TritonStartError(f"{name!r} still not unloaded {timeout_s:g} s after unload")
-            time.sleep(_POLL_INTERVAL_S)
+            time.sleep(self.poll_interval_s)
 
     def repository_index(self) -> list[dict[str, str]]:
         """Triton's repository index: one entry per model (and loaded version) with its state.
@@ -568,24 +386,6 @@ class TritonServer:
         if status != 200:
             raise TritonStartError(f"repository index failed (HTTP {status}): {_error_text(body)}")
         return list(json.loads(body))
-
-    # -- observation -------------------------------------------------------------------------
-
-    def metrics_text(self, timeout_s: float = 5.0) -> str:
-        """GET `metrics_url` and return the Prometheus text exposition (format 0.0.4).
-
-        Raises:
-            urllib.error.URLError: the metrics endpoint did not answer.
-        """
-        request = urllib.request.Request(
-            self.metrics_url, headers={"Accept": "text/plain; version=0.0.4"}
-        )
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            return response.read().decode("utf-8")
-
-    def log_tail(self, lines: int = _LOG_TAIL_LINES) -> str:
-        """The last ``lines`` lines of the server log ("" if there is none)."""
-        return _tail(self.log_path, lines) if self._log_path is not None else ""
 
     def __repr__(self) -> str:
         state = f"pid={self.pid}, http={self.http_url}" if self.running else "stopped"

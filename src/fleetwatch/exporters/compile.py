@@ -148,6 +148,7 @@ class SeriesCompiler:
         scaled_slots: list[Scaled] = []
         shared: list[Shared] = []
         model_id = None
+        no_value = False
         for rule, suffix in candidates:
             if any(labels.get(k) != v for k, v in rule.match):
                 continue
@@ -165,6 +166,12 @@ class SeriesCompiler:
             scaled = (rule.source_type in ("counter", "gauge") or suffix == "_sum"
                       or (rule.source_type == "summary" and suffix == ""))
             div, mul = (rule.divide, rule.multiply) if scaled else (1.0, 1.0)
+            if rule.value_labels:
+                factor = _label_product(labels, rule.value_labels)
+                if factor is None:
+                    no_value = True  # known family, no number to take (e.g. "None")
+                    continue
+                mul *= factor
             fam_idx = FAMILY_INDEX[target]
             # render the labels once; le/quantile always come last
             tail_out: list[tuple[str, str]] = [(k, out.pop(k)) for k in ("quantile", "le")
@@ -203,7 +210,7 @@ class SeriesCompiler:
                 model_id = (out["model"], out.get("model_version", ""), out["backend"],
                             out.get("runtime", "unknown"))
         if not (direct or scaled_slots or shared):
-            return Entry(unmapped_family=self._family_of(name, meta))
+            return Entry() if no_value else Entry(unmapped_family=self._family_of(name, meta))
         return Entry(direct=tuple(direct), scaled=tuple(scaled_slots), shared=tuple(shared),
                      model=model_id, canon=canon)
 
@@ -367,6 +374,21 @@ def _multi_fed(rules: Iterable[Rule]) -> set[tuple[str, str]]:
             if any(ca[k] != cb[k] for k in ca.keys() & cb.keys()):
                 continue
             out |= {(a.target, s) for s in _written(a) & _written(b)}
+    return out
+
+
+def _label_product(labels: Mapping[str, str], names: tuple[str, ...]) -> float | None:
+    """The product of the numbers in the labels ``names`` (``Rule.value_labels``), or None
+    when one is missing or not a finite number."""
+    out = 1.0
+    for k in names:
+        try:
+            v = float(labels.get(k, ""))
+        except ValueError:
+            return None
+        if not math.isfinite(v):
+            return None
+        out *= v
     return out
 
 

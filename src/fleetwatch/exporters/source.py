@@ -2,10 +2,10 @@
 
 A :class:`Source` bundles the ``kind`` a target declares, its mapping table, how to
 recognise its exposition (:attr:`Source.claims`), what to probe for readiness
-(:class:`ModelReadyProbe` or :class:`HealthProbe`) and for each model's runtime
-(:class:`RuntimeProbe`), its default metrics port and the documentation of what it leaves
-unmapped. Probes are declarations only: the sidecar (:mod:`fleetwatch.sidecar.probes`)
-does the HTTP; nothing here does I/O.
+(:class:`ModelReadyProbe` or :class:`HealthProbe`), for each model's runtime
+(:class:`RuntimeProbe`) and for the engine's identity (:class:`IdentityProbe`), its default
+metrics port and the documentation of what it leaves unmapped. Probes are declarations
+only: the sidecar (:mod:`fleetwatch.sidecar.probes`) does the HTTP; nothing here does I/O.
 
 Every module of :mod:`fleetwatch.exporters.sources` that defines ``SOURCE`` is registered
 (:data:`fleetwatch.exporters.sources.SOURCES`); the configuration schema, the CLI, detection,
@@ -51,6 +51,26 @@ class RuntimeProbe:
     interpret: RuntimeInterpreter
 
 
+#: ``interpret(json_document) -> identity``: the configuration identity a server reports
+#: about itself, as ``{"engine_version": …, "quantization": …}`` (keys it does not report
+#: are absent); ``{}`` when the document says nothing usable.
+IdentityInterpreter = Callable[[object], dict[str, str]]
+
+
+@dataclass(frozen=True)
+class IdentityProbe:
+    """Engine identity: ``GET <base><path>`` returns a JSON document that ``interpret``
+    turns into ``engine_version`` (and ``quantization`` where the server reports it) for
+    every model of the target's ``modelserver_model_info``. ``base`` is the target's
+    ``api_url``, else (``same_port``: the API shares the metrics port, as vLLM's does) the
+    host of its metrics URL; without either nothing is asked. Asked until answered, then
+    again whenever the target comes back up (a restart may be an upgrade)."""
+
+    path: str
+    interpret: IdentityInterpreter
+    same_port: bool = False
+
+
 @dataclass(frozen=True)
 class Source:
     """One source kind (see module docstring).
@@ -61,7 +81,8 @@ class Source:
     * ``claims(name, line)`` — whether an exposition line (``name`` is its sample name, or
       the family name of a HELP/TYPE line) is this source's; among the sources claiming
       lines of one exposition the lowest ``detect_priority`` wins;
-    * ``readiness``, ``runtime_probe`` — what the sidecar probes (``None``: nothing);
+    * ``readiness``, ``runtime_probe``, ``identity`` — what the sidecar probes (``None``:
+      nothing);
     * ``default_port`` — where the server serves ``/metrics`` by default;
     * ``runtimes`` — the ``runtime`` label values its series can carry;
     * ``not_mapped`` — ``(upstream family, why)`` for families deliberately left unmapped.
@@ -75,6 +96,7 @@ class Source:
     detect_priority: int = 100
     readiness: ModelReadyProbe | HealthProbe | None = None
     runtime_probe: RuntimeProbe | None = None
+    identity: IdentityProbe | None = None
     runtimes: tuple[str, ...] = ()
     components: tuple[SourceTable, ...] = ()
     component_names: tuple[tuple[str, str], ...] = ()

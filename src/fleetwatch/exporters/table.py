@@ -79,6 +79,10 @@ class Rule:
     * ``priority`` — lower wins when two rules produce the same series (aliases).
     * ``negative_is_nan`` — the source uses negative values as "no data" sentinels.
     * ``since`` — provenance: which upstream versions expose ``source``.
+    * ``value_labels`` — for an info series (value 1) whose facts are label values: the
+      value becomes the product of these labels' numbers (vLLM ``cache_config_info``
+      ``num_gpu_blocks`` × ``block_size`` = KV-cache tokens); a series where one of them
+      is not a number (``"None"``) is left out.
     """
 
     source: str
@@ -97,6 +101,7 @@ class Rule:
     priority: int = 0
     negative_is_nan: bool = False
     since: str = ""
+    value_labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -9,24 +9,48 @@ A YAML file::
         owner: alice@example.com        # required
         oncall: search-oncall           # required (pager/Alertmanager receiver key)
         latency_tier: interactive       # optional, default "standard"
+        quantization: fp8               # optional: weight quantization (lower case, e.g.
+                                        # none, fp8, awq, gptq-int4); used when the server
+                                        # does not report it (vLLM 0.32, Triton do not)
         description: Query ranking model
+        deployment:                     # optional: its Kubernetes Deployment (manifests)
+          name: ranker                  # Deployment name (a DNS-1035 label, ≤ 52 chars)
+          namespace: inference          # optional (default: fleetwatch manifests --namespace)
+          model: ranker                 # the model it serves; required when name is a glob
+          sidecar: sidecar              # which --config (file stem); needed with several
+          min_replicas: 2               # ≥ 1, default 1 (KEDA minReplicaCount)
+          max_replicas: 8               # ≥ min_replicas, default 10
+          startup_seconds: 600          # startup probe allowance (default by latency tier)
+          polling_seconds: 15           # KEDA pollingInterval, default 15
+          cooldown_seconds: 300         # KEDA cooldownPeriod, default 300
+          scale_down_stabilization_seconds: 300   # HPA scale-down window, default 300
 
 The first matching entry wins, so list specific versions before catch-alls; two entries
 with the same name and version are an error (the second could never match). Versions are
 text: quote numbers (``version: "1"``). Validation is strict (unknown keys rejected); errors
 raise :class:`RegistryError` naming the file, the entry (index and name) and the field.
 The registry becomes the ``modelserver_model_info{model, model_version, backend, runtime,
-team, owner, oncall, latency_tier} 1`` series, which queries join with
-``* on (model, model_version) group_left(team, …)``.
+team, owner, oncall, latency_tier, engine_version, quantization} 1`` series, which queries
+join with ``* on (model, model_version) group_left(team, …)``; ``engine_version`` (and a
+server-reported ``quantization``) come from the server itself (the source's identity probe),
+so an upgrade or a re-quantized deployment shows as a new info series.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from fleetwatch.labels.text import render_labels
 from fleetwatch.specfile import read_yaml
@@ -34,6 +58,66 @@ from fleetwatch.specfile import read_yaml
 
 class RegistryError(ValueError):
     """An invalid registry file; the message names the file, the entry and the field."""
+
+
+_DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+#: A quantization name: lower case, as vLLM spells its ``--quantization`` choices
+#: (``fp8``, ``awq``, ``gptq``, ``compressed-tensors``, ``bitsandbytes``), or ``none``.
+_QUANTIZATION = r"^[a-z0-9][a-z0-9._-]{0,63}$"
+_GLOB_CHARS = frozenset("*?[")
+
+
+class DeploymentSpec(BaseModel):
+    """Where a model runs on Kubernetes, for ``fleetwatch manifests`` (times in seconds).
+
+    ``name`` becomes the Deployment patched with the sidecar, the KEDA ``ScaledObject`` and
+    the ``<name>-fleetwatch`` Service, so it is a DNS-1035 label short enough for that
+    suffix (≤ 52 characters). ``min_replicas`` is at least 1: with no replica no sidecar
+    measures the load, so the signal cannot wake a model from zero.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=52)
+    namespace: str | None = Field(None, min_length=1, max_length=63)
+    model: str | None = Field(None, min_length=1)
+    sidecar: str | None = Field(None, min_length=1)
+    min_replicas: int = Field(1, ge=1, le=10_000)
+    max_replicas: int = Field(10, ge=1, le=10_000)
+    startup_seconds: int | None = Field(None, ge=10, le=24 * 3600)
+    polling_seconds: int = Field(15, ge=1, le=3600)
+    cooldown_seconds: int = Field(300, ge=0, le=24 * 3600)
+    scale_down_stabilization_seconds: int = Field(300, ge=0, le=3600)
+
+    @field_validator("min_replicas", "max_replicas", "startup_seconds", "polling_seconds",
+                     "cooldown_seconds", "scale_down_stabilization_seconds", mode="before")
+    @classmethod
+    def _whole_number(cls, v: object) -> object:
+        if isinstance(v, bool) or (v is not None and not isinstance(v, int)):
+            raise ValueError(f"{v!r} is not a whole number")
+        return v
+
+    @field_validator("name", "namespace")
+    @classmethod
+    def _dns_label(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(_DNS_LABEL, v):
+            raise ValueError(f"{v!r} is not a DNS-1035 label (lower-case letters, digits and "
+                             "'-', starting with a letter, not ending with '-')")
+        return v
+
+    @field_validator("model")
+    @classmethod
+    def _exact_model(cls, v: str | None) -> str | None:
+        if v is not None and _GLOB_CHARS & set(v):
+            raise ValueError(f"{v!r} is a glob; the autoscaler needs one exact model name")
+        return v
+
+    @model_validator(mode="after")
+    def _replicas_ordered(self) -> DeploymentSpec:
+        if self.max_replicas < self.min_replicas:
+            raise ValueError(f"max_replicas ({self.max_replicas}) is below min_replicas "
+                             f"({self.min_replicas})")
+        return self
 
 
 class ModelEntry(BaseModel):
@@ -47,7 +131,36 @@ class ModelEntry(BaseModel):
     owner: str = Field(min_length=1)
     oncall: str = Field(min_length=1)
     latency_tier: str = Field("standard", min_length=1)
+    quantization: str | None = None
     description: str = ""
+    deployment: DeploymentSpec | None = None
+
+    @field_validator("quantization", mode="before")
+    @classmethod
+    def _quantization_name(cls, v: object) -> object:
+        if v is None:
+            return v
+        if not isinstance(v, str):
+            raise ValueError(f"{v!r} is not text; write a quantization name, e.g. "
+                             "quantization: fp8 (or none)")
+        if not re.match(_QUANTIZATION, v):
+            raise ValueError(f"{v!r} is not a quantization name (lower-case letters, digits, "
+                             "'.', '_' and '-', at most 64, e.g. fp8, awq, gptq-int4, none)")
+        return v
+
+    @model_validator(mode="after")
+    def _deployment_model_exact(self) -> ModelEntry:
+        if self.deployment and self.deployment.model is None and _GLOB_CHARS & set(self.name):
+            raise ValueError(f"deployment.model is required: the entry's name {self.name!r} "
+                             "is a glob and the autoscaler needs one exact model name")
+        return self
+
+    @property
+    def deployed_model(self) -> str | None:
+        """The exact model name of :attr:`deployment` (None without a deployment)."""
+        if self.deployment is None:
+            return None
+        return self.deployment.model or self.name
 
     @field_validator("version", mode="before")
     @classmethod
@@ -96,20 +209,29 @@ class Registry:
         self._cache[key] = entry
         return entry
 
-    def info_lines(self, models: Iterable[tuple[str, str, str, str]]) -> list[str]:
+    def info_lines(self, models: Iterable[tuple[str, str, str, str]],
+                   identity: Mapping[tuple[str, str, str, str], Mapping[str, str]]
+                   | None = None) -> list[str]:
         """``modelserver_model_info`` series lines for observed models.
 
         ``models`` are ``(model, model_version, backend, runtime)``; unregistered models
         get empty team/owner/oncall and ``latency_tier=""`` so that they show up in
-        "unowned model" queries instead of disappearing.
+        "unowned model" queries instead of disappearing. ``identity`` maps a model to what
+        its server reports about itself (``engine_version``, ``quantization``); a
+        quantization the server does not report is the registry entry's, else ``""``.
         """
         lines = []
-        for model, version, backend, runtime in sorted(set(models)):
+        for key in sorted(set(models)):
+            model, version, backend, runtime = key
             e = self.lookup(model, version)
+            ident = (identity or {}).get(key, {})
+            quant = ident.get("quantization") or (e.quantization if e else None) or ""
             labels = (("model", model), ("model_version", version), ("backend", backend),
                       ("runtime", runtime), ("team", e.team if e else ""),
                       ("owner", e.owner if e else ""), ("oncall", e.oncall if e else ""),
-                      ("latency_tier", e.latency_tier if e else ""))
+                      ("latency_tier", e.latency_tier if e else ""),
+                      ("engine_version", ident.get("engine_version", "")),
+                      ("quantization", quant))
             lines.append(f"modelserver_model_info{render_labels(labels)} 1")
         return lines
 

@@ -1,9 +1,10 @@
-"""The HTTP side of a source's probes: model readiness and runtime discovery.
+"""The HTTP side of a source's probes: model readiness, runtime discovery, engine identity.
 
 A :class:`~fleetwatch.exporters.source.Source` declares *what* to ask
 (:class:`~fleetwatch.exporters.source.ModelReadyProbe`,
 :class:`~fleetwatch.exporters.source.HealthProbe`,
-:class:`~fleetwatch.exporters.source.RuntimeProbe`); :class:`Prober` asks it with the
+:class:`~fleetwatch.exporters.source.RuntimeProbe`,
+:class:`~fleetwatch.exporters.source.IdentityProbe`); :class:`Prober` asks it with the
 scraper's session (bounded by the scrape timeout) and never raises on a bad answer: no
 answer is "not ready" or "ask again next scrape".
 """
@@ -16,7 +17,13 @@ from collections.abc import Callable, Sequence
 
 import aiohttp
 
-from fleetwatch.exporters.source import HealthProbe, ModelReadyProbe, RuntimeProbe, Source
+from fleetwatch.exporters.source import (
+    HealthProbe,
+    IdentityProbe,
+    ModelReadyProbe,
+    RuntimeProbe,
+    Source,
+)
 from fleetwatch.sidecar.config import Target
 
 
@@ -73,6 +80,28 @@ class Prober:
         except ValueError:
             return None, "not JSON"
         return probe.interpret(doc)
+
+    async def identity(self, probe: IdentityProbe, target: Target) -> dict[str, str] | None:
+        """What the server says about itself (``engine_version``, maybe ``quantization``),
+        or ``None`` when it cannot be asked (no ``api_url``, and the API is not on the
+        metrics port) or did not answer a readable JSON document (ask again later)."""
+        if target.api_url is not None:
+            base = str(target.api_url).rstrip("/")
+        elif probe.same_port:
+            base = _sibling(str(target.url), "")
+        else:
+            return None
+        session = self._session()
+        assert session is not None, "the scraper's session is not open"
+        try:
+            async with session.get(base + probe.path) as resp:
+                if resp.status != 200:
+                    return None
+                doc = await resp.json(content_type=None)
+        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+            return None
+        ident = probe.interpret(doc)
+        return ident or None
 
     async def get_ok(self, url: str) -> bool:
         """True when ``GET url`` answers 200 within the timeout."""

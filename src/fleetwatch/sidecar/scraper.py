@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 import aiohttp
 
 from fleetwatch.exporters.assemble import NORMALIZED, PASSTHROUGH, Part, assemble
-from fleetwatch.exporters.normalize import Normalized, Normalizer
+from fleetwatch.exporters.compile import FAMILY_INDEX
+from fleetwatch.exporters.normalize import Normalized, Normalizer, value_of
 from fleetwatch.exporters.parser import describe_if_not_metrics
 from fleetwatch.exporters.render import normalized_families, passthrough_families
 from fleetwatch.exporters.snapshot import Snapshot
@@ -75,6 +76,10 @@ class TargetState:
     last_seen: dict[str, int] = field(default_factory=dict)  # model → scrapes_ok when seen
     exposed_unknown: set[str] = field(default_factory=set)  # exposed before runtime known
     unreadable_config: set[str] = field(default_factory=set)  # logged once per model
+    #: What the server reports about itself (engine_version, …): None until it answered;
+    #: forgotten when the target goes down (it may come back upgraded).
+    identity: dict[str, str] | None = None
+    models_sleeping: set[str] = field(default_factory=set)  # engine asleep: not ready
 
     @property
     def source(self) -> Source | None:
@@ -160,7 +165,10 @@ class Scraper:
                              for n, s in self.states.items()})
         live = [n for n in snap.targets.values() if n is not None]
         models = {m for n in live for m in n.models}
-        extra = {"modelserver_model_info": self.registry.info_lines(models)}
+        identity = {m: s.identity for s in self.states.values()
+                    if s.up and s.normalized is not None and s.identity
+                    for m in s.normalized.models}
+        extra = {"modelserver_model_info": self.registry.info_lines(models, identity)}
         await asyncio.to_thread(self._render, live, extra)
         self.snapshot = snap
         for sub in self.subscribers:
@@ -204,6 +212,7 @@ class Scraper:
             self._mark_down(st, "internal", f"{type(exc).__name__}: {exc}")
         else:
             self._mark_up(st, normalized)
+            await self._refresh_identity(st)
             await self._refresh_model_facts(st)
             self._forget_unseen_models(st)
         st.duration = time.perf_counter() - t0
@@ -262,17 +271,35 @@ class Scraper:
             log.warning("target %s: down (%s): %s", st.target.name, reason, message)
         st.up = False
         st.normalized = None
+        st.identity = None
         st.last_error, st.last_reason = message, reason
 
-    # -- model facts: runtime (Triton model config) and readiness ------------------
+    # -- model facts: runtime (Triton model config), readiness, engine identity ------
+    async def _refresh_identity(self, st: TargetState) -> None:
+        """Ask the server's identity (the source's identity probe) until it answers."""
+        source = st.source
+        if st.identity is not None or source is None or source.identity is None:
+            return
+        st.identity = await self.probes.identity(source.identity, st.target)
+        if st.identity:
+            log.info("target %s: %s", st.target.name,
+                     ", ".join(f"{k} {v}" for k, v in sorted(st.identity.items())))
+
     async def _refresh_model_facts(self, st: TargetState) -> None:
         t = st.target
         n = st.normalized
         observed = sorted({m[0] for m in n.models}) if n else []
         before = st.models_ready
         st.models_ready = await self.probes.readiness(st.source, t, observed)
+        was_sleeping, st.models_sleeping = st.models_sleeping, _sleeping(n)
+        for model in st.models_sleeping:  # an engine asleep answers /health, serves nothing
+            st.models_ready[model] = False
+            if model not in was_sleeping:
+                log.info("target %s: model %s: engine asleep (not ready)", t.name, model)
         for model, ok in st.models_ready.items():  # one line per change
             was = before.get(model)
+            if model in st.models_sleeping:
+                continue
             if not ok and was is not False:
                 log.warning("target %s: model %s not ready", t.name, model)
             elif ok and was is False:
@@ -323,3 +350,19 @@ class Scraper:
         if changed and st.normalizer is not None:
             st.normalizer.invalidate()
         return changed
+
+
+_SLEEP_STATE = FAMILY_INDEX["modelserver_engine_sleep_state"]
+
+
+def _sleeping(n: Normalized | None) -> set[str]:
+    """Models whose engine reports itself asleep (``modelserver_engine_sleep_state``
+    ``{sleep_state="awake"}`` 0, vLLM 0.11.2+ sleep mode)."""
+    if n is None:
+        return set()
+    out = set()
+    for prefix, v in n.families[_SLEEP_STATE].items():
+        labels = dict(n.key(prefix)[1])
+        if labels.get("sleep_state") == "awake" and value_of(v) == 0 and "model" in labels:
+            out.add(labels["model"])
+    return out

@@ -10,7 +10,9 @@
 * ``/readyz`` — readiness: 200 only when every *required* target answered its last scrape
   and all its models report ready (Triton ``/v2/models/<m>/ready``, vLLM ``/health``);
   503 otherwise, with a JSON body saying which target or model is not ready. LLMs take
-  minutes to load, hence readiness apart from liveness.
+  minutes to load, hence readiness apart from liveness. An engine in sleep mode (vLLM
+  ``engine_sleep_state``) answers ``/health`` but serves nothing: its models are not ready
+  (listed under ``models_sleeping`` too).
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ def readiness(scraper: Scraper) -> tuple[bool, dict[str, Any]]:
         targets[name] = {
             "required": st.target.required, "up": st.up, "kind": st.kind,
             "error": st.last_error, "models_not_ready": not_ready, "ready": t_ready,
+            "models_sleeping": sorted(st.models_sleeping),
         }
         if st.target.required and not t_ready:
             ready = False

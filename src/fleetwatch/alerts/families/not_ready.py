@@ -2,11 +2,14 @@
 allowance. A model that is not ready has no metrics (hence no info series to join owners
 from), so there is one rule per registry name glob, with the entry's owners and its tier's
 ``for:``, and one for unregistered models (default allowance, platform team); each rule
-takes away (``unless``) the earlier entries that can match its names (first match wins).
+takes away (``unless``) the earlier entries that can match its names (first match wins) and
+models whose engine is asleep.
 
 Scenario: one not-ready model per registry entry and one unregistered model, each firing
-after its own allowance, not before; a ready model never. An entry whose glob matches no
-name, or whose names an earlier entry takes, cannot be tested and is reported.
+after its own allowance, not before; a ready model never, nor a model whose engine is asleep
+(``modelserver_engine_sleep_state{sleep_state="awake"} == 0``: vLLM sleep mode is
+deliberate). An entry whose glob matches no name, or whose names an earlier entry takes,
+cannot be tested and is reported.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ from fleetwatch.promql.glob import glob_regex
 MODEL_NOT_READY = "FleetwatchModelNotReady"
 #: The model name the scenario uses for an unregistered model.
 UNREGISTERED = "unregistered-model-z9"
+#: The model the scenario puts to sleep (never fires: asleep is not an outage).
+SLEEPING = "sleeping-model-z9"
+SLEEP_STATE = "modelserver_engine_sleep_state"
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
@@ -76,11 +82,13 @@ def model_not_ready_alerts(registry: Registry, cfg: AlertingConfig) -> tuple[Ale
     settings = cfg.platform.model_not_ready
     ready = "fleetwatch_upstream_model_ready"
     target_up = "and on (job, instance, target) fleetwatch_upstream_up == 1"
+    # an engine in sleep mode is not ready on purpose (vLLM sleep mode), not an outage
+    asleep = f"unless on (job, instance, model) {SLEEP_STATE}{{sleep_state=\"awake\"}} == 0"
     rules = []
 
     def rule(entry: str, match: str, earlier: list[str], tier: str, labels: Labels,
              who: str) -> AlertRule:
-        expr = f"{ready}{{model=~{string(match)}}} == 0\n{target_up}"
+        expr = f"{ready}{{model=~{string(match)}}} == 0\n{target_up}\n{asleep}"
         if earlier:
             expr += (f"\nunless on (model) {ready}"
                      f"{{model=~{string(alternation(earlier))}}}")
@@ -149,6 +157,10 @@ def not_ready_scenarios(suite: Suite) -> list[TestGroup]:
               linear(0, steps, 0))
     g.add("fleetwatch_upstream_model_ready", {**side, "target": "triton", "model": "ready-one"},
           linear(0, steps, 1))
+    g.add("fleetwatch_upstream_model_ready", {**side, "target": "triton", "model": SLEEPING},
+          linear(0, steps, 0))
+    g.add(SLEEP_STATE, {**side, "model": SLEEPING, "backend": "vllm", "sleep_state": "awake"},
+          linear(0, steps, 0))
     for minute in sorted({m + d for _, _, m in cases for d in (-1, 1)}):
         exp = [expected(rule, {**side, "target": "triton", "model": name}, 0)
                for name, rule, m in cases if m <= minute]

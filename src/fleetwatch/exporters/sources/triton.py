@@ -20,7 +20,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from fleetwatch.exporters.source import ModelReadyProbe, RuntimeProbe, Source
+from fleetwatch.exporters.source import IdentityProbe, ModelReadyProbe, RuntimeProbe, Source
 from fleetwatch.exporters.sources import triton_trtllm, triton_vllm
 from fleetwatch.exporters.table import Rule, SourceTable, ValueMap
 
@@ -215,6 +215,14 @@ def interpret_model_config(doc: object) -> tuple[str | None, str | None]:
     return runtime_from_model_config(doc), None
 
 
+def server_metadata_identity(doc: object) -> dict[str, str]:
+    """``{"engine_version": …}`` from Triton's server metadata, ``GET /v2`` (KServe v2
+    protocol: ``{"name": "triton", "version": "2.51.0", "extensions": [...]}``)."""
+    if isinstance(doc, dict) and isinstance(doc.get("version"), str) and doc["version"]:
+        return {"engine_version": doc["version"]}
+    return {}
+
+
 def _claims(name: str, line: str) -> bool:
     """``nv_*`` families, and ``vllm:*`` samples labelled Triton-style (``model``,
     ``version``, no ``model_name``): the Triton vLLM backend."""
@@ -234,6 +242,7 @@ SOURCE = Source(
     detect_priority=0,
     readiness=ModelReadyProbe("/v2/models/{model}/ready"),
     runtime_probe=RuntimeProbe("/v2/models/{model}/config", interpret_model_config),
+    identity=IdentityProbe("/v2", server_metadata_identity),
     runtimes=(*sorted(set(RUNTIME_BY_CONFIG.values())), "unknown"),
     components=(TABLE, triton_vllm.TABLE, triton_trtllm.TABLE),
     component_names=(("triton_core", "Triton core"),

@@ -21,7 +21,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from fleetwatch.exporters.source import HealthProbe, Source
+from fleetwatch.exporters.source import HealthProbe, IdentityProbe, Source
 from fleetwatch.exporters.table import Rule, SourceTable, SourceType, ValueMap
 
 _H: SourceType = "histogram"
@@ -54,6 +54,22 @@ ADMISSION_REASON = ValueMap(
     table=MappingProxyType({}),
     missing=MappingProxyType({"outcome": "error", "error_type": "overload"}),
     unknown=MappingProxyType({"outcome": "error", "error_type": "overload"}),
+)
+
+PROMPT_TOKEN_SOURCE = ValueMap(
+    source_label="source",
+    table=MappingProxyType({
+        "local_compute": {"token_source": "computed"},
+        "local_cache_hit": {"token_source": "local_cache"},
+        "external_kv_transfer": {"token_source": "external_transfer"},
+    }),
+    unknown=MappingProxyType({"token_source": "{value}"}),
+)
+
+WAIT_REASON = ValueMap(
+    source_label="reason",
+    keep_as="wait_reason",
+    table=MappingProxyType({"capacity": {}, "deferred": {}}),
 )
 
 _RQ = "modelserver_requests_total"
@@ -118,6 +134,70 @@ RULES: tuple[Rule, ...] = (
           since="0.7.3+ (histogram; _count = engine steps)"),
     _rule("iteration_tokens_total", _H, "modelserver_batch_items_total", part="_sum",
           since="0.7.3+ (histogram; _sum = tokens)"),
+    _rule("request_num_preemptions", _H, "modelserver_request_preemptions", since="0.30+"),
+    _rule("request_inference_time_seconds", _H, _PHASE, ("phase", "inference"),
+          since="0.7.3+ (RUNNING phase: spans prefill and decode)"),
+    _rule("prompt_tokens_cached_total", _C, "modelserver_cached_input_tokens_total",
+          since="0.16+ (local + external cache hits)"),
+    _rule("prompt_tokens_by_source_total", _C, "modelserver_input_tokens_by_source_total",
+          value_map="vllm_prompt_token_source",
+          since="0.16+ (source: local_compute → computed, local_cache_hit → local_cache, "
+                "external_kv_transfer → external_transfer)"),
+    _rule("num_requests_waiting_by_reason", _G, "modelserver_requests_waiting_by_reason",
+          value_map="vllm_wait_reason", since="0.20.2+ (reason → wait_reason)"),
+    _rule("engine_sleep_state", _G, "modelserver_engine_sleep_state", since="0.11.2+"),
+    _rule("cache_config_info", _G, "modelserver_kv_cache_capacity_tokens",
+          value_labels=("num_gpu_blocks", "block_size"),
+          since="0.8.0+ (info labels num_gpu_blocks × block_size; per engine, no model_name)"),
+    _rule("mm_cache_queries_total", _C, "modelserver_multimodal_cache_queries_total",
+          since="0.11.2+"),
+    _rule("mm_cache_hits_total", _C, "modelserver_multimodal_cache_hits_total",
+          since="0.11.2+"),
+    _rule("estimated_flops_per_gpu_total", _C, "modelserver_estimated_gpu_flop_total",
+          since="0.17.1+ (with --enable-mfu-metrics)"),
+    _rule("estimated_read_bytes_per_gpu_total", _C, "modelserver_estimated_gpu_read_bytes_total",
+          since="0.17.1+ (with --enable-mfu-metrics)"),
+    _rule("estimated_write_bytes_per_gpu_total", _C,
+          "modelserver_estimated_gpu_written_bytes_total",
+          since="0.17.1+ (with --enable-mfu-metrics)"),
+)
+
+#: vLLM families left unmapped on purpose (upstream family, why); docs/metrics.md lists them.
+NOT_MAPPED: tuple[tuple[str, str], ...] = (
+    ("vllm:prompt_tokens_cached_by_source_total",
+     "0.32+: cache hits by tier (device/host/disk/p2p); they add up to the prefix-cache hits "
+     "already mapped (modelserver_prefix_cache_hits_total, cache_tier local + external); the "
+     "schema has no tier-of-origin label yet"),
+    ("vllm:request_prefill_kv_computed_tokens",
+     "0.13+: per-request prompt tokens minus cache hits; its total is "
+     "modelserver_input_tokens_by_source_total{token_source=\"computed\"}, and a per-request "
+     "distribution of it has no consumer in the schema"),
+    ("vllm:request_max_num_generation_tokens",
+     "what clients asked for (max generation tokens), not what the server did"),
+    ("vllm:request_params_n", "a client request parameter (n), not server behaviour"),
+    ("vllm:request_params_max_tokens",
+     "a client request parameter (max_tokens), not server behaviour"),
+    ("vllm:cache_config_info (other labels)",
+     "only num_gpu_blocks × block_size is read (modelserver_kv_cache_capacity_tokens); the "
+     "other ~35 CacheConfig fields are configuration, not measurements; `cache_dtype` is the "
+     "KV-cache dtype, not the model's quantization"),
+    ("vllm:*_created",
+     "prometheus_client's creation timestamps of counters/histograms (0.32 serves them as "
+     "separate gauge families): not data"),
+    ("vllm:lora_requests_info",
+     "LoRA only; its value is a wall-clock timestamp and its labels are adapter lists"),
+    ("vllm:num_requests_kv_fetch_by_stage",
+     "0.32+, P/D-disaggregated KV consumers only; no schema meaning yet"),
+    ("vllm:spec_decode_*", "speculative decoding acceptance: not in the schema yet"),
+    ("vllm:kv_block_*_seconds",
+     "--kv-cache-metrics, sampled KV-block residency: not in the schema yet"),
+    ("vllm:corrupted_requests_total, vllm:watermark_requests_total",
+     "debug (VLLM_COMPUTE_NANS_IN_LOGITS) and watermarking features only"),
+    ("vllm:nixl_*, vllm:mooncake_*, vllm:hf3fs_*, vllm:umbp_*, vllm:simple_kv_offload_*",
+     "KV-connector internals, created only when that connector is configured"),
+    ("http_*", "prometheus-fastapi-instrumentator's HTTP metrics: no model label; the "
+     "engine's own request and latency families are mapped instead"),
+    ("process_*, python_*", "the API server process's own collector (one of vLLM's processes)"),
 )
 
 LABEL_RENAMES = MappingProxyType({"model_name": "model", "engine": "dp_rank"})
@@ -131,10 +211,22 @@ TABLE = SourceTable(
     value_maps=MappingProxyType({
         "vllm_finished_reason": FINISHED_REASON,
         "vllm_admission_reason": ADMISSION_REASON,
+        "vllm_prompt_token_source": PROMPT_TOKEN_SOURCE,
+        "vllm_wait_reason": WAIT_REASON,
     }),
     name_prefix_aliases=(("vllm_", "vllm:"), ("ray_vllm:", "vllm:"), ("ray_vllm_", "vllm:")),
     description="standalone vLLM, V0 (≤0.11) and V1 (0.7.3–0.33) engines",
 )
+
+
+def version_identity(doc: object) -> dict[str, str]:
+    """``{"engine_version": …}`` from vLLM's ``GET /version`` (``{"version": "0.32.0"}``,
+    ``vllm/entrypoints/serve/instrumentator/basic.py``; every release with the OpenAI
+    server). vLLM 0.32 reports no weight quantization outside its dev-mode
+    ``/server_info``, so ``quantization`` comes from the registry."""
+    if isinstance(doc, dict) and isinstance(doc.get("version"), str) and doc["version"]:
+        return {"engine_version": doc["version"]}
+    return {}
 
 
 def _claims(name: str, _line: str) -> bool:
@@ -149,6 +241,8 @@ SOURCE = Source(
     default_port=8000,
     detect_priority=10,
     readiness=HealthProbe("/health"),
+    identity=IdentityProbe("/version", version_identity, same_port=True),
     runtimes=("vllm",),
     component_names=(("vllm", "vLLM"),),
+    not_mapped=NOT_MAPPED,
 )

@@ -1,0 +1,111 @@
+"""The demo's background load: gentle traffic on the three demo models until an event is set."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from fleetwatch.demo.load.bounds import check_bounds
+from fleetwatch.demo.load.inputs import InputFactory, faulty_inputs, streamer_inputs
+from fleetwatch.demo.load.results import LoadResult
+from fleetwatch.demo.load.stream import stream_requests
+from fleetwatch.demo.load.unary import send_requests
+
+if TYPE_CHECKING:
+    from fleetwatch.demo.triton import TritonServer
+
+__all__ = ["run_demo_load"]
+
+
+def run_demo_load(
+    server: TritonServer,
+    stop_event: threading.Event,
+    *,
+    max_duration_s: float = 3600.0,
+    faulty_fraction: float = 0.1,
+    concurrency: int = 2,
+    pause_s: float = 0.5,
+) -> dict[str, LoadResult]:
+    """Keep gentle traffic on the demo models until ``stop_event`` is set or time runs out.
+
+    Each round sends, then pauses ``pause_s`` seconds: 8 ``ranker`` v1 requests over HTTP,
+    4 ``ranker`` v2 requests over gRPC, 10 ``faulty`` requests over HTTP of which
+    ``faulty_fraction`` fail (spread as in `faulty_inputs`, across rounds), and 2 ``streamer``
+    streams of 4–16 responses over gRPC. Returns after at most about ``max_duration_s``
+    seconds plus one request timeout, or when the server stops running.
+
+    Returns:
+        The accumulated results, keyed ``"ranker/1 http"``, ``"ranker/2 grpc"``,
+        ``"faulty http"``, ``"streamer grpc-stream"``.
+
+    Raises:
+        ValueError: a bound out of range (see `send_requests`).
+    """
+    check_bounds(0, concurrency, max_duration_s, 10.0)
+    deadline = time.monotonic() + max_duration_s
+    faulty = faulty_inputs(faulty_fraction)
+    totals: dict[str, LoadResult] = {}
+    round_number = 0
+
+    def add(key: str, result: LoadResult) -> None:
+        if key in totals:
+            totals[key].merge(result)
+        else:
+            totals[key] = result
+
+    while not stop_event.is_set() and server.running:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        common: dict[str, Any] = {
+            "concurrency": concurrency,
+            "max_duration_s": min(remaining, 30.0),
+            "timeout_s": 10.0,
+            "stop_event": stop_event,
+        }
+        offset = round_number * 10
+        add(
+            "ranker/1 http",
+            send_requests(server.http_address, "ranker", requests=8, model_version="1", **common),
+        )
+        add(
+            "ranker/2 grpc",
+            send_requests(
+                server.grpc_address,
+                "ranker",
+                protocol="grpc",
+                requests=4,
+                model_version="2",
+                **common,
+            ),
+        )
+        add(
+            "faulty http",
+            send_requests(
+                server.http_address,
+                "faulty",
+                inputs=_shifted(faulty, offset),
+                requests=10,
+                **common,
+            ),
+        )
+        add(
+            "streamer grpc-stream",
+            stream_requests(
+                server.grpc_address,
+                "streamer",
+                inputs=streamer_inputs(4 + 4 * (round_number % 4)),
+                requests=2,
+                **common,
+            ),
+        )
+        round_number += 1
+        stop_event.wait(pause_s)
+    return totals
+
+
+def _shifted(factory: InputFactory, offset: int) -> InputFactory:
+    """``factory`` with request numbers counted from ``offset`` (so the faulty fraction holds
+    across rounds)."""
+    return lambda index: factory(offset + index)

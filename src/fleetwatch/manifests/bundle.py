@@ -1,0 +1,291 @@
+"""Everything ``fleetwatch manifests`` writes, from the input files.
+
+:func:`load_inputs` reads and validates the files (the only reading); :func:`build` is
+pure (``{relative path: text}``, byte-for-byte deterministic); ``fleetwatch.files.write_tree``
+writes.
+
+This module is the only one of :mod:`fleetwatch.manifests` importing other fleetwatch
+packages (configuration, registry, SLO file, and the existing generators of the
+PrometheusRule, dashboards and Alertmanager configuration, through their public
+functions).
+
+Output files (``DIR/``):
+
+=============================  ========================================================
+``kustomization.yaml``         the resources below (one monitor kind, ``--monitor``)
+``sidecar-configmaps.yaml``    ``fleetwatch-<config>`` ConfigMap per namespace in use
+``patches/<ns>/<name>.yaml``   strategic-merge patch adding the sidecar to a Deployment
+``services.yaml``              ``<deployment>-fleetwatch`` Services
+``podmonitor.yaml``            prometheus-operator PodMonitor
+``servicemonitor.yaml``        the ServiceMonitor variant (over the Services)
+``scaledobjects.yaml``         a KEDA ScaledObject per deployment
+``prometheusrule.yaml``        ``fleetwatch rules`` as a PrometheusRule
+``grafana-dashboards.yaml``    ``fleetwatch dashboards``' ConfigMaps
+``alertmanager-secret.yaml``   ``fleetwatch alertmanager`` in a Secret (with --receivers)
+``prometheus-scrape.yaml``     plain Prometheus ``scrape_configs`` (no operator)
+=============================  ========================================================
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# Imports from other fleetwatch packages (alerts, config, dashboards, labels, slo): the
+# only ones in fleetwatch.manifests; their paths may move.
+from fleetwatch.alerts.generate import (
+    OPERATOR_FILE,
+    AlertmanagerConfigError,
+    build_alertmanager_file,
+    build_rules,
+)
+from fleetwatch.alerts.generate import InputError as AlertInputError
+from fleetwatch.alerts.generate import load_inputs as load_alert_inputs
+from fleetwatch.dashboards import generate as generate_dashboards
+from fleetwatch.labels.registry import ModelEntry, Registry
+from fleetwatch.manifests import keda, monitors, sidecar
+from fleetwatch.manifests.common import (
+    Deployment,
+    ManifestError,
+    Settings,
+    SidecarSpec,
+    dns_label,
+    dump,
+    startup_seconds,
+)
+from fleetwatch.sidecar.config import ConfigError, SidecarConfig, load_config
+from fleetwatch.slo.spec import SLOFile
+
+DASHBOARDS_FILE = "kubernetes/grafana-dashboards-configmaps.yaml"
+
+
+@dataclass(frozen=True)
+class SidecarFile:
+    """One ``--config`` file: its path's base name, the validated configuration and the
+    parsed YAML mapping (rewritten for the pod by :func:`sidecar_spec`)."""
+
+    source: str
+    config: SidecarConfig
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The validated input files and their text (ConfigMaps carry the files verbatim)."""
+
+    sidecars: tuple[SidecarFile, ...]
+    registry: Registry
+    registry_source: str
+    registry_text: str
+    slos: SLOFile
+    slos_source: str
+    slos_text: str
+    alerting: Any  # fleetwatch.alerts.config.AlertingConfig
+    receivers_source: str | None
+
+
+def _read(path: str | Path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}"
+                            ) from None
+
+
+def load_inputs(config_paths: list[str], registry_path: str, slos_path: str,
+                receivers_path: str | None) -> Inputs:
+    """Read and validate every input; raise :class:`ManifestError` naming file and field."""
+    if not config_paths:
+        raise ManifestError("no --config: give the sidecar configuration file")
+    sidecars = []
+    for p in config_paths:
+        try:
+            cfg = load_config(p)
+        except ConfigError as exc:
+            raise ManifestError(str(exc)) from None
+        data = yaml.safe_load(_read(p))
+        sidecars.append(SidecarFile(Path(p).name, cfg, data))
+    try:
+        registry, slos, alerting = load_alert_inputs(registry_path, slos_path, receivers_path)
+    except AlertInputError as exc:
+        raise ManifestError(str(exc)) from None
+    assert slos is not None
+    return Inputs(tuple(sidecars), registry, Path(registry_path).name, _read(registry_path),
+                  slos, Path(slos_path).name, _read(slos_path), alerting,
+                  Path(receivers_path).name if receivers_path else None)
+
+
+def sidecar_spec(f: SidecarFile) -> SidecarSpec:
+    """The pod's view of one configuration: ``registry: models.yaml`` (the ConfigMap's
+    copy), listening on every address of the pod, at a fixed port."""
+    name = dns_label(Path(f.source).stem)
+    if not name:
+        raise ManifestError(f"{f.source}: the file name gives no Kubernetes name; rename it "
+                            "(letters or digits), e.g. sidecar.yaml")
+    if f.config.listen.port == 0:
+        raise ManifestError(f"{f.source}: field 'listen.port': 0 (any free port) cannot be "
+                            "probed or scraped in a pod; give a fixed port, e.g. 9810")
+    data = dict(f.data)
+    data["listen"] = {**(data.get("listen") or {}), "address": "0.0.0.0",
+                      "port": f.config.listen.port}
+    data["registry"] = "models.yaml"
+    text = (f"# {f.source} for the pod (fleetwatch manifests): registry and slos are the "
+            "files beside it.\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    return SidecarSpec(name, f.source, text, f.config.listen.port,
+                       f.config.scrape.interval_seconds)
+
+
+def _selected(slos: SLOFile, entry: ModelEntry, model: str) -> list[str]:
+    """Names of the SLOs whose selector covers ``model`` with ``entry``'s team and tier
+    (the SLO engine's rule: every given criterion holds)."""
+    out = []
+    for s in slos.slos:
+        sel = s.selector
+        if ((not sel.models or any(fnmatch.fnmatchcase(model, g) for g in sel.models))
+                and (not sel.teams or entry.team in sel.teams)
+                and (not sel.latency_tiers or entry.latency_tier in sel.latency_tiers)):
+            out.append(s.name)
+    return out
+
+
+def deployments(inputs: Inputs, settings: Settings) -> list[Deployment]:
+    """The registry entries with a ``deployment:`` block, resolved, in registry order.
+
+    Errors (naming the registry file, the entry and the field): no entry has a
+    deployment; an unknown or missing ``sidecar``; two entries deploy the same
+    namespace/name; no SLO selects the deployed model (its sidecar would export no
+    concurrency signal to scale on).
+    """
+    specs: dict[str, SidecarSpec] = {}
+    for f in inputs.sidecars:
+        spec = sidecar_spec(f)
+        if spec.name in specs:
+            raise ManifestError(f"{f.source}: gives the same name {spec.name!r} as "
+                                f"{specs[spec.name].source}; rename one of them")
+        specs[spec.name] = spec
+    out: list[Deployment] = []
+    seen: dict[tuple[str, str], str] = {}
+    for i, e in enumerate(inputs.registry.entries):
+        d = e.deployment
+        if d is None:
+            continue
+        where = f"{inputs.registry_source}: models[{i}] (name {e.name!r})"
+        if d.sidecar is None:
+            if len(specs) > 1:
+                raise ManifestError(f"{where}: field 'deployment.sidecar': required with "
+                                    f"several --config files (one of: {', '.join(specs)})")
+            spec = next(iter(specs.values()))
+        elif d.sidecar in specs:
+            spec = specs[d.sidecar]
+        else:
+            raise ManifestError(f"{where}: field 'deployment.sidecar': {d.sidecar!r} is no "
+                                f"--config file's name (known: {', '.join(specs)})")
+        ns = d.namespace or settings.namespace
+        key = (ns, d.name)
+        if key in seen:
+            raise ManifestError(f"{where}: field 'deployment.name': Deployment {ns}/{d.name} "
+                                f"is already deployed by {seen[key]}")
+        seen[key] = where
+        model = e.deployed_model
+        assert model is not None
+        if not _selected(inputs.slos, e, model):
+            raise ManifestError(
+                f"{where}: field 'deployment': no SLO in {inputs.slos_source} selects model "
+                f"{model!r} (team {e.team!r}, tier {e.latency_tier!r}); its sidecar would "
+                "export no concurrency signal to scale on")
+        exact = e.version if e.version and not set("*?[") & set(e.version) else None
+        out.append(Deployment(
+            name=d.name, namespace=ns, model=model, version=exact, other_versions=(), sidecar=spec,
+            latency_tier=e.latency_tier, min_replicas=d.min_replicas,
+            max_replicas=d.max_replicas,
+            startup_seconds=startup_seconds(d.startup_seconds, e.latency_tier),
+            polling_seconds=d.polling_seconds, cooldown_seconds=d.cooldown_seconds,
+            scale_down_stabilization_seconds=d.scale_down_stabilization_seconds,
+            where=where))
+    exact_versions: dict[str, set[str]] = {}
+    for dep in out:
+        if dep.version is not None:
+            exact_versions.setdefault(dep.model, set()).add(dep.version)
+    out = [replace(dep, other_versions=tuple(sorted(exact_versions.get(dep.model, set())
+                                                     - {dep.version})))
+           for dep in out]
+    if not out:
+        raise ManifestError(f"{inputs.registry_source}: no entry has a 'deployment:' block; "
+                            "nothing to deploy (see docs/deploy.md)")
+    return out
+
+
+def _sources(inputs: Inputs) -> list[str]:
+    names = [f.source for f in inputs.sidecars] + [inputs.registry_source, inputs.slos_source]
+    return names + ([inputs.receivers_source] if inputs.receivers_source else [])
+
+
+def _alerting(inputs: Inputs, settings: Settings) -> Any:
+    """The alerting configuration with the PrometheusRule in the monitoring namespace
+    when the receivers file names none."""
+    cfg = inputs.alerting
+    if cfg.prometheus_rule.namespace is None:
+        meta = cfg.prometheus_rule.model_copy(
+            update={"namespace": settings.monitoring_namespace})
+        cfg = cfg.model_copy(update={"prometheus_rule": meta})
+    return cfg
+
+
+def build(inputs: Inputs, settings: Settings) -> tuple[dict[str, str], list[str]]:
+    """``({relative path: text}, warnings)``; raises :class:`ManifestError`."""
+    deps = deployments(inputs, settings)
+    sources = _sources(inputs)
+    cfg = _alerting(inputs, settings)
+    job = cfg.platform.sidecar_job
+    files: dict[str, str] = {}
+    warnings: list[str] = []
+
+    configmaps, hashes = [], {}
+    for ns, spec in sorted({(d.namespace, d.sidecar.name): (d.namespace, d.sidecar)
+                            for d in deps}.values(), key=lambda x: (x[0], x[1].name)):
+        data = sidecar.config_data(spec, inputs.registry_text, inputs.slos_text)
+        hashes[spec.name] = sidecar.config_hash(data)
+        configmaps.append(sidecar.configmap(spec, ns, data))
+    files["sidecar-configmaps.yaml"] = dump(configmaps, sources)
+    for d in deps:
+        files[f"patches/{d.namespace}/{d.name}.yaml"] = dump(
+            [sidecar.deployment_patch(d, settings, hashes[d.sidecar.name])], sources)
+    files["services.yaml"] = dump([sidecar.service(d) for d in deps], sources)
+    files["podmonitor.yaml"] = dump([monitors.pod_monitor(deps, settings, job)], sources)
+    files["servicemonitor.yaml"] = dump([monitors.service_monitor(deps, settings, job)],
+                                        sources)
+    files["scaledobjects.yaml"] = dump([keda.scaled_object(d, settings) for d in deps],
+                                       sources)
+    files["prometheus-scrape.yaml"] = dump([monitors.scrape_config(deps, job)], sources)
+
+    rules = build_rules(inputs.registry, inputs.slos, cfg, sources, ("operator",))
+    files["prometheusrule.yaml"] = rules[OPERATOR_FILE]
+    dashboards = generate_dashboards(inputs.registry, inputs.slos,
+                                     settings.monitoring_namespace)
+    files["grafana-dashboards.yaml"] = dashboards[DASHBOARDS_FILE]
+    resources = ["sidecar-configmaps.yaml", "services.yaml", f"{settings.monitor}.yaml",
+                 "scaledobjects.yaml", "prometheusrule.yaml", "grafana-dashboards.yaml"]
+    if inputs.receivers_source:
+        try:
+            text, am = build_alertmanager_file(inputs.registry, cfg, inputs.slos, sources)
+        except AlertmanagerConfigError as exc:
+            raise ManifestError(str(exc)) from None
+        warnings.extend(am.warnings)
+        files["alertmanager-secret.yaml"] = dump([{
+            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": settings.alertmanager_secret,
+                         "namespace": settings.monitoring_namespace,
+                         "labels": {"app.kubernetes.io/managed-by": "fleetwatch"}},
+            "stringData": {"alertmanager.yaml": text},
+        }], sources)
+        resources.append("alertmanager-secret.yaml")
+    files["kustomization.yaml"] = dump([{
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": resources,
+    }], sources)
+    return dict(sorted(files.items())), warnings
+

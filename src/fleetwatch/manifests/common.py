@@ -1,0 +1,162 @@
+"""Shared shapes of ``fleetwatch manifests``: settings, resolved deployments, YAML text.
+
+Everything here is plain data (no I/O, no imports from other fleetwatch packages) so the
+generators in :mod:`.sidecar`, :mod:`.monitors` and :mod:`.keda` stay pure functions of
+their arguments and their output is byte-for-byte deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import yaml
+
+#: Name of the sidecar container, its port and its config volume in every pod.
+CONTAINER = "fleetwatch"
+PORT_NAME = "fleetwatch"
+VOLUME = "fleetwatch-config"
+CONFIG_DIR = "/etc/fleetwatch"
+#: Pod labels the patch adds: every sidecar pod, and the pods of one Deployment.
+SIDECAR_LABEL = "fleetwatch.io/sidecar"
+DEPLOYMENT_LABEL = "fleetwatch.io/deployment"
+CONFIG_HASH_ANNOTATION = "fleetwatch.io/config-hash"
+MODEL_ANNOTATION = "fleetwatch.io/model"
+MANAGED = {"app.kubernetes.io/managed-by": "fleetwatch"}
+SERVICE_LABELS = {"app.kubernetes.io/name": "fleetwatch",
+                  "app.kubernetes.io/component": "sidecar"}
+#: Startup-probe allowance (s) by registry latency tier when the entry gives none: LLM
+#: engines load weights for minutes (vLLM production-stack allows the engine ~10 min).
+STARTUP_SECONDS_BY_TIER = {"streaming": 600, "batch": 600}
+DEFAULT_STARTUP_SECONDS = 120
+STARTUP_PERIOD_SECONDS = 10
+
+Trigger = Literal["prometheus", "metrics-api"]
+Monitor = Literal["podmonitor", "servicemonitor"]
+
+
+class ManifestError(ValueError):
+    """Inputs that cannot make manifests; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Options of ``fleetwatch manifests`` (the CLI's flags; defaults are the flags')."""
+
+    image: str = "fleetwatch:0.1.0"
+    namespace: str = "default"
+    """Namespace of deployments whose registry entry names none."""
+    monitoring_namespace: str = "monitoring"
+    """PodMonitor, ServiceMonitor, dashboard ConfigMaps and the Alertmanager Secret."""
+    release: str | None = None
+    """``release`` label on the monitors (kube-prometheus-stack selects on it)."""
+    monitor: Monitor = "podmonitor"
+    """Which monitor the kustomization applies (both files are written)."""
+    trigger: Trigger = "prometheus"
+    prometheus_url: str = "http://prometheus-operated.monitoring.svc:9090"
+    alertmanager_secret: str = "alertmanager-fleetwatch"
+    cpu_request: str = "100m"
+    memory_request: str = "256Mi"
+    memory_limit: str = "512Mi"
+
+
+@dataclass(frozen=True)
+class SidecarSpec:
+    """One sidecar configuration (one ``--config`` file) as the pods will read it.
+
+    ``name`` is a DNS label made from the file's stem; ``config_yaml`` is the file with
+    ``registry: models.yaml`` and ``listen.address: 0.0.0.0``; ``port`` is its listen port
+    and ``interval_seconds`` its scrape interval.
+    """
+
+    name: str
+    source: str
+    config_yaml: str
+    port: int
+    interval_seconds: float
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A registry entry's ``deployment:`` block, resolved (times in seconds)."""
+
+    name: str
+    namespace: str
+    model: str
+    version: str | None
+    """The entry's exact version (None for any version or a version glob)."""
+    other_versions: tuple[str, ...]
+    """Exact versions of the same model deployed by other entries (left out of this
+    one's signal when ``version`` is None: a canary scales on its own load)."""
+    sidecar: SidecarSpec
+    latency_tier: str
+    min_replicas: int
+    max_replicas: int
+    startup_seconds: int
+    polling_seconds: int
+    cooldown_seconds: int
+    scale_down_stabilization_seconds: int
+    where: str = field(default="")
+    """``models.yaml: models[2] (name 'ranker')`` for messages."""
+
+
+def dns_label(text: str) -> str:
+    """``text`` lower-cased, runs of other characters as ``-``, trimmed (may be empty)."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40].strip("-")
+
+
+def startup_seconds(explicit: int | None, tier: str) -> int:
+    """The startup-probe allowance: the entry's own, else its tier's default."""
+    if explicit is not None:
+        return explicit
+    return STARTUP_SECONDS_BY_TIER.get(tier, DEFAULT_STARTUP_SECONDS)
+
+
+def startup_failure_threshold(seconds: int) -> int:
+    """Probe failures allowed so ``period × threshold`` covers ``seconds``."""
+    return max(1, math.ceil(seconds / STARTUP_PERIOD_SECONDS))
+
+
+def prom_duration(seconds: float) -> str:
+    """A Prometheus duration: ``5s``, ``1500ms``."""
+    if float(seconds).is_integer():
+        return f"{int(seconds)}s"
+    return f"{round(seconds * 1000)}ms"
+
+
+def promql_string(value: str) -> str:
+    """``value`` as a double-quoted PromQL string literal."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style; multi-line strings as ``|`` literals; lists indented under keys."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> Any:
+        return super().increase_indent(flow, False)
+
+
+def _str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    if "\n" in data:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def header(sources: list[str], command: str = "fleetwatch manifests") -> str:
+    """The two comment lines at the top of every generated file (names escaped)."""
+    names = ", ".join(s.encode("unicode_escape").decode("ascii") for s in sources)
+    return (f"# Generated by fleetwatch ({command}) from {names}.\n"
+            "# DO NOT EDIT: change the inputs and regenerate.\n")
+
+
+def dump(docs: list[dict[str, Any]], sources: list[str]) -> str:
+    """YAML text of ``docs`` (one document each, keys in insertion order), with a header."""
+    body = yaml.dump_all(docs, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+                         default_flow_style=False, width=100, explicit_start=True)
+    return header(sources) + body

