@@ -92,6 +92,28 @@ def slo_report(prom_url: str, as_json: bool, timeout: float) -> None:
         render_table(report)
 
 
+@slo.command("replay")
+@click.option("--slos", "slos_path", required=True, type=click.Path(dir_okay=False),
+              help="SLO file.")
+@click.option("--registry", "registry_path", type=click.Path(dir_okay=False),
+              help="Model registry (for team / latency-tier selectors).")
+@click.option("--interval", type=float, default=None,
+              help="Seconds between captures (default: the <unix_ms> in each file name).")
+@click.option("--each", is_flag=True, help="Print /slo and /autoscaling after every capture "
+              "(one JSON line each).")
+@click.argument("captures", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def slo_replay(slos_path: str, registry_path: str | None, interval: float | None, each: bool,
+               captures: tuple[str, ...]) -> None:
+    """Replay captured /metrics bodies through the normalizer and the SLO engine and print
+    the final /slo and /autoscaling JSON (exit 2 naming the file on bad input)."""
+    from pathlib import Path as _Path
+
+    from fleetwatch.commands.slo_replay import run
+
+    run(_slo_file(slos_path), _registry(registry_path), [_Path(c) for c in captures],
+        interval, each, click.echo)
+
+
 @main.command()
 @click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
               help="Sidecar configuration YAML.")

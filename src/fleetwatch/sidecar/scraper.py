@@ -42,6 +42,7 @@ from fleetwatch.exporters.sources import SOURCES_BY_KIND, TABLES, detect_kind
 from fleetwatch.exporters.table import TargetContext
 from fleetwatch.exporters.validate import Limits
 from fleetwatch.labels.registry import Registry
+from fleetwatch.sidecar.coldstart import ColdStarts
 from fleetwatch.sidecar.config import SidecarConfig, Target
 from fleetwatch.sidecar.fetch import ScrapeError, fetch_metrics
 from fleetwatch.sidecar.probes import Prober
@@ -121,6 +122,8 @@ class Scraper:
         self._session: aiohttp.ClientSession | None = None
         self._metrics_session: aiohttp.ClientSession | None = None
         self.probes = Prober(lambda: self._session)
+        #: Not-ready → ready durations per (target, model), from the readiness probes.
+        self.cold_starts = ColdStarts()
 
     # -- lifecycle ----------------------------------------------------------------
     async def __aenter__(self) -> Scraper:
@@ -159,6 +162,9 @@ class Scraper:
         assert self._session is not None, "use 'async with Scraper(...)'"
         ts = time.time()
         await asyncio.gather(*(self._scrape_target(s) for s in self.states.values()))
+        seen = time.time()
+        for name, s in self.states.items():
+            self.cold_starts.observe(name, s.up, s.models_ready, s.target.models, seen)
         snap = Snapshot(ts, {n: (s.normalized if s.up else None)
                              for n, s in self.states.items()})
         live = [n for n in snap.targets.values() if n is not None]

@@ -55,6 +55,7 @@ class UpstreamCollector(Collector):
         invalid = _family("fleetwatch_upstream_invalid_lines_total")
         refused = _family("fleetwatch_upstream_invalid_samples_total")
         ready = _family("fleetwatch_upstream_model_ready")
+        cold = _family("fleetwatch_model_cold_start_seconds")
         for name, st in self.scraper.states.items():
             up.add_metric([name], 1.0 if st.up else 0.0)
             dur.add_metric([name], st.duration)
@@ -70,14 +71,16 @@ class UpstreamCollector(Collector):
                 refused.add_metric([name, reason], float(st.invalid_samples.get(reason, 0)))
             for model, ok in sorted(st.models_ready.items()):
                 ready.add_metric([name, model], 1.0 if ok else 0.0)
+        for (name, model), seconds in sorted(self.scraper.cold_starts.seconds.items()):
+            cold.add_metric([name, model], seconds)
         dropped = _family("fleetwatch_exposition_dropped_series_total")
         for origin in PRECEDENCE:
             dropped.add_metric([origin], float(self.dropped.get(origin, 0)))
         closed = _family("fleetwatch_http_connections_closed_total")
         for reason in CLOSE_REASONS:
             closed.add_metric([reason], float(self.closed.get(reason, 0)))
-        yield from (up, dur, errs, last, series, unmapped, invalid, refused, ready, dropped,
-                    closed)
+        yield from (up, dur, errs, last, series, unmapped, invalid, refused, ready, cold,
+                    dropped, closed)
 
 
 def self_registry(scraper: Scraper, dropped: Counter[str] | None = None,

@@ -39,6 +39,7 @@ from fleetwatch.sidecar.guard import ConnectionGuard, GuardedSite, install_excep
 from fleetwatch.sidecar.metrics import MetricsAssembler
 from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.sidecar.slo_routes import Handler, slo_routes
+from fleetwatch.sidecar.slo_worker import EngineWorker
 from fleetwatch.sidecar.strictjson import json_response
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import SLOFile
@@ -149,10 +150,12 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
                             cfg.listen.header_timeout_seconds)
     async with Scraper(cfg, registry) as scraper:
         routes, extra = None, None
-        if slos is not None:
+        worker: EngineWorker | None = None
+        if slos is not None:  # the engine updates in its own thread (slo_worker)
             engine = SLOEngine(slos, registry)
-            scraper.subscribers.append(engine.update)
-            routes, extra = slo_routes(engine)
+            worker = EngineWorker(engine, scraper.cold_starts.by_model)
+            scraper.subscribers.append(worker.submit)
+            routes, extra = slo_routes(engine, worker)
         app = make_app(scraper, routes, extra, guard)
         runner = web.AppRunner(app, access_log=None, lingering_time=2.0)
         await runner.setup()
@@ -176,6 +179,8 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
             await scraper.run(stop)
         finally:
             await runner.cleanup()
+            if worker is not None:
+                worker.stop()
 
 
 #: File descriptors kept beyond the connection cap: the upstream scrapes, probes, logs

@@ -36,17 +36,15 @@ from fleetwatch.labels.registry import Registry
 from fleetwatch.slo import autoscaling as _autoscaling
 from fleetwatch.slo import judge as _judge
 from fleetwatch.slo import status as _status
-from fleetwatch.slo.account import (
-    Ledger,
-    ModelGauges,
-    Selection,
-    interval_concurrency,
-    interval_events,
-)
+from fleetwatch.slo.account import Ledger, ModelGauges, Selection, interval_events
 from fleetwatch.slo.autoscaling import ModelSignal
 from fleetwatch.slo.bands import band_label, band_of
 from fleetwatch.slo.capacity import update_capacity
+from fleetwatch.slo.concurrency import estimate as estimate_concurrency
+from fleetwatch.slo.concurrency import in_system
 from fleetwatch.slo.decode import QUEUE, Decoder, Interval, needed_families
+from fleetwatch.slo.latency import BandLatency
+from fleetwatch.slo.sli import LATENCY_METRICS
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState
 from fleetwatch.slo.status import Sample, SLOStatus
@@ -96,7 +94,9 @@ class SLOEngine:
         self._selects = Selection(self.registry)
         self._prev_ts: float | None = None
         self._model_seen: dict[ModelKey, float] = {}  # when each model last had data
-        self._prev_running: dict[ModelKey, float] = {}
+        self._prev_in_system: dict[ModelKey, float] = {}
+        #: model name → last measured cold start (seconds), set by the sidecar
+        self.cold_starts: dict[str, float] = {}
         self._tracked: Counter[str] = Counter()  # SLO name → models tracked
         #: SLO name → models refused by limits.max_models_per_slo (exported counter).
         self.models_refused: Counter[str] = Counter()
@@ -123,8 +123,9 @@ class SLOEngine:
             self._account(ts, prev_ts, decoded.intervals)
         for mk, iv in decoded.intervals.items():
             self._model_seen[mk] = ts
-            if iv.running_now is not None:
-                self._prev_running[mk] = iv.running_now
+            now = in_system(iv)
+            if now is not None:
+                self._prev_in_system[mk] = now
         self._forget_gone(ts)
         self.last_update = ts
         self.update_seconds = time.perf_counter() - t0
@@ -144,7 +145,7 @@ class SLOEngine:
                 windows.release((st.slo.name, st.model, band))
         for mk in gone:
             del self._model_seen[mk]
-            for d in (self._prev_running, self.gauges.concurrency, self.gauges.queue_wait,
+            for d in (self._prev_in_system, self.gauges.concurrency, self.gauges.queue_wait,
                       self.gauges.kv_usage):
                 d.pop(mk, None)
         self._selects.forget(gone_set)
@@ -180,16 +181,19 @@ class SLOEngine:
         goods: list[float] = []
         totals: list[float] = []
         gauges, ledger, bounds = self.gauges, self.ledger, self._decoder.bounds
+        cap_window = self.spec.capacity.window
         for mk, iv in intervals.items():
             # the model's own interval: since it last had data (a target down stretches it)
             dt = ts - self._model_seen.get(mk, prev_ts)
             if dt <= 0:
                 continue
-            conc = interval_concurrency(iv, self._prev_running.get(mk), dt)
-            if conc is not None and conc - conc != 0.0:
-                conc = None  # not finite: no band for this interval
-            if conc is not None:
+            found = estimate_concurrency(iv, self._prev_in_system.get(mk), dt)
+            conc = None
+            if found is not None and found[0] - found[0] == 0.0:  # finite: a band
+                conc, gauges.estimator[mk] = found
                 gauges.concurrency[mk] = conc
+            if iv.waiting_now and iv.running_now:  # requests wait: slots are full
+                gauges.batch_limit[mk] = max(gauges.batch_limit.get(mk, 0.0), iv.running_now)
             q = iv.hists.get(QUEUE)
             if q is not None and q.count > 0:
                 gauges.queue_wait[mk] = q.sum / q.count
@@ -212,6 +216,17 @@ class SLOEngine:
                 good = min(good, total)
                 band = band_label(band_of(conc, slo.concurrency.bands))
                 st.last_band = band
+                # the band's evidence for capacity: its mean concurrency (every SLI) and,
+                # for a latency SLI, its latency distribution
+                bl = st.latency.get(band)
+                if bl is None:
+                    bl = st.latency[band] = BandLatency(origin=ts)
+                lat = slo.sli.latency
+                h = iv.hists.get(LATENCY_METRICS[lat.metric]) if lat is not None else None
+                if h is not None and h.count > 0:
+                    bl.add(ts, cap_window, h.buckets, h.count, conc)
+                else:
+                    bl.add(ts, cap_window, {}, total, conc)
                 for b in (band, ALL):
                     st.events[b] += total
                     st.good[b] += good
@@ -226,7 +241,8 @@ class SLOEngine:
         for st in self.states.values():
             _judge.judge(st, burning)
             if st.state != "misconfigured" and st.state != "no_data":
-                update_capacity(st, cap_cfg, cap_total, cap_burn)
+                update_capacity(st, cap_cfg, cap_total, cap_burn,
+                                gauges.batch_limit.get(st.model))
 
     # -- outputs (see the modules named) -------------------------------------------
     def window_sums(self, st: SLOModelState, band: str, window: float,
@@ -252,7 +268,8 @@ class SLOEngine:
         """One object per model (KEDA metrics-api shape, see
         :class:`~fleetwatch.slo.autoscaling.ModelSignal`): ``signal`` (the largest
         component), ``components`` (ratios), ``capacity``, ``concurrency``, ``state``."""
-        return _autoscaling.signals(self.spec.autoscaling, self.states, self.gauges)
+        return _autoscaling.signals(self.spec.autoscaling, self.states, self.gauges,
+                                    self.cold_starts)
 
     def status(self) -> list[SLOStatus]:
         """Per SLO and model (see :class:`~fleetwatch.slo.status.SLOStatus`): state,

@@ -12,7 +12,8 @@ with its own validation messages; split, the schema of one file would be scatter
       - {long: 3d, short: 6h, budget_consumed: 0.10, severity: ticket}  # 1x
     capacity: {window: 6h, min_events: 200, hysteresis_updates: 3}
     autoscaling: {queue_wait_seconds: 0.5, kv_cache_usage_ratio: 0.9,
-                  gpu_memory_usage_ratio: 0.9}
+                  gpu_memory_usage_ratio: 0.9, cold_start_bound_seconds: 120,
+                  cold_start_min_replicas: 2}
     limits: {max_models_per_slo: 2000, forget_model_after: 1h}   # engine state bounds
     slos:
       - name: llm-ttft
@@ -298,11 +299,16 @@ class CapacitySettings(_Strict):
 
 
 class AutoscalingSettings(_Strict):
-    """Targets of the autoscaling components (each component = observed / target)."""
+    """Targets of the autoscaling components (each component = observed / target), and
+    the cold-start floor: a model whose measured cold start (seconds from not ready to
+    ready) exceeds ``cold_start_bound_seconds`` gets a recommended minimum of
+    ``cold_start_min_replicas`` replicas (it cannot be scaled out in time)."""
 
     queue_wait_seconds: float = Field(0.5, gt=0, allow_inf_nan=False)
     kv_cache_usage_ratio: float = Field(0.9, gt=0, le=1)
     gpu_memory_usage_ratio: float = Field(0.9, gt=0, le=1)
+    cold_start_bound_seconds: float = Field(120.0, gt=0, allow_inf_nan=False)
+    cold_start_min_replicas: int = Field(2, ge=1)
 
 
 class EngineLimits(_Strict):
