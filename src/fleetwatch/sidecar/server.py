@@ -1,5 +1,5 @@
 """The sidecar's HTTP server: ``/metrics``, ``/healthz``, ``/readyz`` (+ the SLO engine's
-``/slo`` and ``/autoscaling`` when SLOs are configured).
+``/slo`` and ``/autoscaling`` when SLOs are configured; the status page ``/``).
 
 * ``/metrics`` — the latest normalized exposition, fleetwatch's own metrics, the SLO
   engine's and the families passed through, merged without duplicates by
@@ -31,6 +31,7 @@ from aiohttp import web
 from fleetwatch.labels.registry import Registry
 from fleetwatch.sidecar.config import SidecarConfig
 from fleetwatch.sidecar.metrics import MetricsAssembler
+from fleetwatch.sidecar.page_route import page_routes
 from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.sidecar.slo_routes import Handler, slo_routes
 from fleetwatch.slo.engine import SLOEngine
@@ -131,12 +132,12 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, stop.set)
     async with Scraper(cfg, registry) as scraper:
-        routes, extra = None, None
+        routes, extra, engine = None, None, None
         if slos is not None:
             engine = SLOEngine(slos, registry)
             scraper.subscribers.append(engine.update)
             routes, extra = slo_routes(engine)
-        app = make_app(scraper, routes, extra)
+        app = make_app(scraper, {**(routes or {}), **page_routes(scraper, engine, routes)}, extra)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, cfg.listen.address, cfg.listen.port)

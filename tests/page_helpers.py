@@ -1,0 +1,169 @@
+"""Helpers of the status-page tests: a simulated vLLM fleet (test input), a DOM reader,
+and headless Chromium (Debian's ``chromium``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+#: A model name that is hostile HTML.
+EVIL = "evil<script>alert(1)</script>&amp;"
+#: SLOs of the page tests: TTFT within 100 ms, availability; short windows.
+SLOS = {
+    "windows": [{"long": "1m", "short": "10s", "budget_consumed": 0.05},
+                {"long": "10m", "short": "1m", "budget_consumed": 0.1}],
+    "capacity": {"window": "10m", "min_events": 20, "hysteresis_updates": 1},
+    "slos": [
+        {"name": "ttft", "sli": {"latency": {"metric": "ttft", "threshold_seconds": 0.1}},
+         "objectives": [{"target": 0.99}], "timeWindow": [{"duration": "1h"}],
+         "concurrency": {"envelope": 4, "bands": [1, 2, 4, 8, 16]}},
+        {"name": "availability", "sli": {"availability": {}},
+         "objectives": [{"target": 0.99}], "timeWindow": [{"duration": "1h"}],
+         "concurrency": {"envelope": 8}},
+    ],
+}
+#: Registry of the page tests; the evil model's entry has hostile fields too.
+REGISTRY = {"models": [
+    {"name": "tiny-llm", "team": "genai", "owner": "bob@example.com", "oncall": "genai-oncall",
+     "latency_tier": "streaming"},
+    {"name": "evil*", "team": "<img src=x onerror=alert(2)>", "owner": "mallory\u202e",
+     "oncall": "\"><b>x</b>", "latency_tier": "batch"},
+]}
+
+
+class VLLMSim:
+    """Test input: cumulative vLLM 0.32 counters of ``models``; every :meth:`exposition`
+    is one more step in which each model runs 1, 2, 3, 6 or 12 requests (in turn) and
+    answers 40, all first tokens fast up to ``knee`` concurrent requests, half slow above."""
+
+    def __init__(self, models: list[str], knee: float = 4.0) -> None:
+        self.models, self.knee, self.k = models, knee, 0
+        self.cum = {m: [0.0, 0.0] for m in models}  # fast, slow
+
+    def exposition(self) -> str:
+        self.k += 1
+        lines = []
+        for i, m in enumerate(self.models):
+            running = (1, 2, 3, 6, 12)[(self.k + i) % 5]
+            slow = 20 if running > self.knee else 0
+            self.cum[m][0] += 40 - slow
+            self.cum[m][1] += slow
+            fast, late = self.cum[m]
+            lab = f'model_name="{m}",engine="0"'
+            lines += [f"vllm:num_requests_running{{{lab}}} {running}",
+                      f"vllm:num_requests_waiting{{{lab}}} 0",
+                      f"vllm:kv_cache_usage_perc{{{lab}}} {0.1 * running / 4}"]
+            for le, v in (("0.05", fast / 2), ("0.1", fast), ("0.5", fast + late),
+                          ("+Inf", fast + late)):
+                lines.append(f'vllm:time_to_first_token_seconds_bucket{{{lab},le="{le}"}} {v}')
+            lines += [f"vllm:time_to_first_token_seconds_count{{{lab}}} {fast + late}",
+                      f"vllm:time_to_first_token_seconds_sum{{{lab}}} {0.05 * fast + 0.3 * late}",
+                      f'vllm:request_success_total{{{lab},finished_reason="stop"}} '
+                      f"{fast + late}"]
+        return "\n".join(lines) + "\n"
+
+
+class Node:
+    """One element of a parsed document."""
+
+    def __init__(self, tag: str, attrs: dict[str, str], parent: Node | None) -> None:
+        self.tag, self.attrs, self.parent = tag, attrs, parent
+        self.children: list[Node | str] = []
+
+    def text(self) -> str:
+        return "".join(c if isinstance(c, str) else c.text() for c in self.children)
+
+    def iter(self, tag: str | None = None, **attrs: str) -> list[Node]:
+        """Every descendant with ``tag`` and the given attributes (``class_`` for class,
+        ``data_x`` for ``data-x``; ``class`` matches one of the element's classes)."""
+        found = []
+        for c in self.children:
+            if isinstance(c, Node):
+                if (tag is None or c.tag == tag) and all(
+                        _attr_matches(c, k, v) for k, v in attrs.items()):
+                    found.append(c)
+                found += c.iter(tag, **attrs)
+        return found
+
+
+def _attr_matches(node: Node, key: str, value: str) -> bool:
+    name = key.rstrip("_").replace("_", "-")
+    if name == "class":
+        return value in node.attrs.get("class", "").split()
+    return node.attrs.get(name) == value
+
+
+class _Builder(HTMLParser):
+    VOID = frozenset({"meta", "br", "img", "input", "link", "hr", "area", "base", "col", "embed",
+                      "source", "track", "wbr"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root = self.cur = Node("#document", {}, None)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        node = Node(tag, {k: v or "" for k, v in attrs}, self.cur)
+        self.cur.children.append(node)
+        if tag not in self.VOID:
+            self.cur = node
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.cur.children.append(Node(tag, {k: v or "" for k, v in attrs}, self.cur))
+
+    def handle_endtag(self, tag: str) -> None:
+        node: Node | None = self.cur
+        while node is not None and node.tag != tag:
+            node = node.parent
+        if node is not None and node.parent is not None:
+            self.cur = node.parent
+
+    def handle_data(self, data: str) -> None:
+        self.cur.children.append(data)
+
+
+def parse_dom(html: str) -> Node:
+    """The document tree of ``html`` (lenient, like a browser's for well-formed input)."""
+    b = _Builder()
+    b.feed(html)
+    b.close()
+    return b.root
+
+
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run", "--hide-scrollbars")
+
+
+def chromium() -> str:
+    """The path of Debian's ``chromium``: a test failure under ``CI=true`` when missing
+    (``./dev test`` installs it), a skip elsewhere."""
+    import pytest
+
+    path = shutil.which("chromium")
+    if path is None:
+        msg = "chromium not found: install Debian's chromium (./dev test does)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"CI=true and {msg}")
+        pytest.skip(msg)
+    return path
+
+
+def run_chromium(url: str, *args: str, timeout: float = 60.0) -> str:
+    """Headless Chromium on ``url`` with ``args`` (``--dump-dom``, ``--screenshot=…``)
+    and a fresh profile; its stdout."""
+    with tempfile.TemporaryDirectory(prefix="fw-chromium-") as profile:
+        res = subprocess.run([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+                              *args, url], capture_output=True, text=True, timeout=timeout)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return res.stdout
+
+
+def screenshot(url: str, out: Path, size: str = "1280,2600") -> Path:
+    """A PNG of the page at ``url`` written to ``out``."""
+    run_chromium(url, f"--screenshot={out}", f"--window-size={size}")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"no PNG at {out}"
+    return out
