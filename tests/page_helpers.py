@@ -167,3 +167,54 @@ def screenshot(url: str, out: Path, size: str = "1280,2600") -> Path:
     run_chromium(url, f"--screenshot={out}", f"--window-size={size}")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"no PNG at {out}"
     return out
+
+
+class PrometheusDouble:
+    """Test double of Prometheus' instant-query API (``/api/v1/query``) over fixed
+    samples ``(name, labels, value)``: a query is a metric name, optionally ``== 1``
+    (what ``fleetwatch slo report`` sends). Serves from a thread; use as a context."""
+
+    def __init__(self, samples: list[tuple[str, dict[str, str], float]]) -> None:
+        self.samples = samples
+        self.queries: list[str] = []
+        self.url = ""
+
+    def answer(self, promql: str) -> list[dict]:
+        self.queries.append(promql)
+        name, _, cond = promql.partition("==")
+        return [{"metric": {"__name__": n, **lab}, "value": [1.7e9, repr(v)]}
+                for n, lab, v in self.samples
+                if n == name.strip() and (not cond or v == float(cond))]
+
+    def __enter__(self) -> PrometheusDouble:
+        import json
+        import threading
+        import urllib.parse
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        double = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+                body = json.dumps({"status": "success", "data": {
+                    "resultType": "vector", "result": double.answer(q["query"][0])}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)

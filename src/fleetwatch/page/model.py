@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 from fleetwatch.slo.report import fmt, printable
@@ -28,7 +28,7 @@ class TargetView(TypedDict):
     kind: str
     up: bool
     ready: bool
-    required: bool
+    required: bool | None  # None: not known (Prometheus does not have it)
     error: str | None
     models_not_ready: list[str]
     models_sleeping: list[str]
@@ -62,7 +62,8 @@ class PageInput(TypedDict):
     """Everything the page shows. ``history`` maps :func:`model_label` of a model to its
     snapshots, oldest first; ``thresholds`` an SLO name to its latency threshold (seconds,
     latency and timeslice SLIs); ``refresh_seconds`` > 0 reloads the page (the sidecar's
-    page; 0 for a file)."""
+    page; 0 for a file); ``history_note`` says why a source has no history (Prometheus'
+    instant queries)."""
 
     title: str
     source: str
@@ -70,12 +71,13 @@ class PageInput(TypedDict):
     updated: float | None
     targets: list[TargetView]
     models: list[ModelView]
-    slos: list[Row]
-    autoscaling: list[Row]
+    slos: Sequence[Row]
+    autoscaling: Sequence[Row]
     history: dict[str, list[HistoryPoint]]
     thresholds: dict[str, float]
     links: list[tuple[str, str]]
     refresh_seconds: float
+    history_note: str  # shown instead of a model's history when there is none ("": count)
 
 
 def text(value: object) -> str:

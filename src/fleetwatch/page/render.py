@@ -87,11 +87,14 @@ def _table(columns: Sequence[str], rows: Sequence[Sequence[str]], empty: str,
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+_REQUIRED = {True: "required", False: '<span class="muted">optional</span>', None: "-"}
+
+
 def targets_section(targets: Sequence[TargetView]) -> str:
     """Every target: kind, up, ready, required, the last error, models not ready."""
     rows = [[text(t["name"]), text(t["kind"] or "-"), _yes_no(t["up"], "up", "down"),
-             _yes_no(t["ready"], "ready", "not ready"), "required" if t["required"] else
-             '<span class="muted">optional</span>', text(t["error"] or ""),
+             _yes_no(t["ready"], "ready", "not ready"), _REQUIRED[t["required"]],
+             text(t["error"] or ""),
              text(", ".join(t["models_not_ready"])), text(", ".join(t["models_sleeping"]))]
             for t in targets]
     return ('<section id="targets"><h2>Targets</h2>'
@@ -132,9 +135,12 @@ def slo_card(i: int, row: Row, threshold: float | None) -> str:
     """One SLO on one model: state, explanation, facts, heat map and chart."""
     budget, cap, conc = (row.get(k) for k in ("error_budget_remaining", "capacity",
                                               "concurrency"))
-    facts = [f'objective <b>{number(row.get("objective"), pct=True)}</b>',
-             f'{text(row.get("sli") or "-")} SLI',
-             f'budget left <b class="budget" data-value="{text(num(budget))}">'
+    facts = []  # objective and SLI kind: not in a Prometheus report
+    if row.get("objective") is not None:
+        facts.append(f'objective <b>{number(row["objective"], pct=True)}</b>')
+    if row.get("sli"):
+        facts.append(f'{text(row["sli"])} SLI')
+    facts += [f'budget left <b class="budget" data-value="{text(num(budget))}">'
              f'{number(budget, pct=True)}</b>'
              + (" (overspent)" if (num(budget) or 0.0) < 0 else ""),
              f'capacity <b class="capacity" data-value="{text(num(cap))}">{number(cap)}</b>'
@@ -173,9 +179,10 @@ def slos_section(slos: Sequence[Row], thresholds: dict[str, float]) -> str:
             + "</section>")
 
 
-def autoscaling_section(models: Sequence[Row],
-                        history: dict[str, list[HistoryPoint]]) -> str:
-    """Per model: the signal, its components as bars, state, capacity, history."""
+def autoscaling_section(models: Sequence[Row], history: dict[str, list[HistoryPoint]],
+                        note: str = "") -> str:
+    """Per model: the signal, its components as bars, state, capacity, history (or
+    ``note`` when a model has none)."""
     cards = []
     for r in models:
         label = model_label(r)
@@ -189,10 +196,12 @@ def autoscaling_section(models: Sequence[Row],
             f'data-signal="{text(num(r.get("signal")))}">'
             f'<h3>{text(label)} {_state(r.get("state"))}</h3>'
             f'<p class="facts">signal <b>{number(r.get("signal"))}</b> · capacity '
-            f'{number(r.get("capacity"))} · concurrency {number(r.get("concurrency"))}</p>'
+            f'{number(r.get("capacity"))} · concurrency {number(r.get("concurrency"))}'
+            + (f' · instance {text(r["instance"])}' if r.get("instance") else "") + "</p>"
             + (f"<table><tbody>{comp_rows}</tbody></table>" if comp_rows else
                '<p class="muted">no components yet</p>')
-            + svg.sparkline(history.get(label, [])) + "</article>")
+            + (f'<p class="muted">{text(note)}</p>' if note and label not in history
+               else svg.sparkline(history.get(label, []))) + "</article>")
     body = (f'<div class="cards">{"".join(cards)}</div>' if cards else
             '<p class="muted">no autoscaling signals yet</p>')
     return ('<section id="autoscaling"><h2>Autoscaling</h2><p class="muted">signal = the '
@@ -215,6 +224,6 @@ def render_page(page: PageInput) -> str:
         f"<span>page at {text(_stamp(page['generated']))}</span><nav>{links}</nav></header>"
         "<main>" + targets_section(page["targets"]) + models_section(page["models"])
         + slos_section(page["slos"], page["thresholds"])
-        + autoscaling_section(page["autoscaling"], page["history"])
+        + autoscaling_section(page["autoscaling"], page["history"], page["history_note"])
         + f'<section id="links"><h2>Endpoints</h2><p>{links or "-"}</p></section>'
         "</main></body></html>")

@@ -115,7 +115,7 @@ def page_routes(scraper: Scraper, engine: SLOEngine | None,
             "targets": targets_view(scraper), "models": models_view(scraper),
             "slos": slo_doc.get("slos", []), "autoscaling": auto_doc.get("models", []),
             "history": ring.series(), "thresholds": limits, "links": links,
-            "refresh_seconds": REFRESH_SECONDS}
+            "refresh_seconds": REFRESH_SECONDS, "history_note": ""}
         return web.Response(text=render_page(page), content_type="text/html",
                             charset="utf-8")
 
