@@ -210,3 +210,31 @@ def test_numbers_that_are_not_numbers_show_a_dash(value: object) -> None:
                                         (0.033, 0.04), (44.0, 50.0), (8.0, 8.0)])
 def test_axis_tops_are_short_numbers(v: float, top: float) -> None:
     assert nice_ceiling(v) == pytest.approx(top)
+
+
+def test_page_is_rendered_once_per_scrape_cycle() -> None:
+    """Loads between two scrapes get the same bytes (one render); a scrape renders anew."""
+    sim = VLLMSim(["tiny-llm"])
+
+    async def main() -> list[str]:
+        async with serve(upstream(sim)) as up:
+            scraper = Scraper(sidecar_cfg(f"{up}/metrics"), parse_registry(REGISTRY))
+            async with scraper:
+                engine = SLOEngine(parse_slo_file(SLOS), scraper.registry)
+                scraper.subscribers.append(engine.update)
+                routes, extra = slo_routes(engine)
+                app = make_app(scraper, {**routes, **page_routes(scraper, engine, routes)},
+                               extra)
+                bodies = []
+                async with serve(app) as base, aiohttp.ClientSession() as s:
+                    for scrapes in (2, 0, 1):
+                        for _ in range(scrapes):
+                            await scraper.scrape_once()
+                            await asyncio.sleep(0.01)
+                        async with s.get(f"{base}/") as resp:
+                            bodies.append(await resp.text())
+                return bodies
+
+    first, same, next_cycle = asyncio.run(main())
+    assert first == same
+    assert next_cycle != first

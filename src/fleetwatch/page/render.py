@@ -3,7 +3,8 @@
 Sections (each a ``<section id=…>``): ``targets`` (health), ``models`` (registry and
 engine facts), ``slos`` (per SLO and model: state and explanation, budget remaining, the
 burn heat map, latency or burn against concurrency with the threshold and capacity),
-``autoscaling`` (signal, components, history) and ``links``. Numbers are shown as
+``autoscaling`` (signal, components, history) and ``links``. A large fleet gets cards for
+its :data:`MAX_CARDS` worst SLO rows only. Numbers are shown as
 :func:`~fleetwatch.page.model.number` writes them and carried exactly in ``data-*``
 attributes. Styles are inline; there is no script and no external reference.
 """
@@ -25,6 +26,11 @@ from fleetwatch.page.model import (
     number,
     text,
 )
+from fleetwatch.slo.judge import SEVERITY
+
+#: SLO rows drawn as cards (heat map and chart) at most, worst states first: a page of a
+#: large fleet stays small enough to load; the summary table lists every row.
+MAX_CARDS = 40
 
 STYLE = """
 :root{--ok:#15803d;--bad:#b91c1c;--warn:#c2410c;--muted:#6b7280;--line:#e5e7eb}
@@ -163,19 +169,31 @@ def slo_card(i: int, row: Row, threshold: float | None) -> str:
             f'{svg.concurrency_chart(row, threshold)}</article>')
 
 
-def slos_section(slos: Sequence[Row], thresholds: dict[str, float]) -> str:
-    """A summary table of every SLO and model, then one card each."""
-    rows = [[f'<a href="#slo-{i}">{text(r.get("slo"))}</a>', text(model_label(r)),
+def _severity(row: Row) -> int:
+    state = str(row.get("state"))
+    return SEVERITY.index(state) if state in SEVERITY else len(SEVERITY)
+
+
+def slos_section(slos: Sequence[Row], thresholds: dict[str, float],
+                 max_cards: int = MAX_CARDS) -> str:
+    """A summary table of every SLO and model, then a card for each of the
+    ``max_cards`` worst (by :data:`~fleetwatch.slo.judge.SEVERITY`, then in order)."""
+    carded = set(sorted(range(len(slos)), key=lambda i: _severity(slos[i]))[:max_cards])
+    rows = [[f'<a href="#slo-{i}">{text(r.get("slo"))}</a>' if i in carded else
+             text(r.get("slo")), text(model_label(r)),
              _state(r.get("state")), number(r.get("error_budget_remaining"), pct=True),
              number(r.get("capacity")), number(r.get("concurrency"))]
             for i, r in enumerate(slos)]
     cards = "".join(slo_card(i, r, thresholds.get(str(r.get("slo"))))
-                    for i, r in enumerate(slos))
+                    for i, r in enumerate(slos) if i in carded)
+    more = len(slos) - len(carded)
+    note = (f'<p class="muted">{more} more SLO rows (the best states) have no card here: '
+            "see the table above or /slo</p>" if more else "")
     return ('<section id="slos"><h2>SLOs</h2>'
             + _table(["SLO", "model", "state", "budget left", "capacity", "concurrency"],
                      rows, "no SLO has data yet (or no SLO file: serve --slos)",
                      nowrap=(2, 3, 4, 5))
-            + (_legend() + f'<div class="cards">{cards}</div>' if slos else "")
+            + (_legend() + f'<div class="cards">{cards}</div>' + note if slos else "")
             + "</section>")
 
 

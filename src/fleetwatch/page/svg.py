@@ -60,23 +60,24 @@ def heatmap(burn_rates: Row) -> str:
         out.append(f'<text x="{left + cw * j + cw / 2:.0f}" y="13" class="ax" '
                    f'text-anchor="middle">{text(win)}</text>')
     finite = [b for b in bands if b not in (ALL, "+Inf")]
+    win_attr = [text(win) for win in windows]  # escaped once, used by every cell
     for i, band in enumerate(bands):
         y = top + ch * i
         name = ("all bands" if band == ALL else
                 f"> {finite[-1]}" if band == "+Inf" and finite else f"≤ {band}")
         out.append(f'<text x="{left - 6}" y="{y + 14}" class="ax" text-anchor="end">'
                    f'{text(name)}</text>')
+        band_attr = text(band)
         for j, win in enumerate(windows):
             per = burn_rates.get(win)
             burn = num(per.get(band)) if isinstance(per, dict) else None
             fill, ink = burn_colour(burn)
             x = left + cw * j
-            out.append(f'<g class="cell" data-band="{text(band)}" data-window="{text(win)}" '
-                       f'data-burn="{text(burn)}"><title>band {text(band)}, window '
-                       f'{text(win)}: burn {number(burn)}</title>'
-                       f'<rect x="{x + 1}" y="{y + 1}" width="{cw - 2}" height="{ch - 2}" '
-                       f'rx="2" fill="{fill}"/><text x="{x + cw / 2:.0f}" y="{y + 14}" '
-                       f'text-anchor="middle" fill="{ink}">{number(burn)}</text></g>')
+            out.append(f'<g class="cell" data-band="{band_attr}" data-window="{win_attr[j]}" '
+                       f'data-burn="{"" if burn is None else repr(burn)}"><rect x="{x + 1}" '
+                       f'y="{y + 1}" width="{cw - 2}" height="{ch - 2}" rx="2" fill="{fill}"/>'
+                       f'<text x="{x + cw / 2:.0f}" y="{y + 14}" text-anchor="middle" '
+                       f'fill="{ink}">{number(burn)}</text></g>')
     out.append("</svg>")
     return "".join(out)
 

@@ -1,16 +1,19 @@
 """The sidecar's status page, ``GET /`` (see :mod:`fleetwatch.page`).
 
-The page is rendered per request from the documents ``/slo`` and ``/autoscaling`` serve
-(read through their own handlers, so the page shows exactly what they answer), the
-targets' health (``/readyz``'s detail) and every live target's models with their
-registry entry and engine identity. The autoscaling history is a
-:class:`~fleetwatch.page.history.SignalHistory` fed right after the engine's update (a
-scraper subscriber that does work once per history step), never on a page load. Nothing
-here runs during a scrape cycle except that subscriber.
+The page is rendered from the documents ``/slo`` and ``/autoscaling`` serve (read
+through their own handlers, so the page shows exactly what they answer), the targets'
+health (``/readyz``'s detail) and every live target's models with their registry entry
+and engine identity — at most once per scrape cycle and engine update (later loads get
+the same bytes; a render that failed is retried), the facts read on the event loop and
+the HTML written in a worker thread, so page loads do not hold up a scrape. The
+autoscaling history is a :class:`~fleetwatch.page.history.SignalHistory` fed right after
+the engine's update (a scraper subscriber that does work once per history step), never on
+a page load.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Mapping
@@ -103,20 +106,34 @@ def page_routes(scraper: Scraper, engine: SLOEngine | None,
 
         scraper.subscribers.append(observe)
     limits = thresholds(engine)
+    links = [(n, h) for n, h in LINKS if h in handlers or h in ("/metrics", "/readyz",
+                                                               "/healthz")]
+    cache: dict[tuple[object, ...], asyncio.Future[str]] = {}
 
-    async def index(request: web.Request) -> web.Response:
+    async def page_input(request: web.Request) -> PageInput:
         slo_doc = await _document(handlers.get("/slo"), request)
         auto_doc = await _document(handlers.get("/autoscaling"), request)
-        links = [(n, h) for n, h in LINKS if h in handlers or h in ("/metrics", "/readyz",
-                                                                   "/healthz")]
-        page: PageInput = {
+        return {
             "title": "fleetwatch sidecar", "source": f"sidecar · {request.host}",
             "generated": time.time(), "updated": slo_doc.get("updated"),
             "targets": targets_view(scraper), "models": models_view(scraper),
             "slos": slo_doc.get("slos", []), "autoscaling": auto_doc.get("models", []),
             "history": ring.series(), "thresholds": limits, "links": links,
             "refresh_seconds": REFRESH_SECONDS, "history_note": ""}
-        return web.Response(text=render_page(page), content_type="text/html",
-                            charset="utf-8")
+
+    async def index(request: web.Request) -> web.Response:
+        snap = scraper.snapshot
+        key = (snap.timestamp if snap else None, engine.last_update if engine else None,
+               request.host)
+        if key not in cache:  # the facts are read here, the HTML is written in a thread
+            page = await page_input(request)
+            cache.clear()
+            cache[key] = asyncio.ensure_future(asyncio.to_thread(render_page, page))
+        try:
+            html = await asyncio.shield(cache[key])
+        except Exception:
+            cache.pop(key, None)
+            raise
+        return web.Response(text=html, content_type="text/html", charset="utf-8")
 
     return {"/": index}
