@@ -31,19 +31,16 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
+sys.path.insert(0, str(HERE.parent))  # tests.page_helpers: the upstream double, the wiring
 sys.path.insert(0, str(HERE))
 
 import aiohttp  # noqa: E402
-from aiohttp import web  # noqa: E402
 from bench_slo import SLOS, Fleet  # noqa: E402
+from tests.page_helpers import serve, upstream_app, wire  # noqa: E402
 
 from fleetwatch.page.history import SignalHistory  # noqa: E402
 from fleetwatch.sidecar.config import parse_config  # noqa: E402
-from fleetwatch.sidecar.page_route import page_routes  # noqa: E402
 from fleetwatch.sidecar.scraper import Scraper  # noqa: E402
-from fleetwatch.sidecar.server import make_app, slo_routes  # noqa: E402
-from fleetwatch.slo.engine import SLOEngine  # noqa: E402
-from fleetwatch.slo.spec import parse_slo_file  # noqa: E402
 
 
 def _stats(xs: list[float]) -> str:
@@ -52,25 +49,11 @@ def _stats(xs: list[float]) -> str:
     return f"median {statistics.median(xs) * 1e3:6.2f} ms, p99 {p99 * 1e3:6.2f} ms"
 
 
-async def _site(app: web.Application) -> tuple[web.AppRunner, str]:
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
-
-
-async def _sidecar(url: str, page: bool) -> tuple[Scraper, web.Application]:
-    cfg = parse_config({"listen": {"address": "127.0.0.1", "port": 0},
-                        "scrape": {"interval_seconds": 5, "timeout_seconds": 5},
-                        "targets": [{"name": "vllm", "kind": "vllm", "url": url}]})
-    scraper = Scraper(cfg)
-    await scraper.__aenter__()
-    engine = SLOEngine(parse_slo_file(SLOS))
-    scraper.subscribers.append(engine.update)
-    routes, extra = slo_routes(engine)
-    if page:  # a history step of 0: every update is recorded (the worst case)
-        routes = {**routes, **page_routes(scraper, engine, routes, SignalHistory(step_seconds=0))}
-    return scraper, make_app(scraper, routes, extra)
+def _scraper(url: str) -> Scraper:
+    """A scraper of one vLLM target at ``url`` (enter it to start its sessions)."""
+    return Scraper(parse_config({"listen": {"address": "127.0.0.1", "port": 0},
+                                 "scrape": {"interval_seconds": 5, "timeout_seconds": 5},
+                                 "targets": [{"name": "vllm", "kind": "vllm", "url": url}]}))
 
 
 async def _cycles(scraper: Scraper, n: int, pause: float = 0.0) -> list[float]:
@@ -95,52 +78,49 @@ async def _load(s: aiohttp.ClientSession, url: str, stop: asyncio.Event,
             await asyncio.wait_for(stop.wait(), 1 / rate)
 
 
+async def _page_latency(scraper: Scraper, s: aiohttp.ClientSession, url: str,
+                        loads: int) -> None:
+    """Print the latency of the first load after a scrape (it renders) and of a second."""
+    fresh: list[float] = []
+    cached: list[float] = []
+    size = 0
+    for _ in range(loads):
+        await scraper.scrape_once()  # a new cycle: the next load renders
+        for times in (fresh, cached):
+            t0 = time.perf_counter()
+            async with s.get(url) as resp:
+                size = len(await resp.read())
+            times.append(time.perf_counter() - t0)
+    print(f"  GET / first load of a cycle (renders): {_stats(fresh)} (page {size / 1024:.0f} KiB)")
+    print(f"  GET / again in the same cycle:         {_stats(cached)}")
+
+
 async def bench(models: int, cycles: int, loads: int, rate: float,
                 interval: float) -> None:
+    """Print the figures of one fleet size (see the module docstring)."""
     fleet = Fleet(models)
-
-    async def metrics(_r: web.Request) -> web.Response:
-        return web.Response(text=fleet.exposition(), content_type="text/plain")
-
-    async def health(_r: web.Request) -> web.Response:
-        return web.Response(text="")
-
-    up_app = web.Application()
-    up_app.router.add_get("/metrics", metrics)
-    up_app.router.add_get("/health", health)
-    up_runner, up = await _site(up_app)
     print(f"{models} models x 3 SLOs x 8 bands, {cycles} scrape cycles {interval:g} s apart "
           f"per case (loaded: {rate:g} page loads/s):")
     results: dict[str, list[float]] = {}
-    for case in ("without page", "with page", "with page, loaded"):
-        scraper, app = await _sidecar(f"{up}/metrics", page=case != "without page")
-        runner, base = await _site(app)
-        await _cycles(scraper, 5)  # warm up: engine rows, label caches
-        async with aiohttp.ClientSession() as s:
-            if case == "with page":
-                fresh, cached, size = [], [], 0
-                for _ in range(loads):
-                    await scraper.scrape_once()  # a new cycle: the next load renders
-                    for times in (fresh, cached):
-                        t0 = time.perf_counter()
-                        async with s.get(f"{base}/") as resp:
-                            size = len(await resp.read())
-                        times.append(time.perf_counter() - t0)
-                print(f"  GET / first load of a cycle (renders): {_stats(fresh)} "
-                      f"(page {size / 1024:.0f} KiB)")
-                print(f"  GET / again in the same cycle:         {_stats(cached)}")
-            stop = asyncio.Event()
-            loader = (asyncio.create_task(_load(s, f"{base}/", stop, rate))
-                      if case.endswith("loaded") else None)
-            results[case] = await _cycles(scraper, cycles, interval)
-            stop.set()
-            if loader:
-                await loader
-        await runner.cleanup()
-        await scraper.__aexit__()
+    async with serve(upstream_app(fleet.exposition)) as up:
+        for case in ("without page", "with page", "with page, loaded"):
+            async with _scraper(f"{up}/metrics") as scraper:
+                # a history step of 0: every update is recorded (the worst case)
+                app = wire(scraper, SLOS, SignalHistory(step_seconds=0),
+                           page=case != "without page")
+                async with serve(app) as base, aiohttp.ClientSession() as s:
+                    await _cycles(scraper, 5)  # warm up: engine rows, label caches
+                    if case == "with page":
+                        await _page_latency(scraper, s, f"{base}/", loads)
+                    stop = asyncio.Event()
+                    loader = (asyncio.create_task(_load(s, f"{base}/", stop, rate))
+                              if case.endswith("loaded") else None)
+                    results[case] = await _cycles(scraper, cycles, interval)
+                    stop.set()
+                    if loader:
+                        await loader
     for case, times in results.items():
         print(f"  scrape cycle {case + ':':19} {_stats(times)}")
-    await up_runner.cleanup()
 
 
 def main() -> None:

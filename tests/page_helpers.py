@@ -1,14 +1,20 @@
-"""Helpers of the status-page tests: a simulated vLLM fleet (test input), a DOM reader,
-and headless Chromium (Debian's ``chromium``)."""
+"""Helpers of the status-page tests (and ``benchmarks/bench_page.py``): a simulated vLLM
+fleet and upstream (test input), the sidecar's app wired as ``run_sidecar`` wires it, a
+DOM reader, headless Chromium (Debian's ``chromium``) and a Prometheus test double."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import AsyncIterator, Callable
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
+
+from aiohttp import web
 
 #: A model name that is hostile HTML.
 EVIL = "evil<script>alert(1)</script>&amp;"
@@ -65,6 +71,50 @@ class VLLMSim:
                       f'vllm:request_success_total{{{lab},finished_reason="stop"}} '
                       f"{fast + late}"]
         return "\n".join(lines) + "\n"
+
+
+@contextlib.asynccontextmanager
+async def serve(app: web.Application) -> AsyncIterator[str]:
+    """``app`` on a free loopback port; yields its base URL."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+def upstream_app(body: Callable[[], str]) -> web.Application:
+    """Test double: a vLLM whose /metrics answers ``body()`` (one call per request) and
+    whose /health answers 200."""
+    async def metrics(_r: web.Request) -> web.Response:
+        return web.Response(text=body(), content_type="text/plain")
+
+    async def health(_r: web.Request) -> web.Response:
+        return web.Response(text="")
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/health", health)
+    return app
+
+
+def wire(scraper: Any, slos: dict, history: Any = None, page: bool = True) -> web.Application:
+    """The sidecar's app around a started ``Scraper`` as ``run_sidecar`` wires it: the SLO
+    engine subscribed, ``/slo`` and ``/autoscaling``, and (``page``) ``/`` with ``history``
+    (a ``SignalHistory``; the route's default when None)."""
+    from fleetwatch.sidecar.page_route import page_routes
+    from fleetwatch.sidecar.server import make_app, slo_routes
+    from fleetwatch.slo.engine import SLOEngine
+    from fleetwatch.slo.spec import parse_slo_file
+
+    engine = SLOEngine(parse_slo_file(slos), scraper.registry)
+    scraper.subscribers.append(engine.update)
+    routes, extra = slo_routes(engine)
+    if page:
+        routes = {**routes, **page_routes(scraper, engine, routes, history)}
+    return make_app(scraper, routes, extra)
 
 
 class Node:

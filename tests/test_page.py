@@ -10,56 +10,41 @@ scraped by the test (``scrape_once``) so that nothing races the page.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
-from tests.page_helpers import EVIL, REGISTRY, SLOS, VLLMSim, parse_dom, run_chromium, screenshot
+from tests.page_helpers import (
+    EVIL,
+    REGISTRY,
+    SLOS,
+    VLLMSim,
+    parse_dom,
+    run_chromium,
+    screenshot,
+    serve,
+    upstream_app,
+    wire,
+)
 
 from fleetwatch.labels.registry import parse_registry
 from fleetwatch.page.history import SignalHistory
 from fleetwatch.page.model import number
+from fleetwatch.page.render import slos_section
 from fleetwatch.page.svg import concurrency_chart, nice_ceiling
 from fleetwatch.sidecar.config import parse_config
-from fleetwatch.sidecar.page_route import page_routes
 from fleetwatch.sidecar.scraper import Scraper
-from fleetwatch.sidecar.server import make_app, run_sidecar, slo_routes
-from fleetwatch.slo.engine import SLOEngine
+from fleetwatch.sidecar.server import run_sidecar
 from fleetwatch.slo.spec import parse_slo_file
 
 SECTIONS = ("targets", "models", "slos", "autoscaling", "links")
 
 
-@contextlib.asynccontextmanager
-async def serve(app: web.Application) -> AsyncIterator[str]:
-    """``app`` on a free loopback port; yields its base URL."""
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
-
-
 def upstream(sim: VLLMSim) -> web.Application:
-    """Test double: a vLLM serving the next step of ``sim`` per /metrics request and
-    answering /health."""
-    async def metrics(_r: web.Request) -> web.Response:
-        return web.Response(text=sim.exposition(), content_type="text/plain")
-
-    async def health(_r: web.Request) -> web.Response:
-        return web.Response(text="")
-
-    app = web.Application()
-    app.router.add_get("/metrics", metrics)
-    app.router.add_get("/health", health)
-    return app
+    """Test double: a vLLM serving the next step of ``sim`` per /metrics request."""
+    return upstream_app(sim.exposition)
 
 
 def sidecar_cfg(url: str, port: int = 0, interval: float = 1.0) -> Any:
@@ -84,14 +69,11 @@ def test_page_in_chromium_shows_what_slo_says(tmp_path: Path) -> None:
         async with serve(upstream(sim)) as up:
             scraper = Scraper(sidecar_cfg(f"{up}/metrics"), parse_registry(REGISTRY))
             async with scraper:
-                engine = SLOEngine(parse_slo_file(SLOS), scraper.registry)
-                scraper.subscribers.append(engine.update)
-                routes, extra = slo_routes(engine)
-                page = page_routes(scraper, engine, routes, SignalHistory(step_seconds=0))
+                app = wire(scraper, SLOS, SignalHistory(step_seconds=0))
                 for _ in range(25):
                     await scraper.scrape_once()
                     await asyncio.sleep(0.02)
-                async with serve(make_app(scraper, {**routes, **page}, extra)) as base:
+                async with serve(app) as base:
                     async with aiohttp.ClientSession() as s:
                         slo, auto = await _get(s, f"{base}/slo"), await _get(s, f"{base}/autoscaling")
                     dom = await asyncio.to_thread(run_chromium, f"{base}/", "--dump-dom")
@@ -220,11 +202,7 @@ def test_page_is_rendered_once_per_scrape_cycle() -> None:
         async with serve(upstream(sim)) as up:
             scraper = Scraper(sidecar_cfg(f"{up}/metrics"), parse_registry(REGISTRY))
             async with scraper:
-                engine = SLOEngine(parse_slo_file(SLOS), scraper.registry)
-                scraper.subscribers.append(engine.update)
-                routes, extra = slo_routes(engine)
-                app = make_app(scraper, {**routes, **page_routes(scraper, engine, routes)},
-                               extra)
+                app = wire(scraper, SLOS)
                 bodies = []
                 async with serve(app) as base, aiohttp.ClientSession() as s:
                     for scrapes in (2, 0, 1):
@@ -238,3 +216,12 @@ def test_page_is_rendered_once_per_scrape_cycle() -> None:
     first, same, next_cycle = asyncio.run(main())
     assert first == same
     assert next_cycle != first
+
+
+def test_a_large_fleet_gets_cards_for_its_worst_rows_only() -> None:
+    rows = [{"slo": f"s{i}", "model": "m", "state": state, "burn_rates": {}}
+            for i, state in enumerate(["ok", "regression", "no_data", "overload"])]
+    doc = parse_dom(slos_section(rows, {}, max_cards=2))
+    assert [c.attrs["data-state"] for c in doc.iter("article")] == ["regression", "overload"]
+    assert len(doc.iter("tr")) == 5  # the table lists every row (and its header)
+    assert "2 more SLO rows" in doc.text()
