@@ -202,21 +202,17 @@ def chromium() -> str:
     return path
 
 
-def run_chromium(url: str, *args: str, timeout: float = 60.0) -> str:
-    """Headless Chromium on ``url`` with ``args`` (``--dump-dom``, ``--screenshot=…``)
-    and a fresh profile; its stdout."""
+def load_page(url: str, shot: Path, size: str = "1280,2600", timeout: float = 60.0) -> str:
+    """Load ``url`` in headless Chromium with a fresh profile: write a PNG screenshot to
+    ``shot`` and return the DOM as Chromium has it (one run: ``--dump-dom`` and
+    ``--screenshot`` together)."""
     with tempfile.TemporaryDirectory(prefix="fw-chromium-") as profile:
         res = subprocess.run([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
-                              *args, url], capture_output=True, text=True, timeout=timeout)
+                              "--dump-dom", f"--screenshot={shot}", f"--window-size={size}",
+                              url], capture_output=True, text=True, timeout=timeout)
     assert res.returncode == 0, res.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"no PNG at {shot}"
     return res.stdout
-
-
-def screenshot(url: str, out: Path, size: str = "1280,2600") -> Path:
-    """A PNG of the page at ``url`` written to ``out``."""
-    run_chromium(url, f"--screenshot={out}", f"--window-size={size}")
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"no PNG at {out}"
-    return out
 
 
 class PrometheusDouble:

@@ -21,9 +21,8 @@ from tests.page_helpers import (
     REGISTRY,
     SLOS,
     VLLMSim,
+    load_page,
     parse_dom,
-    run_chromium,
-    screenshot,
     serve,
     upstream_app,
     wire,
@@ -76,9 +75,8 @@ def test_page_in_chromium_shows_what_slo_says(tmp_path: Path) -> None:
                 async with serve(app) as base:
                     async with aiohttp.ClientSession() as s:
                         slo, auto = await _get(s, f"{base}/slo"), await _get(s, f"{base}/autoscaling")
-                    dom = await asyncio.to_thread(run_chromium, f"{base}/", "--dump-dom")
-                    shot = await asyncio.to_thread(screenshot, f"{base}/",
-                                                   tmp_path / "status-page.png")
+                    shot = tmp_path / "status-page.png"
+                    dom = await asyncio.to_thread(load_page, f"{base}/", shot)
         return slo, auto, dom, shot
 
     slo, auto, dom_text, shot = asyncio.run(main())
