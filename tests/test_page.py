@@ -31,7 +31,7 @@ from tests.page_helpers import (
 from fleetwatch.labels.registry import parse_registry
 from fleetwatch.page.history import SignalHistory
 from fleetwatch.page.model import number
-from fleetwatch.page.render import slos_section
+from fleetwatch.page.render import render_page, slos_section
 from fleetwatch.page.svg import concurrency_chart, nice_ceiling
 from fleetwatch.sidecar.config import parse_config
 from fleetwatch.sidecar.scraper import Scraper
@@ -223,3 +223,42 @@ def test_a_large_fleet_gets_cards_for_its_worst_rows_only() -> None:
     assert [c.attrs["data-state"] for c in doc.iter("article")] == ["regression", "overload"]
     assert len(doc.iter("tr")) == 5  # the table lists every row (and its header)
     assert "2 more SLO rows" in doc.text()
+
+
+def test_a_watched_page_is_rendered_after_each_cycle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nobody loaded the page: scrapes render nothing. Once loaded, each cycle's page is
+    rendered right after the cycle, so the next load finds it ready (no render of its own)."""
+    import fleetwatch.sidecar.page_route as route
+
+    renders: list[float] = []
+
+    def counting(page: Any) -> str:
+        renders.append(page["generated"])
+        return render_page(page)
+
+    monkeypatch.setattr(route, "render_page", counting)
+    sim = VLLMSim(["tiny-llm"])
+
+    async def main() -> list[int]:
+        counts = []
+        async with serve(upstream(sim)) as up:
+            scraper = Scraper(sidecar_cfg(f"{up}/metrics"), parse_registry(REGISTRY))
+            async with scraper:
+                app = wire(scraper, SLOS)
+                async with serve(app) as base, aiohttp.ClientSession() as s:
+                    for _ in range(2):
+                        await scraper.scrape_once()
+                    await asyncio.sleep(0.2)
+                    counts.append(len(renders))  # not watched: 0
+                    async with s.get(f"{base}/") as resp:
+                        assert resp.status == 200
+                    counts.append(len(renders))  # the load rendered: 1
+                    await scraper.scrape_once()
+                    await asyncio.sleep(0.3)
+                    counts.append(len(renders))  # rendered after the cycle: 2
+                    async with s.get(f"{base}/") as resp:
+                        assert resp.status == 200
+                    counts.append(len(renders))  # served the ready page: 2
+        return counts
+
+    assert asyncio.run(main()) == [0, 1, 2, 2]

@@ -134,15 +134,16 @@ def concurrency_chart(row: Row, threshold: float | None) -> str:
     cap, pred, conc = (num(row.get(k)) for k in ("capacity", "capacity_predicted",
                                                  "concurrency"))
     xs = [p[0] for p in points] + [v for v in (cap, pred, conc) if v and v > 0] + [last * 2]
-    lo, hi = math.log2(max(min(xs), 1e-3) / 1.5), math.log2(max(xs) * 1.3)
+    first = min(finite) if finite else 1.0  # a near-idle model does not squeeze the bands
+    lo, hi = math.log2(max(min(xs), first / 4) / 1.5), math.log2(max(xs) * 1.3)
     ys = [p[1] for p in points] + [line or 0.0]
     top = nice_ceiling(max(ys) * 1.1) if max(ys) > 0 else 1.0
     if mode == "burn":
         top = min(top, 20.0)  # a burn of 40 and one of 400 both read "far above 1"
     w, h, ml, mr, mt, mb = 380, 200, 46, 12, 24, 34
 
-    def px(x: float) -> float:
-        return ml + (math.log2(x) - lo) / (hi - lo) * (w - ml - mr)
+    def px(x: float) -> float:  # below the axis' start: at its start
+        return ml + (max(math.log2(x), lo) - lo) / (hi - lo) * (w - ml - mr)
 
     def py(y: float) -> float:
         return mt + (1 - min(y, top) / top) * (h - mt - mb)

@@ -5,8 +5,9 @@ through their own handlers, so the page shows exactly what they answer), the tar
 health (``/readyz``'s detail) and every live target's models with their registry entry
 and engine identity — at most once per scrape cycle and engine update (later loads get
 the same bytes; a render that failed is retried), the facts read on the event loop and
-the HTML written in a worker thread, so page loads do not hold up a scrape. The
-autoscaling history is a :class:`~fleetwatch.page.history.SignalHistory` fed right after
+the HTML written in a worker thread, so page loads do not hold up a scrape; while the page
+is watched, each cycle's page is rendered right after the cycle, ready for the next load.
+The autoscaling history is a :class:`~fleetwatch.page.history.SignalHistory` fed right after
 the engine's update (a scraper subscriber that does work once per history step), never on
 a page load.
 """
@@ -14,7 +15,9 @@ a page load.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import math
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -90,50 +93,86 @@ async def _document(handler: Handler | None, request: web.Request) -> dict[str, 
     return json.loads(body) if isinstance(body, (bytes, bytearray)) else {}
 
 
-def page_routes(scraper: Scraper, engine: SLOEngine | None,
-                slo_handlers: Mapping[str, Handler] | None = None,
-                history: SignalHistory | None = None) -> dict[str, Handler]:
-    """The ``/`` route. With an ``engine``, its ``slo_handlers`` (``/slo``,
-    ``/autoscaling``) give the SLO and autoscaling sections and ``history`` (a new
-    :class:`SignalHistory` by default) is fed from a scraper subscriber that must run
-    after the engine's own (append order)."""
-    handlers = dict(slo_handlers or {})
-    ring = history if history is not None else SignalHistory()
-    if engine is not None:
-        def observe(_snap: Snapshot) -> None:
-            if ring.due(engine.last_update):
-                ring.record(engine.last_update, engine.autoscaling())
+class StatusPage:
+    """The ``/`` route and its state: the history ring, the rendered page of the current
+    scrape cycle and engine update (one render each, shared by every load), and when it
+    was last loaded. While someone loads the page (within :attr:`WATCHED_SECONDS`), the
+    page of each new cycle is rendered right after the cycle, so loads find it ready."""
 
-        scraper.subscribers.append(observe)
-    limits = thresholds(engine)
-    links = [(n, h) for n, h in LINKS if h in handlers or h in ("/metrics", "/readyz",
-                                                               "/healthz")]
-    cache: dict[tuple[object, ...], asyncio.Future[str]] = {}
+    #: A page loaded this recently is re-rendered after each scrape cycle (seconds).
+    WATCHED_SECONDS = 60.0
 
-    async def page_input(request: web.Request) -> PageInput:
-        slo_doc = await _document(handlers.get("/slo"), request)
-        auto_doc = await _document(handlers.get("/autoscaling"), request)
+    def __init__(self, scraper: Scraper, engine: SLOEngine | None,
+                 slo_handlers: Mapping[str, Handler] | None = None,
+                 history: SignalHistory | None = None) -> None:
+        self.scraper, self.engine = scraper, engine
+        self.handlers = dict(slo_handlers or {})
+        self.history = history if history is not None else SignalHistory()
+        self.thresholds = thresholds(engine)
+        self.links = [(n, h) for n, h in LINKS
+                      if h in self.handlers or h in ("/metrics", "/readyz", "/healthz")]
+        self._cache: dict[tuple[object, ...], asyncio.Future[str]] = {}
+        self._last_request: web.Request | None = None
+        self._last_load = -math.inf
+        self._renders: set[asyncio.Task[str]] = set()  # background renders (kept alive)
+
+    def observe(self, _snap: Snapshot) -> None:
+        """Scraper subscriber (after the engine's): record the history when due; render
+        the new cycle's page in the background while the page is watched."""
+        engine = self.engine
+        if engine is not None and self.history.due(engine.last_update):
+            self.history.record(engine.last_update, engine.autoscaling())
+        request = self._last_request
+        if request is not None and time.monotonic() - self._last_load < self.WATCHED_SECONDS:
+            with contextlib.suppress(RuntimeError):  # no running loop: render on load
+                task = asyncio.get_running_loop().create_task(self._page(request))
+                self._renders.add(task)
+                task.add_done_callback(self._renders.discard)
+
+    def _key(self, host: str) -> tuple[object, ...]:
+        snap, engine = self.scraper.snapshot, self.engine
+        return (snap.timestamp if snap else None,
+                engine.last_update if engine else None, host)
+
+    async def _input(self, request: web.Request) -> PageInput:
+        slo_doc = await _document(self.handlers.get("/slo"), request)
+        auto_doc = await _document(self.handlers.get("/autoscaling"), request)
         return {
             "title": "fleetwatch sidecar", "source": f"sidecar · {request.host}",
             "generated": time.time(), "updated": slo_doc.get("updated"),
-            "targets": targets_view(scraper), "models": models_view(scraper),
+            "targets": targets_view(self.scraper), "models": models_view(self.scraper),
             "slos": slo_doc.get("slos", []), "autoscaling": auto_doc.get("models", []),
-            "history": ring.series(), "thresholds": limits, "links": links,
-            "refresh_seconds": REFRESH_SECONDS, "history_note": ""}
+            "history": self.history.series(), "thresholds": self.thresholds,
+            "links": self.links, "refresh_seconds": REFRESH_SECONDS, "history_note": ""}
 
-    async def index(request: web.Request) -> web.Response:
-        snap = scraper.snapshot
-        key = (snap.timestamp if snap else None, engine.last_update if engine else None,
-               request.host)
-        if key not in cache:  # the facts are read here, the HTML is written in a thread
-            page = await page_input(request)
-            cache.clear()
-            cache[key] = asyncio.ensure_future(asyncio.to_thread(render_page, page))
+    async def _page(self, request: web.Request) -> str:
+        """The page of the current cycle: rendered once (facts read here, on the event
+        loop; HTML written in a worker thread), a failed render retried."""
+        key = self._key(request.host)
+        if key not in self._cache:
+            page = await self._input(request)
+            self._cache.clear()
+            self._cache[key] = asyncio.ensure_future(asyncio.to_thread(render_page, page))
         try:
-            html = await asyncio.shield(cache[key])
+            return await asyncio.shield(self._cache[key])
         except Exception:
-            cache.pop(key, None)
+            self._cache.pop(key, None)
             raise
+
+    async def index(self, request: web.Request) -> web.Response:
+        """``GET /``: the status page (HTML)."""
+        self._last_request, self._last_load = request, time.monotonic()
+        html = await self._page(request)
         return web.Response(text=html, content_type="text/html", charset="utf-8")
 
-    return {"/": index}
+
+def page_routes(scraper: Scraper, engine: SLOEngine | None,
+                slo_handlers: Mapping[str, Handler] | None = None,
+                history: SignalHistory | None = None) -> dict[str, Handler]:
+    """The ``/`` route (:class:`StatusPage`). With an ``engine``, its ``slo_handlers``
+    (``/slo``, ``/autoscaling``) give the SLO and autoscaling sections and ``history``
+    (a new :class:`SignalHistory` by default) is fed by a scraper subscriber, added here,
+    that must run after the engine's own (append order)."""
+    page = StatusPage(scraper, engine, slo_handlers, history)
+    scraper.subscribers.append(page.observe)
+    return {"/": page.index}
