@@ -109,6 +109,9 @@ class StatusPage:
         self.handlers = dict(slo_handlers or {})
         self.history = history if history is not None else SignalHistory()
         self.thresholds = thresholds(engine)
+        cfg = scraper.cfg
+        self.source = (f"sidecar · {len(cfg.targets)} target(s) every "
+                       f"{cfg.scrape.interval_seconds:g} s")
         self.links = [(n, h) for n, h in LINKS
                       if h in self.handlers or h in ("/metrics", "/readyz", "/healthz")]
         self._cache: dict[tuple[object, ...], asyncio.Future[str]] = {}
@@ -129,16 +132,17 @@ class StatusPage:
                 self._renders.add(task)
                 task.add_done_callback(self._renders.discard)
 
-    def _key(self, host: str) -> tuple[object, ...]:
+    def _key(self) -> tuple[object, ...]:
+        """What the page depends on: the scrape cycle and the engine update (not the
+        request: a client cannot make it render again)."""
         snap, engine = self.scraper.snapshot, self.engine
-        return (snap.timestamp if snap else None,
-                engine.last_update if engine else None, host)
+        return (snap.timestamp if snap else None, engine.last_update if engine else None)
 
     async def _input(self, request: web.Request) -> PageInput:
         slo_doc = await _document(self.handlers.get("/slo"), request)
         auto_doc = await _document(self.handlers.get("/autoscaling"), request)
         return {
-            "title": "fleetwatch sidecar", "source": f"sidecar · {request.host}",
+            "title": "fleetwatch sidecar", "source": self.source,
             "generated": time.time(), "updated": slo_doc.get("updated"),
             "targets": targets_view(self.scraper), "models": models_view(self.scraper),
             "slos": slo_doc.get("slos", []), "autoscaling": auto_doc.get("models", []),
@@ -148,7 +152,7 @@ class StatusPage:
     async def _page(self, request: web.Request) -> str:
         """The page of the current cycle: rendered once (facts read here, on the event
         loop; HTML written in a worker thread), a failed render retried."""
-        key = self._key(request.host)
+        key = self._key()
         if key not in self._cache:
             page = await self._input(request)
             self._cache.clear()
