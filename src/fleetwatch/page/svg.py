@@ -222,7 +222,7 @@ def sparkline(points: Sequence[HistoryPoint]) -> str:
             f'<text x="{ml - 4}" y="{py(0.0) + 4:.1f}" class="ax" text-anchor="end">0</text>'
             f'<polyline points="{path}" class="series"/>'
             f'<text x="{ml}" y="{h - 3}" class="ax">{text(span_text)} ago</text>'
-            f'<text x="{w - 4}" y="{h - 3}" class="ax" text-anchor="end">now '
+            f'<text x="{w - 4}" y="{h - 3}" class="ax" text-anchor="end">last '
             f'{number(points[-1]["signal"])}</text></svg>')
 
 
