@@ -30,7 +30,9 @@ from fleetwatch.page.model import ModelView, PageInput, TargetView
 from fleetwatch.page.render import render_page
 from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.sidecar.slo_routes import Handler
+from fleetwatch.sidecar.slo_worker import EngineWorker
 from fleetwatch.slo.engine import SLOEngine
+from fleetwatch.slo.status import autoscaling_document
 
 #: Endpoints the page links to (those the sidecar serves).
 LINKS = (("/metrics", "/metrics"), ("/slo", "/slo"), ("/autoscaling", "/autoscaling"),
@@ -102,10 +104,12 @@ class StatusPage:
     #: A page loaded this recently is re-rendered after each scrape cycle (seconds).
     WATCHED_SECONDS = 60.0
 
-    def __init__(self, scraper: Scraper, engine: SLOEngine | None,
+    def __init__(self, scraper: Scraper, source: SLOEngine | EngineWorker | None,
                  slo_handlers: Mapping[str, Handler] | None = None,
                  history: SignalHistory | None = None) -> None:
-        self.scraper, self.engine = scraper, engine
+        self.scraper = scraper
+        self.worker = source if isinstance(source, EngineWorker) else None
+        engine = self.engine = source.engine if isinstance(source, EngineWorker) else source
         self.handlers = dict(slo_handlers or {})
         self.history = history if history is not None else SignalHistory()
         self.thresholds = thresholds(engine)
@@ -119,24 +123,46 @@ class StatusPage:
         self._last_load = -math.inf
         self._renders: set[asyncio.Task[str]] = set()  # background renders (kept alive)
 
+    def _autoscaling_doc(self) -> Mapping[str, Any]:
+        """The ``/autoscaling`` document of the last engine update (the worker's, read
+        atomically; else built from the engine, which updates on this thread)."""
+        if self.worker is not None:
+            doc = self.worker.autoscaling_doc
+            return doc if isinstance(doc, dict) else {}
+        return autoscaling_document(self.engine) if self.engine is not None else {}
+
+    def _updated(self) -> object:
+        """The last engine update the documents show (None without an engine)."""
+        if self.worker is not None:
+            doc = self.worker.slo_doc
+            return doc.get("updated") if isinstance(doc, dict) else None
+        return self.engine.last_update if self.engine is not None else None
+
     def observe(self, _snap: Snapshot) -> None:
-        """Scraper subscriber (after the engine's): record the history when due; render
-        the new cycle's page in the background while the page is watched."""
-        engine = self.engine
-        if engine is not None and self.history.due(engine.last_update):
-            self.history.record(engine.last_update, engine.autoscaling())
+        """Scraper subscriber (after the engine's or its worker's): record the history
+        when due; while the page is watched, render the new cycle's page in the
+        background (after the worker's update)."""
+        updated = self._updated()
+        if isinstance(updated, (int, float)) and self.history.due(updated):
+            doc = self._autoscaling_doc()
+            self.history.record(updated, doc.get("models", []))
         request = self._last_request
         if request is not None and time.monotonic() - self._last_load < self.WATCHED_SECONDS:
             with contextlib.suppress(RuntimeError):  # no running loop: render on load
-                task = asyncio.get_running_loop().create_task(self._page(request))
+                task = asyncio.get_running_loop().create_task(self._prerender(request))
                 self._renders.add(task)
                 task.add_done_callback(self._renders.discard)
+
+    async def _prerender(self, request: web.Request) -> str:
+        if self.worker is not None:  # the snapshot was just submitted: wait its update
+            await asyncio.to_thread(self.worker.wait, self.worker.updates + 1, 5.0)
+        return await self._page(request)
 
     def _key(self) -> tuple[object, ...]:
         """What the page depends on: the scrape cycle and the engine update (not the
         request: a client cannot make it render again)."""
-        snap, engine = self.scraper.snapshot, self.engine
-        return (snap.timestamp if snap else None, engine.last_update if engine else None)
+        snap = self.scraper.snapshot
+        return (snap.timestamp if snap else None, self._updated())
 
     async def _input(self, request: web.Request) -> PageInput:
         slo_doc = await _document(self.handlers.get("/slo"), request)
@@ -170,13 +196,15 @@ class StatusPage:
         return web.Response(text=html, content_type="text/html", charset="utf-8")
 
 
-def page_routes(scraper: Scraper, engine: SLOEngine | None,
+def page_routes(scraper: Scraper, source: SLOEngine | EngineWorker | None,
                 slo_handlers: Mapping[str, Handler] | None = None,
                 history: SignalHistory | None = None) -> dict[str, Handler]:
-    """The ``/`` route (:class:`StatusPage`). With an ``engine``, its ``slo_handlers``
-    (``/slo``, ``/autoscaling``) give the SLO and autoscaling sections and ``history``
-    (a new :class:`SignalHistory` by default) is fed by a scraper subscriber, added here,
-    that must run after the engine's own (append order)."""
-    page = StatusPage(scraper, engine, slo_handlers, history)
+    """The ``/`` route (:class:`StatusPage`). With an SLO engine (``source``: the
+    :class:`~fleetwatch.sidecar.slo_worker.EngineWorker` running it, or the engine when
+    it updates on the event loop), its ``slo_handlers`` (``/slo``, ``/autoscaling``) give
+    the SLO and autoscaling sections and ``history`` (a new :class:`SignalHistory` by
+    default) is fed by a scraper subscriber, added here, that must come after the
+    engine's (append order)."""
+    page = StatusPage(scraper, source, slo_handlers, history)
     scraper.subscribers.append(page.observe)
     return {"/": page.index}

@@ -40,7 +40,9 @@ from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.exporters.source import Source
 from fleetwatch.exporters.sources import SOURCES_BY_KIND, TABLES, detect_kind
 from fleetwatch.exporters.table import TargetContext
+from fleetwatch.exporters.validate import Limits
 from fleetwatch.labels.registry import Registry
+from fleetwatch.sidecar.coldstart import ColdStarts
 from fleetwatch.sidecar.config import SidecarConfig, Target
 from fleetwatch.sidecar.fetch import ScrapeError, fetch_metrics
 from fleetwatch.sidecar.probes import Prober
@@ -67,6 +69,9 @@ class TargetState:
     duration: float = 0.0
     errors: Counter[str] = field(default_factory=Counter)
     invalid_lines_total: int = 0
+    invalid_samples: Counter[str] = field(default_factory=Counter)  # reason → refused
+    refused_signature: tuple[str, ...] = ()  # reasons refused in the last scrape (logged)
+    unmapped_logged: frozenset[str] = frozenset()  # unmapped families named in the log
     normalized: Normalized | None = None
     runtimes: dict[str, str] = field(default_factory=dict)
     models_ready: dict[str, bool] = field(default_factory=dict)
@@ -117,6 +122,8 @@ class Scraper:
         self._session: aiohttp.ClientSession | None = None
         self._metrics_session: aiohttp.ClientSession | None = None
         self.probes = Prober(lambda: self._session)
+        #: Not-ready → ready durations per (target, model), from the readiness probes.
+        self.cold_starts = ColdStarts()
 
     # -- lifecycle ----------------------------------------------------------------
     async def __aenter__(self) -> Scraper:
@@ -155,6 +162,9 @@ class Scraper:
         assert self._session is not None, "use 'async with Scraper(...)'"
         ts = time.time()
         await asyncio.gather(*(self._scrape_target(s) for s in self.states.values()))
+        seen = time.time()
+        for name, s in self.states.items():
+            self.cold_starts.observe(name, s.up, s.models_ready, s.target.models, seen)
         snap = Snapshot(ts, {n: (s.normalized if s.up else None)
                              for n, s in self.states.items()})
         live = [n for n in snap.targets.values() if n is not None]
@@ -219,9 +229,15 @@ class Scraper:
             ctx = TargetContext(runtime_for=st.runtime_for,
                                 extra_labels=tuple(sorted(st.target.labels.items())),
                                 model_version=st.target.model_version)
-            st.normalizer = Normalizer(TABLES[kind], ctx, self.cfg.passthrough_unmapped)
+            sc = self.cfg.scrape
+            limits = Limits(sc.max_series, sc.max_label_value_length,
+                            sc.normalize_timeout_seconds)
+            st.normalizer = Normalizer(TABLES[kind], ctx, self.cfg.passthrough_unmapped,
+                                       limits)
             st.kind = kind
         n = st.normalizer.normalize(text)
+        if n.refused is not None:
+            raise ScrapeError(*n.refused)
         if n.series_count == 0:
             problem = describe_if_not_metrics(text)
             if problem:
@@ -249,6 +265,16 @@ class Scraper:
         elif st.invalid_signature is not None:
             st.invalid_signature = None
             log.info("target %s: no malformed lines any more", st.target.name)
+        self._note_refusals(st, n)
+        if n.unmapped and not n.unmapped <= st.unmapped_logged:
+            st.unmapped_logged = frozenset(n.unmapped) | st.unmapped_logged \
+                if len(st.unmapped_logged) < 10_000 else frozenset(n.unmapped)
+            names = sorted(n.unmapped)
+            log.info("target %s: %d upstream famil%s not mapped (%s): %s%s", st.target.name,
+                     len(names), "y" if len(names) == 1 else "ies",
+                     "passed through" if self.cfg.passthrough_unmapped else "dropped",
+                     ", ".join(names[:20]), f" … and {len(names) - 20} more"
+                     if len(names) > 20 else "")
         st.scrapes_ok += 1
         seen = st.scrapes_ok
         learns = self.probes.learns_runtimes(st.source, st.target)
@@ -258,6 +284,24 @@ class Scraper:
                 st.exposed_unknown.add(model)  # its runtime label is the fallback for now
         if not was_up:
             log.info("target %s (%s): up, %d series", st.target.name, st.kind, n.series_count)
+
+    def _note_refusals(self, st: TargetState, n: Normalized) -> None:
+        """Count the samples value validation refused; one log line when the set of
+        reasons changes (``target T: refused N sample(s) (reason: example; …)``), one
+        when there are none any more."""
+        st.invalid_samples.update(n.invalid_samples)
+        signature = tuple(sorted(n.invalid_samples))
+        if signature == st.refused_signature:
+            return
+        st.refused_signature = signature
+        if signature:
+            log.warning("target %s: refused %d sample(s), withdrawn from /metrics and the "
+                        "SLO engine: %s", st.target.name, n.invalid_samples.total(),
+                        "; ".join(f"{r} ×{n.invalid_samples[r]} (e.g. "
+                                  f"{n.invalid_examples.get(r, '?')[:160]})"
+                                  for r in signature))
+        else:
+            log.info("target %s: no refused samples any more", st.target.name)
 
     def _mark_down(self, st: TargetState, reason: str, message: str) -> None:
         st.errors[reason] += 1
@@ -284,19 +328,20 @@ class Scraper:
         n = st.normalized
         observed = sorted({m[0] for m in n.models}) if n else []
         before = st.models_ready
-        st.models_ready = await self.probes.readiness(st.source, t, observed)
+        why = await self.probes.readiness(st.source, t, observed)
+        st.models_ready = {m: w is None for m, w in why.items()}
         was_sleeping, st.models_sleeping = st.models_sleeping, _sleeping(n)
         for model in st.models_sleeping:  # an engine asleep answers /health, serves nothing
             st.models_ready[model] = False
             if model not in was_sleeping:
                 log.info("target %s: model %s: engine asleep (not ready)", t.name, model)
-        for model, ok in st.models_ready.items():  # one line per change
+        for model, problem in why.items():  # one line per change
             was = before.get(model)
             if model in st.models_sleeping:
                 continue
-            if not ok and was is not False:
-                log.warning("target %s: model %s not ready", t.name, model)
-            elif ok and was is False:
+            if problem is not None and was is not False:
+                log.warning("target %s: model %s not ready (%s)", t.name, model, problem)
+            elif problem is None and was is False:
                 log.info("target %s: model %s ready again", t.name, model)
 
     def _forget_unseen_models(self, st: TargetState) -> None:
