@@ -96,6 +96,11 @@ def test_page_in_chromium_shows_what_slo_says(tmp_path: Path) -> None:
         assert float(budget.attrs["data-value"]) == row["error_budget_remaining"]
         assert budget.text() == number(row["error_budget_remaining"], pct=True)
         assert float(card.iter(class_="capacity")[0].attrs["data-value"]) == row["capacity"]
+        # latency against concurrency from the engine's per-band quantiles, else burn
+        has_latency = any(b.get("latency_seconds") is not None
+                          for b in row.get("band_latency", {}).values())
+        chart = card.iter("svg", class_="chart")[0]
+        assert chart.attrs["data-mode"] == ("latency" if has_latency else "burn")
         for window, per_band in row["burn_rates"].items():
             for band, burn in per_band.items():
                 cell = card.iter("g", data_band=band, data_window=window)
@@ -103,6 +108,8 @@ def test_page_in_chromium_shows_what_slo_says(tmp_path: Path) -> None:
                 assert cell[0].attrs["data-burn"] == ("" if burn is None else str(burn))
     states = {(r["slo"], r["model"]): r["state"] for r in slo["slos"]}
     assert states[("ttft", "tiny-llm")] == "overload", states  # slow above 4 requests
+    ttft = doc.iter("article", class_="slo", data_slo="ttft", data_model="tiny-llm")[0]
+    assert ttft.iter("svg", class_="chart")[0].attrs["data-mode"] == "latency"
     for obj in auto["models"]:
         sig = doc.iter("article", class_="signal", data_model=obj["model"])
         assert len(sig) == 1 and float(sig[0].attrs["data-signal"]) == obj["signal"]
