@@ -11,9 +11,10 @@ running gauge, KV usage; 3 SLOs × 8 bands). Per fleet size it prints:
   one in the same cycle (the cached page), median and p99, page size;
 * one scrape cycle (``scrape_once``: fetch, normalize, render, engine update,
   subscribers; ``--interval`` apart, 0.5 s: faster than any real sidecar): median and
-  p99 for a sidecar without the page, with the page (its history subscriber, recording
-  every update), and with the page loaded ``--rate`` times a second while it scrapes
-  (the page is rendered once per cycle, in a thread; the client runs in this process).
+  p99 for a sidecar without the page, with the page (its history subscriber, a snapshot
+  every ``--history-step`` seconds as the sidecar's), and with the page loaded ``--rate``
+  times a second while it scrapes (the page is rendered once per cycle, in a thread; the
+  client runs in this process).
 
 The demo serves 5 models and 4 SLOs: the 5-model case is its size (with more SLO rows).
 """
@@ -96,7 +97,7 @@ async def _page_latency(scraper: Scraper, s: aiohttp.ClientSession, url: str,
 
 
 async def bench(models: int, cycles: int, loads: int, rate: float,
-                interval: float) -> None:
+                interval: float, history_step: float) -> None:
     """Print the figures of one fleet size (see the module docstring)."""
     fleet = Fleet(models)
     print(f"{models} models x 3 SLOs x 8 bands, {cycles} scrape cycles {interval:g} s apart "
@@ -105,8 +106,7 @@ async def bench(models: int, cycles: int, loads: int, rate: float,
     async with serve(upstream_app(fleet.exposition)) as up:
         for case in ("without page", "with page", "with page, loaded"):
             async with _scraper(f"{up}/metrics") as scraper:
-                # a history step of 0: every update is recorded (the worst case)
-                app = wire(scraper, SLOS, SignalHistory(step_seconds=0),
+                app = wire(scraper, SLOS, SignalHistory(step_seconds=history_step),
                            page=case != "without page")
                 async with serve(app) as base, aiohttp.ClientSession() as s:
                     await _cycles(scraper, 5)  # warm up: engine rows, label caches
@@ -130,10 +130,13 @@ def main() -> None:
     ap.add_argument("--interval", type=float, default=0.5, help="seconds between cycles")
     ap.add_argument("--loads", type=int, default=50)
     ap.add_argument("--rate", type=float, default=10.0, help="page loads per second")
+    ap.add_argument("--history-step", type=float, default=10.0,
+                    help="seconds between history snapshots (the sidecar's; 0: every update)")
     args = ap.parse_args()
     logging.getLogger("fleetwatch").setLevel(logging.ERROR)
     for n in args.models:
-        asyncio.run(bench(n, args.cycles, args.loads, args.rate, args.interval))
+        asyncio.run(bench(n, args.cycles, args.loads, args.rate, args.interval,
+                          args.history_step))
 
 
 if __name__ == "__main__":
