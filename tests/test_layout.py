@@ -5,7 +5,7 @@ The import graph is read from the sources (``ast``), every import counted — mo
 inside functions, and under ``TYPE_CHECKING`` alike — so a lazy import cannot hide a cycle.
 The layers, lowest first (a module may import its own layer and the layers below):
 
-    labels → exporters → slo → alerts → dashboards → sidecar → manifests → demo → commands/cli
+    labels → exporters → slo → alerts → dashboards/page → sidecar → manifests → demo → commands/cli
 
 ``fleetwatch/__init__.py`` (the version) is importable from anywhere.
 """
@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "alerts": 4,
     "dashboards": 5,
     "schema_doc": 5,
+    "page": 5,  # the status page renderer: pure, from the /slo and /autoscaling documents
     "sidecar": 6,
     "manifests": 7,  # generator of the sidecar's own pod: reads the sidecar config schema
     "demo": 8,

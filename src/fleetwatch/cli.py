@@ -75,15 +75,23 @@ def slo_validate(file: str) -> None:
               help="Prometheus base URL, e.g. http://127.0.0.1:9090")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--timeout", type=float, default=10.0, show_default=True)
-def slo_report(prom_url: str, as_json: bool, timeout: float) -> None:
+@click.option("--html", "html_out", type=click.Path(dir_okay=False),
+              help="Also write the status page of the fleet to this file (self-contained).")
+def slo_report(prom_url: str, as_json: bool, timeout: float, html_out: str | None) -> None:
     """Per SLO and model: budget remaining, burn rates by window and band, capacity and
     state, read from a Prometheus that scrapes the sidecars."""
     from fleetwatch.commands.slo_report import ReportError, fetch_report, render_table
 
     try:
         report = fetch_report(prom_url, timeout=timeout)
+        if html_out:
+            from fleetwatch.commands.slo_html import write_page
+
+            click.echo(f"wrote {write_page(html_out, prom_url, report, timeout)}", err=True)
     except ReportError as exc:
         _fail(str(exc), code=1)
+    except OSError as exc:
+        _fail(f"--html {html_out}: cannot write: {exc.strerror or exc}", code=1)
     if as_json:
         import json
 

@@ -10,8 +10,8 @@
   random-weight Llama as ``tiny-llm`` (``./dev demo`` provisions both on first use), with
   a bounded OpenAI-API load (completions and chat, streaming and not:
   `fleetwatch.demo.llm_load.run_demo_llm_load`);
-* the sidecar, scraping both every 2 s and serving the normalized ``/metrics`` on
-  ``--port``, with the demo registry (owners, on-call, tiers) on
+* the sidecar, scraping both every 2 s and serving its status page ``/`` and the
+  normalized ``/metrics`` on ``--port``, with the demo registry (owners, on-call, tiers) on
   ``modelserver_model_info`` and the SLO engine running the demo SLOs
   (``demo/slos.yaml``: ``/slo``, ``/autoscaling``, ``fleetwatch_slo_*``).
 
@@ -124,7 +124,8 @@ def run_demo(duration: float = 600.0, port: int = 9810) -> None:
 
         def announce(bound: int) -> None:
             base = f"http://127.0.0.1:{bound}"
-            print(f"fleetwatch demo: normalized metrics at {base}/metrics, SLOs at {base}/slo, "
+            print(f"fleetwatch demo: status page at {base}/, "
+                  f"normalized metrics at {base}/metrics, SLOs at {base}/slo, "
                   f"autoscaling at {base}/autoscaling (readiness /readyz); Triton "
                   f"{triton.metrics_url}, vLLM {vllm.metrics_url} (model {DEMO_LLM}); "
                   f"stops in {duration:.0f} s or on Ctrl-C", flush=True)

@@ -1,5 +1,5 @@
 """The sidecar's HTTP server: ``/metrics``, ``/healthz``, ``/readyz`` (+ the SLO engine's
-``/slo`` and ``/autoscaling`` when SLOs are configured).
+``/slo`` and ``/autoscaling`` when SLOs are configured; the status page ``/``).
 
 * ``/metrics`` — the latest normalized exposition, fleetwatch's own metrics, the SLO
   engine's and the families passed through, merged without duplicates by
@@ -37,6 +37,7 @@ from fleetwatch.labels.registry import Registry
 from fleetwatch.sidecar.config import SidecarConfig
 from fleetwatch.sidecar.guard import ConnectionGuard, GuardedSite, install_exception_handler
 from fleetwatch.sidecar.metrics import MetricsAssembler
+from fleetwatch.sidecar.page_route import page_routes
 from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.sidecar.slo_routes import Handler, slo_routes
 from fleetwatch.sidecar.slo_worker import EngineWorker
@@ -156,6 +157,7 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
             worker = EngineWorker(engine, scraper.cold_starts.by_model)
             scraper.subscribers.append(worker.submit)
             routes, extra = slo_routes(engine, worker)
+        routes = {**(routes or {}), **page_routes(scraper, worker, routes)}
         app = make_app(scraper, routes, extra, guard)
         runner = web.AppRunner(app, access_log=None, lingering_time=2.0)
         await runner.setup()
