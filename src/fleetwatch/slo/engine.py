@@ -20,7 +20,7 @@ This module only wires those stages together.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.registry import Registry
@@ -38,7 +38,7 @@ from fleetwatch.slo.autoscaling import ModelSignal
 from fleetwatch.slo.bands import band_label, band_of
 from fleetwatch.slo.capacity import update_capacity
 from fleetwatch.slo.decode import QUEUE, Decoder, Interval, needed_families
-from fleetwatch.slo.spec import SLOFile
+from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState
 from fleetwatch.slo.status import Sample, SLOStatus
 from fleetwatch.slo.windows import FloatArray
@@ -114,7 +114,7 @@ class SLOEngine:
         rows: list[int] = []
         goods: list[float] = []
         totals: list[float] = []
-        gauges, ledger, bounds = self.gauges, self.ledger, self._decoder.bounds
+        gauges, bounds = self.gauges, self._decoder.bounds
         for mk, iv in intervals.items():
             # the model's own interval: since it last had data (a target down stretches it)
             dt = ts - self._model_seen.get(mk, prev_ts)
@@ -131,25 +131,61 @@ class SLOEngine:
             for slo in self.spec.slos:
                 if not self._selects(slo, mk):
                     continue
-                st = self.states.get((slo.name, mk))
-                if st is None:
-                    st = self.states[(slo.name, mk)] = SLOModelState(
-                        slo, mk, capacity=slo.concurrency.envelope)
+                st = self._state(slo, mk)
+                if slo.sli.source == "traces":
+                    continue  # judged per request: add_events
                 ev = interval_events(st, iv, bounds)
                 if ev is None or conc is None:
                     continue
-                good, total = ev
-                if total <= 0:
-                    continue
-                good = min(good, total)
-                band = band_label(band_of(conc, slo.concurrency.bands))
-                st.last_band = band
-                for b in (band, ALL):
-                    st.events[b] += total
-                    st.good[b] += good
-                    rows.append(ledger.row(st, b))
-                    goods.append(good)
-                    totals.append(total)
+                self._book(st, conc, ev[0], ev[1], rows, goods, totals)
+        self._add_and_judge(ts, rows, goods, totals)
+
+    def _state(self, slo: SLOSpec, mk: ModelKey) -> SLOModelState:
+        st = self.states.get((slo.name, mk))
+        if st is None:
+            st = self.states[(slo.name, mk)] = SLOModelState(
+                slo, mk, capacity=slo.concurrency.envelope)
+        return st
+
+    def _book(self, st: SLOModelState, conc: float, good: float, total: float,
+              rows: list[int], goods: list[float], totals: list[float]) -> None:
+        """Events of one SLO and model into the band of ``conc`` and ``all``."""
+        if total <= 0:
+            return
+        good = min(good, total)
+        band = band_label(band_of(conc, st.slo.concurrency.bands))
+        st.last_band = band
+        for b in (band, ALL):
+            st.events[b] += total
+            st.good[b] += good
+            rows.append(self.ledger.row(st, b))
+            goods.append(good)
+            totals.append(total)
+
+    def add_events(self, events: Iterable[tuple[str, ModelKey, float, float, float, float]],
+                   ) -> None:
+        """Account already-judged events of ``sli.source: traces`` SLOs — ``(SLO name,
+        model key, Unix seconds, concurrency, good, total)`` — each into the band of its
+        concurrency like an interval's metric events, then judge. An unknown SLO name or
+        one not selecting the model is skipped; times before the last accounted one
+        count at it (the windows do not go back)."""
+        by_name = {s.name: s for s in self.spec.slos}
+        rows: list[int] = []
+        goods: list[float] = []
+        totals: list[float] = []
+        ts = self.last_update or 0.0
+        for name, mk, t, conc, good, total in events:
+            slo = by_name.get(name)
+            if slo is None or slo.sli.source != "traces" or not self._selects(slo, mk):
+                continue
+            self._book(self._state(slo, mk), conc, good, total, rows, goods, totals)
+            ts = max(ts, t)
+        if rows:
+            self._add_and_judge(ts, rows, goods, totals)
+
+    def _add_and_judge(self, ts: float, rows: list[int], goods: list[float],
+                       totals: list[float]) -> None:
+        ledger = self.ledger
         ledger.add(ts, rows, goods, totals)
         burning = ledger.burning.tolist()
         cap_cfg = self.spec.capacity

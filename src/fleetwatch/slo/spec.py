@@ -149,24 +149,56 @@ class TimesliceSLI(_Strict):
         return format(float(self.statistic[1:]) / 100, "g")
 
 
+#: Latency metrics a trace gives per request (``itl`` needs per-token times: metrics only).
+TRACE_METRICS = ("ttft", "tpot", "request", "queue")
+_KINDS = ("latency", "availability", "timeslice", "goodput")
+
+
 class SLI(_Strict):
-    """Exactly one of ``latency``, ``availability`` or ``timeslice``."""
+    """Exactly one of ``latency``, ``availability``, ``timeslice`` or ``goodput``.
+
+    ``source: traces`` judges every traced request exactly (:mod:`fleetwatch.traces`): a
+    latency threshold need not be a bucket boundary, and ``goodput`` — a list of latency
+    objectives a request must *all* meet (``[{metric: ttft, threshold_seconds: 0.2},
+    {metric: tpot, threshold_seconds: 0.05}]``) — needs it. ``sampling: N`` declares that
+    one request in N is traced (Triton ``--trace-config=rate=N``): each traced request
+    then counts as N events.
+    """
 
     latency: LatencySLI | None = None
     availability: AvailabilitySLI | None = None
     timeslice: TimesliceSLI | None = None
+    goodput: list[LatencySLI] | None = Field(None, min_length=1)
+    source: Literal["metrics", "traces"] = "metrics"
+    sampling: int = Field(1, ge=1, le=1_000_000)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> SLI:
-        given = [k for k in ("latency", "availability", "timeslice") if getattr(self, k)]
+        given = [k for k in _KINDS if getattr(self, k)]
         if len(given) != 1:
-            raise ValueError("give exactly one of latency, availability, timeslice")
+            raise ValueError("give exactly one of latency, availability, timeslice, goodput")
+        if self.source == "metrics":
+            if self.goodput:
+                raise ValueError("goodput needs source: traces (metrics give marginals only)")
+            if self.sampling != 1:
+                raise ValueError("sampling applies to source: traces only")
+            return self
+        if given[0] not in ("latency", "goodput"):
+            raise ValueError(f"source: traces supports latency and goodput, not {given[0]}")
+        for lat in self.objectives():
+            if lat.metric not in TRACE_METRICS:
+                raise ValueError(f"metric {lat.metric!r} is not in traces; use one of "
+                                 f"{', '.join(TRACE_METRICS)}")
         return self
 
     @property
     def kind(self) -> str:
-        """``"latency"``, ``"availability"`` or ``"timeslice"``."""
-        return next(k for k in ("latency", "availability", "timeslice") if getattr(self, k))
+        """``"latency"``, ``"availability"``, ``"timeslice"`` or ``"goodput"``."""
+        return next(k for k in _KINDS if getattr(self, k))
+
+    def objectives(self) -> list[LatencySLI]:
+        """The latency objectives a request must all meet (latency or goodput SLIs)."""
+        return list(self.goodput or ([self.latency] if self.latency else []))
 
 
 class Objective(_Strict):
