@@ -46,6 +46,7 @@ from pydantic import (
 )
 
 from fleetwatch.exporters.sources import KINDS
+from fleetwatch.sidecar.trace_config import TracesConfig
 from fleetwatch.specfile import read_yaml, validate
 
 _HOST_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
@@ -128,6 +129,7 @@ class SidecarConfig(_Strict):
     registry: str | None = None
     passthrough_unmapped: bool = False
     targets: list[Target] = Field(min_length=1)
+    traces: TracesConfig | None = None  # the OTLP trace receiver (sidecar.trace_config)
 
     @model_validator(mode="after")
     def _unique_names(self) -> SidecarConfig:

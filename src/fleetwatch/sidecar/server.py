@@ -28,9 +28,12 @@ from typing import Any
 
 from aiohttp import web
 
+from fleetwatch.exporters.assemble import Part
 from fleetwatch.labels.registry import Registry
 from fleetwatch.sidecar.config import SidecarConfig
 from fleetwatch.sidecar.metrics import MetricsAssembler
+from fleetwatch.sidecar.otlp import run_receiver
+from fleetwatch.sidecar.otlp_setup import start_traces
 from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.sidecar.slo_routes import Handler, slo_routes
 from fleetwatch.slo.engine import SLOEngine
@@ -87,10 +90,12 @@ def readiness(scraper: Scraper) -> tuple[bool, dict[str, Any]]:
 
 def make_app(scraper: Scraper,
              extra_routes: dict[str, Handler] | None = None,
-             extra_metrics: Callable[[], bytes] | None = None) -> web.Application:
+             extra_metrics: Callable[[], bytes] | None = None,
+             normalized: Callable[[Part], Part] | None = None) -> web.Application:
     """Build the aiohttp application around a running :class:`Scraper`;
-    ``extra_metrics`` returns the SLO engine's exposition (bytes) for /metrics."""
-    assembler = MetricsAssembler(scraper, extra_metrics)
+    ``extra_metrics`` returns the SLO engine's exposition (bytes) for /metrics and
+    ``normalized`` rewrites the normalized families (the trace receiver's buckets)."""
+    assembler = MetricsAssembler(scraper, extra_metrics, normalized)
 
     async def metrics(request: web.Request) -> web.Response:
         body = assembler.body()
@@ -136,7 +141,13 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
             engine = SLOEngine(slos, registry)
             scraper.subscribers.append(engine.update)
             routes, extra = slo_routes(engine)
-        app = make_app(scraper, routes, extra)
+        receiver = traces_task = None
+        if cfg.traces is not None:
+            receiver, extra = start_traces(cfg.traces, engine if slos is not None else None,
+                                           extra)
+            traces_task = asyncio.create_task(run_receiver(receiver, stop))
+        app = make_app(scraper, routes, extra,
+                       receiver.normalized if receiver is not None else None)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, cfg.listen.address, cfg.listen.port)
@@ -159,3 +170,6 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
             await scraper.run(stop)
         finally:
             await runner.cleanup()
+            if traces_task is not None:
+                stop.set()
+                await traces_task

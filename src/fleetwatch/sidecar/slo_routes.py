@@ -9,6 +9,7 @@ from prometheus_client import generate_latest
 
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.export import slo_registry
+from fleetwatch.slo.status import SLOStatus
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -17,7 +18,7 @@ def slo_routes(engine: SLOEngine) -> tuple[dict[str, Handler], Callable[[], byte
     """HTTP routes and the extra /metrics body of the SLO engine.
 
     * ``/slo`` — per SLO and model: state and its explanation, budget, burn rates by
-      window and band, capacity (JSON);
+      window and band, capacity, ``sli_source`` and trace ``sampling`` (JSON);
     * ``/autoscaling`` — KEDA metrics-api JSON, one object per model: ``signal``, its
       ``components``, ``capacity``, ``concurrency``, ``state``;
     * ``/autoscaling/{model}`` — one model (all its versions): ``signal`` is the largest
@@ -25,8 +26,17 @@ def slo_routes(engine: SLOEngine) -> tuple[dict[str, Handler], Callable[[], byte
     """
     registry = slo_registry(engine)
 
+    specs = {s.name: s for s in engine.spec.slos}
+
+    def with_source(st: SLOStatus) -> dict[str, object]:
+        """A status with where its events come from: ``sli_source`` (metrics | traces)
+        and ``sampling`` (each traced request counts as that many events)."""
+        sli = specs[st["slo"]].sli
+        return {**st, "sli_source": sli.source, "sampling": sli.sampling}
+
     async def slo(_request: web.Request) -> web.Response:
-        return web.json_response({"updated": engine.last_update, "slos": engine.status()})
+        return web.json_response({"updated": engine.last_update,
+                                  "slos": [with_source(s) for s in engine.status()]})
 
     async def autoscaling(_request: web.Request) -> web.Response:
         return web.json_response({"updated": engine.last_update,
