@@ -244,18 +244,20 @@ def receiver_metrics(receiver: TraceReceiver) -> Callable[[], bytes]:
     return lambda: generate_latest(registry)
 
 
-def receiver_app(receiver: TraceReceiver) -> web.Application:
-    """The receiver's own application (``POST /v1/traces``); aiohttp's body limit is the
-    receiver's, so an oversized body is refused while being read."""
+def receiver_runner(receiver: TraceReceiver) -> web.AppRunner:
+    """The receiver's own application (``POST /v1/traces``) in a runner: aiohttp's body
+    limit is the receiver's (an oversized body is refused while being read) and bodies are
+    not decompressed by aiohttp — the receiver gunzips within its limit, and forwards the
+    bytes as they came."""
     app = web.Application(client_max_size=receiver.limits.max_body_bytes)
     app.router.add_post("/v1/traces", receiver.handle)
-    return app
+    return web.AppRunner(app, access_log=None, auto_decompress=False)
 
 
 async def run_receiver(receiver: TraceReceiver, stop: asyncio.Event,
                        on_ready: Callable[[int], None] | None = None) -> None:
     """Serve the receiver on ``traces.listen`` until ``stop``; ticks every second."""
-    runner = web.AppRunner(receiver_app(receiver), access_log=None)
+    runner = receiver_runner(receiver)
     await runner.setup()
     site = web.TCPSite(runner, receiver.cfg.listen.address, receiver.cfg.listen.port)
     await site.start()

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import json
 import zlib
 from dataclasses import dataclass
@@ -141,11 +140,16 @@ def count_protobuf_spans(body: bytes, stop_above: int) -> int:
 
 
 def _hex_to_b64(obj: dict[str, Any], key: str) -> None:
+    """OTLP/JSON ids are hex (not protobuf JSON's base64): convert, refuse anything else."""
     v = obj.get(key)
-    if isinstance(v, str) and v:
-        # not hex: left to json_format (base64), which refuses what it cannot read
-        with contextlib.suppress(ValueError):
-            obj[key] = base64.b64encode(bytes.fromhex(v)).decode()
+    if v is None or v == "":
+        return
+    try:
+        if not isinstance(v, str):
+            raise ValueError
+        obj[key] = base64.b64encode(bytes.fromhex(v)).decode()
+    except ValueError:
+        raise OTLPDecodeError("bad_json", f"{key} {str(v)[:40]!r} is not hex") from None
 
 
 def _json_request(text: bytes, limits: Limits) -> ExportTraceServiceRequest:
