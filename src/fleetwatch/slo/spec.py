@@ -55,6 +55,7 @@ from pydantic import (
 
 from fleetwatch.slo.durations import format_duration, parse_duration
 from fleetwatch.slo.sli import LATENCY_METRICS, SUMMARY_METRICS
+from fleetwatch.slo.trace_sli import check_source
 from fleetwatch.specfile import format_validation_error, read_yaml
 
 # Re-exported: the SLO file's latency vocabulary is derived from the schema in .sli.
@@ -149,21 +150,13 @@ class TimesliceSLI(_Strict):
         return format(float(self.statistic[1:]) / 100, "g")
 
 
-#: Latency metrics a trace gives per request (``itl`` needs per-token times: metrics only).
-TRACE_METRICS = ("ttft", "tpot", "request", "queue")
 _KINDS = ("latency", "availability", "timeslice", "goodput")
 
 
 class SLI(_Strict):
-    """Exactly one of ``latency``, ``availability``, ``timeslice`` or ``goodput``.
-
-    ``source: traces`` judges every traced request exactly (:mod:`fleetwatch.traces`): a
-    latency threshold need not be a bucket boundary, and ``goodput`` — a list of latency
-    objectives a request must *all* meet (``[{metric: ttft, threshold_seconds: 0.2},
-    {metric: tpot, threshold_seconds: 0.05}]``) — needs it. ``sampling: N`` declares that
-    one request in N is traced (Triton ``--trace-config=rate=N``): each traced request
-    then counts as N events.
-    """
+    """Exactly one of ``latency``, ``availability``, ``timeslice`` or ``goodput``; the
+    ``source`` (``metrics`` or ``traces``), ``goodput`` and ``sampling`` rules are in
+    :mod:`.trace_sli`."""
 
     latency: LatencySLI | None = None
     availability: AvailabilitySLI | None = None
@@ -177,18 +170,8 @@ class SLI(_Strict):
         given = [k for k in _KINDS if getattr(self, k)]
         if len(given) != 1:
             raise ValueError("give exactly one of latency, availability, timeslice, goodput")
-        if self.source == "metrics":
-            if self.goodput:
-                raise ValueError("goodput needs source: traces (metrics give marginals only)")
-            if self.sampling != 1:
-                raise ValueError("sampling applies to source: traces only")
-            return self
-        if given[0] not in ("latency", "goodput"):
-            raise ValueError(f"source: traces supports latency and goodput, not {given[0]}")
-        for lat in self.objectives():
-            if lat.metric not in TRACE_METRICS:
-                raise ValueError(f"metric {lat.metric!r} is not in traces; use one of "
-                                 f"{', '.join(TRACE_METRICS)}")
+        check_source(given[0], self.source, self.sampling,
+                     [o.metric for o in self.objectives()])
         return self
 
     @property

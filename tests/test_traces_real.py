@@ -1,0 +1,225 @@
+"""Traces from the real engines, sent to the sidecar's receiver (issue 11 acceptance).
+
+One extra Triton and one extra vLLM, started here with tracing (module-scoped: tracing
+flags need their own server), export to a :class:`TraceReceiver` that forwards every
+body to a downstream collector test double — whose copies the test decodes with
+opentelemetry-proto itself, independently of fleetwatch, to compute the expected figures.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from tests.helpers import buckets, normalize, pick, require_vllm, upstream_samples
+from tests.trace_helpers import DownstreamCollectorDouble, ReceiverThread
+
+from fleetwatch.demo.load.inputs import streamer_inputs
+from fleetwatch.demo.load.stream import stream_requests
+from fleetwatch.demo.load.unary import send_requests
+from fleetwatch.demo.triton import TritonServer
+from fleetwatch.exporters.assemble import NORMALIZED, Part
+from fleetwatch.exporters.render import normalized_families
+from fleetwatch.sidecar.otlp import TraceReceiver
+from fleetwatch.sidecar.trace_config import TracesConfig
+from fleetwatch.slo.engine import SLOEngine
+from fleetwatch.slo.spec import parse_slo_file
+from fleetwatch.traces.histograms import BOUNDS
+
+TTFT_MAX, TPOT_MAX = 0.04, 0.008  # the goodput SLO: TTFT ≤ 40 ms and TPOT ≤ 8 ms
+SLOS = parse_slo_file({"slos": [
+    {"name": "llm-goodput", "selector": {"models": ["tiny-llm"]},
+     "sli": {"source": "traces", "goodput": [
+         {"metric": "ttft", "threshold_seconds": TTFT_MAX},
+         {"metric": "tpot", "threshold_seconds": TPOT_MAX}]},
+     "objectives": [{"target": 0.5}], "timeWindow": [{"duration": "1d"}],
+     "concurrency": {"envelope": 8}},
+    {"name": "ranker-e2e", "selector": {"models": ["ranker"]},
+     "sli": {"source": "traces", "latency": {"metric": "request", "threshold_seconds": 0.0123}},
+     "objectives": [{"target": 0.9}], "timeWindow": [{"duration": "1d"}],
+     "concurrency": {"envelope": 4}}]})
+
+
+class Sidecar:
+    """The receiver (+ SLO engine) on a thread, forwarding to a downstream double."""
+
+    def __init__(self, vllm_model: str = "tiny-llm") -> None:
+        self.downstream = DownstreamCollectorDouble()
+        self.engine = SLOEngine(SLOS)
+        cfg = TracesConfig(settle_seconds=0.5, vllm_model=vllm_model,
+                           forward={"url": self.downstream.url})
+        self.receiver = TraceReceiver(cfg, self.engine)
+        self.thread = ReceiverThread(self.receiver)
+
+    def wait_requests(self, source: str, n: int, timeout_s: float = 30.0) -> None:
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            if self._count(source) >= n:
+                return
+            time.sleep(0.2)
+        pytest.fail(f"only {self._count(source)} of {n} {source} requests joined")
+
+    def _count(self, source: str) -> int:
+        hist = self.thread.call(lambda: dict(self.receiver.histograms.hists))
+        if source == "triton":
+            return sum(h.count for (fam, mk), h in hist.items()
+                       if fam == "modelserver_request_duration_seconds")
+        return self.thread.call(lambda: self.receiver.joiner.stats.requests) - \
+            self._count("triton")
+
+    def settle(self) -> None:
+        time.sleep(0.6)
+        self.thread.call(self.receiver.tick)
+
+    def forwarded_spans(self) -> list:
+        """Spans of the protobuf bodies the downstream double got (opentelemetry-proto)."""
+        out = []
+        for data, headers in self.downstream.received:
+            if headers.get("content-type", "").startswith("application/x-protobuf"):
+                req = ExportTraceServiceRequest()
+                req.ParseFromString(data)
+                out += [s for rs in req.resource_spans for ss in rs.scope_spans
+                        for s in ss.spans]
+        return out
+
+    def forwarded_spans_json(self) -> list[dict]:
+        """Spans of the JSON bodies the downstream double got (plain json)."""
+        out = []
+        for data, headers in self.downstream.received:
+            if headers.get("content-type", "").startswith("application/json"):
+                doc = json.loads(data)
+                out += [sp for rs in doc["resourceSpans"] for ss in rs["scopeSpans"]
+                        for sp in ss["spans"]]
+        return out
+
+    def __enter__(self) -> Sidecar:
+        self.downstream.__enter__()
+        self.thread.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.thread.__exit__()
+        self.downstream.__exit__()
+
+
+@pytest.fixture(scope="module")
+def sidecar() -> Iterator[Sidecar]:
+    with Sidecar() as s:
+        yield s
+
+
+def _metrics(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.read().decode()
+
+
+@pytest.mark.triton
+def test_triton_spans_equal_tritons_own_duration_counter(sidecar: Sidecar) -> None:
+    port = sidecar.thread.port
+    args = ["--trace-config=mode=opentelemetry",
+            f"--trace-config=opentelemetry,url=127.0.0.1:{port}/v1/traces",
+            "--trace-config=rate=1", "--trace-config=level=TIMESTAMPS",
+            "--trace-config=opentelemetry,bsp_schedule_delay=200"]
+    with TritonServer(models=["ranker", "streamer"], extra_args=args) as triton:
+        before = upstream_samples(_metrics(triton.metrics_url))
+        unary = send_requests(triton.http_address, "ranker", requests=60, concurrency=3)
+        stream = stream_requests(triton.grpc_address, "streamer", requests=6,
+                                 inputs=streamer_inputs(4))
+        assert unary.failed == stream.failed == 0
+        sidecar.wait_requests("triton", 66)
+        text = _metrics(triton.metrics_url)
+    after = upstream_samples(text)
+    hists = sidecar.thread.call(lambda: dict(sidecar.receiver.histograms.hists))
+    for model, client in (("ranker", unary.latencies_s), ("streamer", stream.latencies_s)):
+        d_us = sum(pick(after, "nv_inference_request_duration_us_total", model=model, version=v)
+                   - pick(before, "nv_inference_request_duration_us_total", model=model,
+                            version=v)
+                   for v in ("1", "2"))
+        spans = [h for (fam, mk), h in hists.items()
+                 if fam == "modelserver_request_duration_seconds" and mk[0] == model]
+        span_sum = sum(h.sum for h in spans)
+        print(f"\n{model}: Σ span e2e {span_sum * 1e6:.0f} µs, Triton Δ {d_us:.0f} µs, "
+              f"{abs(span_sum * 1e6 - d_us) / d_us:.3%}")
+        assert abs(span_sum * 1e6 - d_us) <= 0.01 * d_us
+        assert sum(h.count for h in spans) == len(client)
+    # every client latency bounds a span e2e from above (sorted: the pairing is unknown)
+    facts_e2e = sorted(v for v in _e2e_values(sidecar, "ranker"))
+    assert len(facts_e2e) == 60
+    assert all(c >= s for c, s in zip(sorted(unary.latencies_s), facts_e2e, strict=True))
+    # real buckets on /metrics for the Triton models, in place of the mean-only series
+    part = Part(NORMALIZED, normalized_families([normalize(text, "triton")]))
+    fam = next(f for f in sidecar.receiver.normalized(part).families
+               if f.name == "modelserver_request_duration_seconds")
+    v2 = [x for x in fam.lines if 'model="ranker",model_version="2"' in x]
+    assert len(v2) == len(BOUNDS) + 3  # every bound, +Inf, sum, count
+    assert all('runtime="unknown"' in x for x in v2)  # the normalized series' labels kept
+    assert v2[len(BOUNDS)].endswith(" 60")  # +Inf: every traced request
+    # the ranker-e2e SLO (12.3 ms: not a bucket boundary) is judged per request
+    sidecar.settle()
+    st = next(v for (name, _), v in sidecar.engine.states.items() if name == "ranker-e2e")
+    good = sum(1 for v in facts_e2e if v <= 0.0123)
+    assert (st.good["all"], st.events["all"]) == (good, 60)
+    assert st.error is None and st.state != "misconfigured"
+
+
+def _e2e_values(sidecar: Sidecar, model: str) -> list[float]:
+    """Each traced request's e2e, from the forwarded copies (decoded here, not by
+    fleetwatch): the model span's REQUEST_END − REQUEST_START."""
+    out = []
+    for s in sidecar.forwarded_spans_json():
+        attrs = {a["key"]: a["value"] for a in s.get("attributes", [])}
+        if attrs.get("triton.model_name", {}).get("stringValue") == model:
+            ev = {e["name"]: int(e["timeUnixNano"]) for e in s["events"]}
+            out.append((ev["REQUEST_END"] - ev["REQUEST_START"]) / 1e9)
+    return out
+
+
+@pytest.mark.vllm
+def test_vllm_ttft_buckets_and_goodput_from_spans(sidecar: Sidecar) -> None:
+    require_vllm()
+    from fleetwatch.demo.llm_load import LLMRequest, run_load
+    from fleetwatch.demo.vllm import VLLMServer
+
+    port = sidecar.thread.port
+    reqs = [LLMRequest(max_tokens=m, prompt="hello " * w)
+            for m, w in zip([1, 4, 8, 16, 24, 32] * 5, [1, 5, 20, 40, 60, 80] * 5, strict=True)]
+    with VLLMServer(extra_args=["--otlp-traces-endpoint", f"http://127.0.0.1:{port}/v1/traces"],
+                    extra_env={"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+                               "OTEL_BSP_SCHEDULE_DELAY": "200"}) as vllm:
+        before = upstream_samples(_metrics(vllm.metrics_url))
+        results = run_load(vllm.url, vllm.served_model_name, 4, requests=reqs)
+        # every request finished (a one-token stream may end without a finish_reason chunk)
+        assert all(r.status == 200 for r in results), [r for r in results if r.status != 200][:2]
+        sidecar.wait_requests("vllm", len(reqs))
+        time.sleep(1.5)  # vLLM's histograms are recorded by its stat logger
+        after = upstream_samples(_metrics(vllm.metrics_url))
+    sidecar.settle()
+    spans = [s for s in sidecar.forwarded_spans() if s.name == "llm_request"]
+    assert len(spans) == len(reqs)
+    attrs = [{a.key: a.value for a in s.attributes} for s in spans]
+    ttft = [a["gen_ai.latency.time_to_first_token"].double_value for a in attrs]
+    # TTFT from spans, counted in vLLM's own bucket boundaries: the same counts
+    name = "vllm:time_to_first_token_seconds"
+    b0, b1 = buckets(before, name), buckets(after, name)
+    delta = {le: b1[le] - b0.get(le, 0.0) for le in b1}
+    assert delta == {le: float(sum(v <= le for v in ttft)) for le in delta}
+    # goodput computed by the sidecar == the fraction computed here from the same spans
+    def good(a: dict) -> bool:
+        n = a["gen_ai.usage.completion_tokens"].int_value
+        tpot = a["gen_ai.latency.time_in_model_decode"].double_value / (n - 1) if n > 1 else 0
+        return a["gen_ai.latency.time_to_first_token"].double_value <= TTFT_MAX and \
+            tpot <= TPOT_MAX
+    expected = sum(map(good, attrs)) / len(attrs)
+    st = next(v for (n, _), v in sidecar.engine.states.items() if n == "llm-goodput")
+    got = st.good["all"] / st.events["all"]
+    client_good = sum(1 for r in results if r.ttft_s is not None and r.ttft_s <= TTFT_MAX and (
+        (r.completion_tokens or 0) <= 1 or
+        (r.e2e_s - r.ttft_s) / (r.completion_tokens - 1) <= TPOT_MAX)) / len(results)
+    print(f"\ngoodput: sidecar {got:.3f}, from spans {expected:.3f}, client {client_good:.3f}; "
+          f"TTFT buckets {delta}")
+    assert st.events["all"] == len(reqs) and got == expected
+    assert client_good <= got + 2 / len(reqs)  # the client sees more latency, not less
