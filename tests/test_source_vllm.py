@@ -78,7 +78,7 @@ vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.5
         """# HELP modelserver_kv_cache_usage_ratio [STABLE] Fraction of KV-cache blocks in use, 0–1.
 # TYPE modelserver_kv_cache_usage_ratio gauge
 modelserver_kv_cache_usage_ratio{model="m",backend="vllm",runtime="vllm",dp_rank="0"} 0.5
-# HELP modelserver_kv_cache_capacity_tokens [ALPHA] KV-cache capacity in tokens: blocks × tokens per block (vLLM `cache_config_info` num_gpu_blocks × block_size). vLLM exports it per engine without `model_name`, so its series carry `dp_rank` but no `model` (join on the instance).
+# HELP modelserver_kv_cache_capacity_tokens [ALPHA] KV-cache capacity in tokens: blocks × tokens per block (vLLM `cache_config_info` num_gpu_blocks × block_size). An engine's, not a model's: vLLM exports it per engine without `model_name` (one vLLM server serves one model; join on the instance and dp_rank).
 # TYPE modelserver_kv_cache_capacity_tokens gauge
 modelserver_kv_cache_capacity_tokens{backend="vllm",dp_rank="0"} 3072.0
 modelserver_kv_cache_capacity_tokens{backend="vllm",dp_rank="1"} 16000.0

@@ -27,7 +27,8 @@ def test_registry_lookup_first_match_and_globs():
     line = reg.info_lines([("ranker", "2", "triton", "python")])[0]
     assert line == ('modelserver_model_info{model="ranker",model_version="2",backend="triton",'
                     'runtime="python",team="search",owner="alice@example.com",'
-                    'oncall="search-oncall",latency_tier="interactive"} 1')
+                    'oncall="search-oncall",latency_tier="interactive",engine_version="",'
+                    'quantization=""} 1')
 
 
 @pytest.mark.parametrize("body,expected", [
