@@ -354,3 +354,60 @@ def test_cli_json_and_metrics(tmp_path) -> None:
     r = CliRunner().invoke(main, ["traces", str(bad)])
     assert r.exit_code == 2 and "bad.pb" in r.output
     assert math.isfinite(rows[0]["e2e_seconds"])
+
+
+# -- the whole sidecar with a traces: section ----------------------------------------------
+
+def test_run_sidecar_serves_receiver_metrics_buckets_and_slo_source() -> None:
+    import asyncio
+    import threading
+
+    from tests.helpers import _free_port
+
+    from fleetwatch.sidecar.config import parse_config
+    from fleetwatch.sidecar.server import run_sidecar
+
+    tport = _free_port()
+    cfg = parse_config({
+        "listen": {"address": "127.0.0.1", "port": 0},
+        "scrape": {"interval_seconds": 0.5, "timeout_seconds": 0.5},
+        "targets": [{"name": "t", "kind": "triton", "required": False,
+                     "url": f"http://127.0.0.1:{_free_port()}/metrics"}],
+        "traces": {"listen": {"address": "127.0.0.1", "port": tport}, "settle_seconds": 0}})
+    slos = slo_file({"name": "ranker-e2e", "sli": {"source": "traces", "sampling": 2,
+                                                    "latency": {"metric": "request",
+                                                                "threshold_seconds": 0.01}}})
+    ports: list[int] = []
+    state: dict = {}
+
+    async def main() -> None:
+        state["loop"], state["stop"] = asyncio.get_running_loop(), asyncio.Event()
+        await run_sidecar(cfg, stop=state["stop"], on_ready=ports.append, slos=slos)
+
+    thread = threading.Thread(target=lambda: asyncio.run(main()), daemon=True)
+    thread.start()
+    try:
+        deadline = time.time() + 15
+        while not ports and time.time() < deadline:
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{tport}/v1/traces"
+        while time.time() < deadline:
+            try:
+                assert _post(url, RANKER, "application/json") == (200, b"{}")
+                break
+            except urllib.error.URLError:
+                time.sleep(0.1)
+        assert _post(url, b"\x0a\xff", "application/x-protobuf")[0] == 400
+        time.sleep(1.5)  # a receiver tick settles the requests
+        base = f"http://127.0.0.1:{ports[0]}"
+        metrics = urllib.request.urlopen(f"{base}/metrics", timeout=10).read().decode()
+        slo = json.loads(urllib.request.urlopen(f"{base}/slo", timeout=10).read())
+    finally:
+        state["loop"].call_soon_threadsafe(state["stop"].set)
+        thread.join(15)
+    assert "fleetwatch_traces_spans_total 15.0" in metrics
+    assert 'fleetwatch_traces_refused_bodies_total{trace_reason="bad_protobuf"} 1.0' in metrics
+    assert ('modelserver_request_duration_seconds_bucket{model="ranker",model_version="2",'
+            'backend="triton",le="0.01"} 4') in metrics
+    (st,) = slo["slos"]
+    assert (st["sli_source"], st["sampling"], st["events"]["all"]) == ("traces", 2, 10)
