@@ -128,7 +128,8 @@ def test_triton_spans_equal_tritons_own_duration_counter(sidecar: Sidecar) -> No
             "--trace-config=opentelemetry,bsp_schedule_delay=200"]
     with TritonServer(models=["ranker", "streamer"], extra_args=args) as triton:
         before = upstream_samples(_metrics(triton.metrics_url))
-        unary = send_requests(triton.http_address, "ranker", requests=60, concurrency=3)
+        # one client at a time: the i-th client latency is the i-th traced request
+        unary = send_requests(triton.http_address, "ranker", requests=60, concurrency=1)
         stream = stream_requests(triton.grpc_address, "streamer", requests=6,
                                  inputs=streamer_inputs(4))
         assert unary.failed == stream.failed == 0
@@ -148,10 +149,20 @@ def test_triton_spans_equal_tritons_own_duration_counter(sidecar: Sidecar) -> No
               f"{abs(span_sum * 1e6 - d_us) / d_us:.3%}")
         assert abs(span_sum * 1e6 - d_us) <= 0.01 * d_us
         assert sum(h.count for h in spans) == len(client)
-    # every client latency bounds a span e2e from above (sorted: the pairing is unknown)
-    facts_e2e = sorted(v for v in _e2e_values(sidecar, "ranker"))
-    assert len(facts_e2e) == 60
-    assert all(c >= s for c, s in zip(sorted(unary.latencies_s), facts_e2e, strict=True))
+    # the client's latency bounds the server's REQUEST_START → HTTP_SEND_END from above;
+    # Triton stamps REQUEST_END when it releases the request, after the response is sent,
+    # so REQUEST_START → REQUEST_END (its request_duration_us) may exceed what the client
+    # saw by that release tail: measured, and bounded here
+    timeline = _triton_timeline(sidecar, "ranker")
+    assert len(timeline) == 60
+    facts_e2e = [e2e for _, e2e, _ in timeline]
+    tails = []
+    for client, (_, e2e, to_send_end) in zip(unary.latencies_s, timeline, strict=True):
+        assert client >= to_send_end
+        tails.append(e2e - client)
+    print(f"ranker: max(span e2e − client latency) = {max(tails) * 1e6:.0f} µs; "
+          f"{sum(t > 0 for t in tails)} of 60 requests had span e2e > client latency")
+    assert max(tails) < 0.005
     # real buckets on /metrics for the Triton models, in place of the mean-only series
     part = Part(NORMALIZED, normalized_families([normalize(text, "triton")]))
     fam = next(f for f in sidecar.receiver.normalized(part).families
@@ -168,16 +179,23 @@ def test_triton_spans_equal_tritons_own_duration_counter(sidecar: Sidecar) -> No
     assert st.error is None and st.state != "misconfigured"
 
 
-def _e2e_values(sidecar: Sidecar, model: str) -> list[float]:
-    """Each traced request's e2e, from the forwarded copies (decoded here, not by
-    fleetwatch): the model span's REQUEST_END − REQUEST_START."""
+def _triton_timeline(sidecar: Sidecar, model: str) -> list[tuple[int, float, float]]:
+    """Per traced request of ``model``, by start: ``(REQUEST_START ns, REQUEST_END −
+    REQUEST_START s, HTTP_SEND_END − REQUEST_START s)`` from the forwarded copies (plain
+    JSON, not fleetwatch's decoder)."""
+    spans = sidecar.forwarded_spans_json()
+    by_id = {s["spanId"]: s for s in spans}
     out = []
-    for s in sidecar.forwarded_spans_json():
+    for s in spans:
         attrs = {a["key"]: a["value"] for a in s.get("attributes", [])}
-        if attrs.get("triton.model_name", {}).get("stringValue") == model:
-            ev = {e["name"]: int(e["timeUnixNano"]) for e in s["events"]}
-            out.append((ev["REQUEST_END"] - ev["REQUEST_START"]) / 1e9)
-    return out
+        if attrs.get("triton.model_name", {}).get("stringValue") != model:
+            continue
+        ev = {e["name"]: int(e["timeUnixNano"]) for e in s["events"]}
+        root = {e["name"]: int(e["timeUnixNano"]) for e in by_id[s["parentSpanId"]]["events"]}
+        start = ev["REQUEST_START"]
+        out.append((start, (ev["REQUEST_END"] - start) / 1e9,
+                    (root["HTTP_SEND_END"] - start) / 1e9))
+    return sorted(out)
 
 
 @pytest.mark.vllm
