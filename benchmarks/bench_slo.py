@@ -1,8 +1,9 @@
-"""Benchmark of the SLO engine: update time and memory for 100 models × 3 SLOs × 8 bands.
+"""Benchmark of the SLO engine: update time and memory for 1000 models × 3 SLOs × 8 bands.
 
     ./dev bench-slo        (or: python benchmarks/bench_slo.py [--updates N])
 
-Each update is one sidecar snapshot of 100 vLLM models (TTFT histogram, requests by
+Each update is one sidecar snapshot of ``--models`` (default 1000) vLLM models (TTFT
+histogram, requests by
 finish reason, running gauge, queue histogram, KV usage), normalized by the real mapping;
 three SLOs (TTFT latency, availability, request-time mean time slice) with 8 concurrency
 bands each, over the full default window catalog (5m … 3d, 28-day period). Concurrency
@@ -89,8 +90,9 @@ class Fleet:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--updates", type=int, default=300)
+    ap.add_argument("--models", type=int, default=1000)
     args = ap.parse_args()
-    fleet = Fleet()
+    fleet = Fleet(args.models)
     norm = Normalizer(TABLES["vllm"])
     engine = SLOEngine(parse_slo_file(SLOS))
     times = []
@@ -103,7 +105,7 @@ def main() -> None:
     times = times[1:]
     rows = len(engine.windows.rows)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"SLO engine: 100 models x 3 SLOs x {len(BANDS)} bands (+ overall), "
+    print(f"SLO engine: {args.models} models x 3 SLOs x {len(BANDS)} bands (+ overall), "
           f"{len(engine.window_lengths)} windows "
           f"({', '.join(f'{w:g}s' for w in engine.window_lengths)}), {args.updates} updates")
     print(f"  live (SLO, model, band) rows: {rows}; window counts: "
@@ -112,6 +114,45 @@ def main() -> None:
           f"p99 {sorted(times)[int(len(times) * 0.99) - 1] * 1e3:.1f} ms, "
           f"max {max(times) * 1e3:.1f} ms")
     print(f"  peak RSS of the whole process (engine, mapping, one snapshot): {rss:.0f} MB")
+    serve_while_updating(engine, fleet, norm, args.updates // 3)
+
+
+def serve_while_updating(engine: SLOEngine, fleet: Fleet, norm: Normalizer,
+                         updates: int) -> None:
+    """What a ``/metrics`` request costs while updates run in the sidecar's worker thread
+    (:class:`fleetwatch.sidecar.slo_worker.EngineWorker`): the handler's read of the
+    rendered body, timed every 10 ms on this (the event loop's) thread. The GIL is shared,
+    so the figure includes waiting for the worker to yield it (switch interval 5 ms)."""
+    import threading
+
+    from fleetwatch.sidecar.slo_worker import EngineWorker
+
+    snaps = [Snapshot(1_800_000_000.0 + 5.0 * i, {"vllm": norm.normalize(fleet.exposition())})
+             for i in range(updates)]
+    worker = EngineWorker(engine)
+    done = threading.Event()
+    lat: list[float] = []
+
+    def feed() -> None:
+        for i, snap in enumerate(snaps):
+            worker.submit(snap)
+            worker.wait(i + 1, timeout=30)
+        done.set()
+
+    t = threading.Thread(target=feed)
+    t.start()
+    while not done.is_set():
+        t0 = time.perf_counter()
+        body = worker.metrics_body  # what the /metrics handler reads
+        lat.append(time.perf_counter() - t0)
+        assert body
+        time.sleep(0.01)
+    t.join()
+    worker.stop()
+    lat.sort()
+    print(f"  /metrics read during {updates} worker updates ({len(lat)} reads): median "
+          f"{statistics.median(lat) * 1e3:.3f} ms, p99 {lat[int(len(lat) * 0.99) - 1] * 1e3:.3f}"
+          f" ms, max {lat[-1] * 1e3:.3f} ms")
 
 
 if __name__ == "__main__":

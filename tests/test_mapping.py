@@ -289,7 +289,7 @@ def test_upstream_labels_outside_the_schema_are_dropped_and_never_override():
 
 @pytest.mark.parametrize("lines,expected", [
     # the same series spelled twice: the last sample wins, never a sum
-    (["nv_inference_count 10", "nv_inference_count{} 11"], 11),
+    (['nv_inference_count{model="m"} 10', 'nv_inference_count{model="m",} 11'], 11),
     (['vllm:time_to_first_token_seconds_bucket{model="l",version="1",le="Inf"} 1',
       'vllm:time_to_first_token_seconds_bucket{model="l",version="1",le="+Inf"} 2',
       'vllm:time_to_first_token_seconds_bucket{model="l",version="1",le="+inf"} 3'], 3),
@@ -304,7 +304,8 @@ def test_invalid_bucket_bounds_are_reported(le):
     text = f'vllm:time_to_first_token_seconds_bucket{{model="l",version="1",le="{le}"}} 1\n'
     n = Normalizer(TABLES["triton"]).normalize(text)
     assert n.series_count == 0
-    assert [b.reason for b in n.meta.invalid] == [f"invalid le label {le!r}"]
+    assert n.invalid_samples == {"bad_le": 1}
+    assert n.invalid_examples["bad_le"].endswith(f"invalid le label {le!r}")
 
 
 def test_bom_and_openmetrics_eof():

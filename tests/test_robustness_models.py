@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 
 from aiohttp import web
 
@@ -152,12 +153,14 @@ def test_readiness_changes_are_logged_once_per_change(caplog):
                 for _ in range(3):
                     await scraper.scrape_once()
                 assert scraper.states["t"].models_ready == {"a": True, "b": False}
-                assert _messages(caplog, "ready") == ["target t: model b not ready"]
+                # one line, saying what the probe got (an HTTP status, not a timeout)
+                (line,) = _messages(caplog, "ready")
+                assert re.fullmatch(r"target t: model b not ready \(GET http://127\.0\.0\.1:"
+                                    r"\d+/v2/models/b/ready: HTTP 400\)", line), line
                 srv.not_ready = set()
                 for _ in range(3):
                     await scraper.scrape_once()
-                assert _messages(caplog, "ready") == ["target t: model b not ready",
-                                                      "target t: model b ready again"]
+                assert _messages(caplog, "ready") == [line, "target t: model b ready again"]
         await srv.stop()
 
     asyncio.run(scenario())

@@ -24,6 +24,7 @@ ALL = METRICS + SELF_METRICS
 BASE_UNITS = {"seconds", "bytes", "ratio", "joules", "watts", "celsius", "boolean", "info",
               "requests", "tokens", "blocks", "lookups", "executions", "items",
               "preemptions", "events", "errors", "series", "families", "lines",
+              "samples", "connections", "models", "replicas",
               "flop",  # flop: floating-point operations, a count (MFU numerator)
               "spans", "traces", "bodies"}  # the OTLP trace receiver counts what it receives
 #: Unit words that must not appear in a family name (not base units).

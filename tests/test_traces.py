@@ -137,6 +137,9 @@ def test_oversized_gzip_bomb_and_span_flood_are_refused_before_parsing() -> None
     with pytest.raises(OTLPDecodeError) as e2:
         decode_request(million, "application/x-protobuf", limits=Limits(4 << 20, 8192))
     assert e2.value.reason == "too_many_spans" and time.perf_counter() - t0 < 1.0
+    empties = b"\x0a\x00" * 1_000_000  # a million empty resource spans: bounded alike
+    with pytest.raises(OTLPDecodeError, match="spans"):
+        decode_request(empties, "application/x-protobuf", limits=Limits(4 << 20, 8192))
     flood = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [{}] * 10_000}]}]})
     with pytest.raises(OTLPDecodeError) as e3:
         decode_request(flood.encode(), "application/json", limits=lim)

@@ -92,6 +92,28 @@ def slo_report(prom_url: str, as_json: bool, timeout: float) -> None:
         render_table(report)
 
 
+@slo.command("replay")
+@click.option("--slos", "slos_path", required=True, type=click.Path(dir_okay=False),
+              help="SLO file.")
+@click.option("--registry", "registry_path", type=click.Path(dir_okay=False),
+              help="Model registry (for team / latency-tier selectors).")
+@click.option("--interval", type=float, default=None,
+              help="Seconds between captures (default: the <unix_ms> in each file name).")
+@click.option("--each", is_flag=True, help="Print /slo and /autoscaling after every capture "
+              "(one JSON line each).")
+@click.argument("captures", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def slo_replay(slos_path: str, registry_path: str | None, interval: float | None, each: bool,
+               captures: tuple[str, ...]) -> None:
+    """Replay captured /metrics bodies through the normalizer and the SLO engine and print
+    the final /slo and /autoscaling JSON (exit 2 naming the file on bad input)."""
+    from pathlib import Path as _Path
+
+    from fleetwatch.commands.slo_replay import run
+
+    run(_slo_file(slos_path), _registry(registry_path), [_Path(c) for c in captures],
+        interval, each, click.echo)
+
+
 @main.command()
 @click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
               help="Sidecar configuration YAML.")
@@ -135,22 +157,28 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         _fail(f"{file}: not UTF-8 text (byte {exc.start}): not a Prometheus exposition")
-    if "\x00" in text:
-        _fail(f"{file}: binary data (NUL byte): not a Prometheus exposition")
+    if not text.strip():
+        _fail(f"{file}: empty: not a Prometheus exposition")
     if text.lstrip()[:1] == "<":
         _fail(f"{file}: looks like HTML, not a Prometheus exposition")
     registry = _registry(registry_path)
     kind = detect_kind(text) if source == "auto" else source
     ctx = TargetContext(runtime_for=lambda _m: runtime or "unknown")
     result = Normalizer(TABLES[kind], ctx, passthrough).normalize(text)
+    if result.refused is not None:
+        _fail(f"{file}: refused ({result.refused[0]}): {result.refused[1]}")
     extra = {"modelserver_model_info": registry.info_lines(result.models)}
     sys.stdout.write(render([result], extra))
     meta = result.meta
     click.echo(f"{file}: source={kind} samples={meta.sample_lines} "
                f"series={result.series_count} unmapped_families={len(result.unmapped)} "
-               f"skipped_lines={len(meta.invalid)}", err=True)
+               f"skipped_lines={len(meta.invalid)} "
+               f"refused_samples={result.invalid_samples.total()}", err=True)
     for bad in meta.invalid[:5]:
         click.echo(f"{file}:{bad.lineno}: skipped: {bad.reason}", err=True)
+    for reason, n in sorted(result.invalid_samples.items()):
+        click.echo(f"{file}: refused {n} sample(s): {reason}, e.g. "
+                   f"{result.invalid_examples.get(reason, '?')[:160]}", err=True)
     if kind == "unknown":
         click.echo(f"{file}: no mapping for this server's metrics; nothing normalized "
                    "(--passthrough re-emits them)", err=True)
@@ -158,6 +186,11 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
         problem = describe_if_not_metrics(text)
         if problem:
             _fail(f"{file}: {problem}")
+        if source != "auto" and not result.passthrough and not result.invalid_samples:
+            detected = detect_kind(text)
+            hint = f" (it looks like {detected}: --source {detected})" \
+                if detected not in (source, "unknown") else ""
+            _fail(f"{file}: no {source} series in this exposition{hint}")
 
 
 @main.command()
@@ -224,7 +257,7 @@ def schema(markdown: bool) -> None:
 def demo(duration: float, port: int, log_level: str) -> None:
     """Run the sidecar on an embedded default: a real local Triton with demo models and a
     real vLLM engine (CPU, tiny model), both under bounded load, side by side."""
-    from fleetwatch.demo.run import run_demo
+    from fleetwatch.demo.run import run_demo  # a taken port: one line, before any server
 
     _setup_logging(log_level)
     with contextlib.suppress(KeyboardInterrupt):

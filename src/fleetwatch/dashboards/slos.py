@@ -96,9 +96,10 @@ def catalog_markdown(slos: SLOFile) -> str:
         factors = ", ".join(f"{md(s.name)}: {factor(w, s)}×" for s in slos.slos)
         lines.append(f"| {w.name} | {percent(w.budget_consumed)} | {w.severity} | {factors} |")
     lines += ["", "A burn inside the concurrency envelope is a **regression** (page the "
-              "owner); a burn only above it is **overload** (scale out). Capacity at SLO is "
-              "the highest band whose burn over "
-              f"{window(slos.capacity.window)} stays below 1."]
+              "owner); a burn only above it is **overload** (scale out). Capacity at SLO "
+              "starts at the envelope; a band burning over "
+              f"{window(slos.capacity.window)} lowers it below that band, good bands above "
+              "raise it, and the latency model places it between good and burning load."]
     return "\n".join(lines) + "\n"
 
 
@@ -183,16 +184,20 @@ def _slo_row(grid: p.Grid, slos: SLOFile, s: SLOSpec) -> None:
         [Q(agg("max", ("band",), band_burn), "≤{{band}}", instant=True)], p.BURN,
         thresholds=p.steps((p.GREEN, None), (p.RED, 1))), 6)
     grid.add(p.timeseries(
-        "Capacity at SLO vs observed concurrency", "Capacity at SLO: the highest per-replica "
-        "concurrency band whose burn stays below 1 (the declared envelope until a band has "
-        "enough events), against the concurrency observed per replica (highest replica). The "
-        f"line is the declared envelope, {_fmt_band(envelope)}.",
+        "Capacity at SLO vs observed concurrency", "Capacity at SLO (per replica: starts at "
+        "the declared envelope, a burning band lowers it, good bands above raise it, the "
+        "capacity model places it between good and burning load) and the model's prediction, "
+        "against the concurrency observed per replica (highest replica). The line is the "
+        f"declared envelope, {_fmt_band(envelope)}.",
         [Q(agg("max", MODEL_KEY, sel("fleetwatch_slo_capacity_concurrency", eq=eq,
                                      re_=MODEL)), "capacity " + V),
+         Q(agg("max", MODEL_KEY, sel("fleetwatch_slo_capacity_predicted_concurrency",
+                                     eq=eq, re_=MODEL)), "predicted " + V),
          Q(covered(agg("max", MODEL_KEY, sel("fleetwatch_slo_concurrency", re_=MODEL)), s),
            "observed " + V)], p.REQUESTS,
         thresholds=p.steps((p.GREEN, None), (p.ORANGE, envelope))), 12)
     if s.sli.latency:
+        _latency_vs_concurrency(grid, s, eq)
         metric = LATENCY_METRICS[s.sli.latency.metric]
         grid.add(p.timeseries(
             "p99 against the threshold", f"p99 of {_METRIC_TEXT[s.sli.latency.metric]} from "
@@ -201,6 +206,29 @@ def _slo_row(grid: p.Grid, slos: SLOFile, s: SLOSpec) -> None:
             p.SECONDS,
             thresholds=p.steps((p.GREEN, None),
                                (p.RED, s.sli.latency.threshold_seconds))), 12)
+
+
+def _latency_vs_concurrency(grid: p.Grid, s: SLOSpec, eq: dict[str, str]) -> None:
+    """Latency against concurrency: the objective's quantile per band (bands ascending:
+    concurrency grows to the right), coloured against the threshold, and the capacity."""
+    assert s.sli.latency is not None
+    q = format(s.objective, "g")
+    grid.add(p.bargauge(
+        "Latency vs concurrency", f"p{format(s.objective * 100, 'g')} of "
+        f"{_METRIC_TEXT[s.sli.latency.metric]} per concurrency band (label: the band's "
+        "upper bound; highest over models), ascending: the capacity model's points. Red "
+        "from the SLO threshold, "
+        f"{seconds(s.sli.latency.threshold_seconds)}; capacity at SLO is where it is "
+        "crossed (next panel).",
+        [Q(agg("max", ("band",), sel("fleetwatch_slo_band_latency_quantile_seconds",
+                                     eq={**eq, "quantile": q}, re_=MODEL)),
+           "≤{{band}}", instant=True)], p.SECONDS,
+        thresholds=p.steps((p.GREEN, None), (p.RED, s.sli.latency.threshold_seconds))), 6)
+    grid.add(p.stat(
+        "Capacity at SLO", "Per-replica concurrency at which the latency quantile reaches "
+        "the threshold (the adopted capacity; lowest over models and replicas).",
+        [Q(agg("min", ("slo",), sel("fleetwatch_slo_capacity_concurrency", eq=eq,
+                                    re_=MODEL)), "capacity", instant=True)], p.REQUESTS), 6)
 
 
 def _autoscaling(grid: p.Grid) -> None:

@@ -10,12 +10,17 @@ prefix and records its typed :data:`~fleetwatch.exporters.snapshot.SeriesKey` in
 Series that may meet others on one normalized series (lossy label mappings, aliases) are
 tracked: when a second upstream series lands on a prefix compiled as alone, the first one's
 canonical identity is put in :attr:`SeriesCompiler.stale` and the normalizer recompiles it.
+
+Why this module is long: compiling decides everything about a series once — which rules
+apply, its labels, its slots and how its value is validated (:mod:`.validate`) — so that
+the normalizer's loop decides nothing; split, one decision would be made in two places.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -30,6 +35,17 @@ from fleetwatch.exporters.parser import (
 )
 from fleetwatch.exporters.snapshot import SeriesKey
 from fleetwatch.exporters.table import SUFFIXES, Rule, SourceTable, TargetContext
+from fleetwatch.exporters.validate import (
+    BAD_LE,
+    BAD_QUANTILE,
+    CUMULATIVE,
+    LABEL_TOO_LONG,
+    NO_CHECK,
+    NO_MODEL,
+    QUANTILE,
+    TYPE_MISMATCH,
+    fits_type,
+)
 from fleetwatch.labels.schema import (
     CORE_LABEL_ORDER,
     METRICS,
@@ -62,6 +78,11 @@ class Entry:
     error: str | None = None
     model: tuple[str, str, str, str] | None = None  # (model, version, backend, runtime)
     canon: str = ""  # the upstream series' canonical identity (duplicates: last wins)
+    reason: str | None = None  # with error: its invalid-sample reason (.validate)
+    check: int = NO_CHECK  # value check (validate.CUMULATIVE, validate.QUANTILE)
+    le: float | None = None  # a histogram bucket's bound (checked with its siblings)
+    group: str = ""  # withdrawn together on a refusal (a histogram/summary, a shared sum)
+    ptype: str | None = None  # an unmapped sample: the family TYPE it was checked under
     skip: bool = False  # an error, an unmapped family or a sample no rule uses
     more: bool = False  # has scaled or shared slots
 
@@ -80,9 +101,11 @@ class SeriesCompiler:
     ``ValueError`` at construction when a rule targets a family the schema lacks.
     """
 
-    def __init__(self, table: SourceTable, ctx: TargetContext) -> None:
+    def __init__(self, table: SourceTable, ctx: TargetContext,
+                 max_label_value_length: int = 4096) -> None:
         self.table = table
         self.ctx = ctx
+        self.max_label_value_length = max_label_value_length
         self.keys: dict[str, SeriesKey] = {}
         self.mean_only: dict[str, tuple[int, str, str]] = {}
         self.stale: set[str] = set()  # upstream series (canonical) to compile again
@@ -124,24 +147,35 @@ class SeriesCompiler:
     def compile(self, key: str, meta: Metadata) -> Entry:
         """The :class:`Entry` of a raw series key (``meta``: the exposition's HELP/TYPE so
         far, to name the family of an unmapped sample). Never raises on bad input."""
+        if "\x00" in key:
+            return Entry(error="NUL byte in the series")
         try:
             name, pairs = split_key(key)
         except ExpositionError as exc:
             return Entry(error=str(exc))
+        limit = self.max_label_value_length
+        for k, v in pairs:
+            if len(v) > limit:
+                return Entry(error=f"label {k} value longer than {limit} characters",
+                             reason=LABEL_TOO_LONG)
         for old, new in self.table.name_prefix_aliases:
             if name.startswith(old):
                 name = new + name[len(old):]
                 break
         candidates = self._by_sample.get(name)
         if not candidates:
-            return self._unused(name, meta)
+            return self._unused(name, meta, pairs)
         labels = dict(pairs)
-        for special in ("le", "quantile"):
+        for special, reason in (("le", BAD_LE), ("quantile", BAD_QUANTILE)):
             if special in labels:  # canonical spelling: "+inf"/"Inf" → "+Inf", "1" → "1.0"
                 try:
-                    labels[special] = format_value(parse_value(labels[special]))
+                    bound = parse_value(labels[special])
                 except ExpositionError:
-                    return Entry(error=f"invalid {special} label {labels[special]!r}")
+                    bound = math.nan
+                if bound != bound or (special == "quantile" and not 0.0 <= bound <= 1.0):
+                    return Entry(error=f"invalid {special} label {labels[special]!r}",
+                                 reason=reason)
+                labels[special] = format_value(bound)
         # the upstream series' identity, whatever its spelling ("m" = "m{}", le="+inf")
         canon = name + render_labels(tuple(sorted(labels.items())))
         direct: list[Direct] = []
@@ -149,14 +183,29 @@ class SeriesCompiler:
         shared: list[Shared] = []
         model_id = None
         no_value = False
+        check, le, group, no_model = NO_CHECK, None, "", False
         for rule, suffix in candidates:
             if any(labels.get(k) != v for k, v in rule.match):
                 continue
             if suffix == "_bucket" and not rule.part and "le" not in labels:
                 return Entry(error=f"{name} has no le label")
-            out, lossy = self._map_labels(rule, labels)
+            whole = not rule.part and rule.source_type in ("histogram", "summary")
+            # le/quantile belong to a bucket/quantile sample only: never onto a counter
+            keep = ("le",) if whole and suffix == "_bucket" else \
+                ("quantile",) if whole and rule.source_type == "summary" and not suffix else ()
+            out, lossy = self._map_labels(rule, labels, keep)
             target = rule.target
             tdef = METRICS_BY_NAME[target]
+            if tdef.per_model and "model" not in out:
+                no_model = True  # a per-model family's series must name its model
+                continue
+            check = max(check, _check_of(rule, suffix),
+                        CUMULATIVE if tdef.type == "counter" else NO_CHECK)
+            if whole:  # interned: the normalizer compares histograms by identity
+                group = sys.intern(rule.source + render_labels(tuple(sorted(
+                    (k, v) for k, v in labels.items() if k not in ("le", "quantile")))))
+                if suffix == "_bucket":
+                    le = float(labels["le"])
             if rule.part or rule.source_type in ("counter", "gauge"):
                 samples = rule.as_samples
             else:
@@ -210,9 +259,12 @@ class SeriesCompiler:
                 model_id = (out["model"], out.get("model_version", ""), out["backend"],
                             out.get("runtime", "unknown"))
         if not (direct or scaled_slots or shared):
+            if no_model:
+                return Entry(error=f"{name} has no model label", reason=NO_MODEL)
             return Entry() if no_value else Entry(unmapped_family=self._family_of(name, meta))
         return Entry(direct=tuple(direct), scaled=tuple(scaled_slots), shared=tuple(shared),
-                     model=model_id, canon=canon)
+                     model=model_id, canon=canon, check=check, le=le,
+                     group=group or (canon if shared else ""))
 
     def _shared_pairs(self, pairs: LabelPairs) -> LabelPairs:
         """``pairs`` as a tuple shared with every equal label set compiled before (the
@@ -223,7 +275,7 @@ class SeriesCompiler:
             shared = self._sets[pairs] = tuple(pool.setdefault(p, p) for p in pairs)
         return shared
 
-    def _unused(self, name: str, meta: Metadata) -> Entry:
+    def _unused(self, name: str, meta: Metadata, pairs: LabelPairs) -> Entry:
         """The entry of a sample name no rule reads: ignored, invalid or unmapped."""
         if name.endswith(_IGNORED_SUFFIXES) and name[:-8] in self._created_bases:
             return Entry()  # prometheus_client's _created samples: not data
@@ -234,7 +286,12 @@ class SeriesCompiler:
                 return Entry()  # a sample of a known family that no rule uses
             return Entry(error=f"{name} is not a sample of {typ} family {fam} "
                                f"(expected suffixes {', '.join(SUFFIXES[typ])})")
-        return Entry(unmapped_family=fam)
+        declared = meta.types.get(fam)
+        if not fits_type(name, fam, declared, pairs):
+            # passed through, it would make a Prometheus reject the scrape
+            return Entry(error=f"{name} does not belong to {declared} family {fam}",
+                         reason=TYPE_MISMATCH, unmapped_family=fam, ptype=declared)
+        return Entry(unmapped_family=fam, ptype=declared)
 
     def _note_mean_only(self, target: str, fam_idx: int, base_pairs: LabelPairs,
                         base_labels: str) -> None:
@@ -244,7 +301,8 @@ class SeriesCompiler:
         self.mean_only[target + "_count" + base_labels] = (
             fam_idx, target + "_sum" + base_labels, inf)
 
-    def _map_labels(self, rule: Rule, labels: dict[str, str]) -> tuple[dict[str, str], bool]:
+    def _map_labels(self, rule: Rule, labels: dict[str, str],
+                    keep: tuple[str, ...] = ()) -> tuple[dict[str, str], bool]:
         """The normalized labels of an upstream series under ``rule``.
 
         Renamed labels (the table's renames) come first; other upstream labels are kept
@@ -253,7 +311,8 @@ class SeriesCompiler:
         renamed from Triton's ``version``). Every other upstream label is dropped —
         series that then coincide are summed — and named once in a log line. The flag
         says whether the mapping lost information (a dropped label, a value map), i.e.
-        whether other upstream series may land on the same normalized series.
+        whether other upstream series may land on the same normalized series. Of ``le``
+        and ``quantile`` only those in ``keep`` are kept (a bucket's, a quantile's).
         """
         renames = self.table.label_renames
         tdef = METRICS_BY_NAME[rule.target]
@@ -285,7 +344,10 @@ class SeriesCompiler:
                          "that differ only by it are summed", self.table.kind, k, rule.target)
         for k in ("le", "quantile"):
             if k in labels:
-                out[k] = labels[k]
+                if k in keep:
+                    out[k] = labels[k]
+                else:
+                    lossy = True
         for k, v in self.table.label_defaults.items():
             if k in allowed:
                 out.setdefault(k, v)
@@ -329,6 +391,17 @@ class SeriesCompiler:
                 if base in meta.types or base in self._known_families:
                     return base
         return name
+
+
+def _check_of(rule: Rule, suffix: str) -> int:
+    """The value check of an upstream sample under a rule: cumulative samples (counters,
+    ``_bucket``/``_count``/``_sum``) must be finite and ≥ 0, quantiles ≥ 0 (or NaN)."""
+    if rule.source_type == "counter" or suffix in ("_bucket", "_count", "_sum") \
+            or rule.part:
+        return CUMULATIVE
+    if rule.source_type == "summary":
+        return QUANTILE
+    return NO_CHECK
 
 
 def _ordered(labels: Mapping[str, str], tdef: MetricDef) -> LabelPairs:

@@ -260,7 +260,7 @@ def format_value(value: float) -> str:
 
 def parse_value(token: str) -> float:
     """Parse a sample value token; raise :class:`ExpositionError` if it is not a float."""
-    if "_" in token:
+    if "_" in token or not token.isascii():  # Python's float takes "1_0" and "١"
         raise ExpositionError(f"invalid sample value {token!r}")
     try:
         return float(token)

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from fleetwatch.exporters.assemble import NORMALIZED, PASSTHROUGH, Family, Part, assemble
 from fleetwatch.exporters.normalize import Normalized
 from fleetwatch.exporters.parser import format_value
+from fleetwatch.exporters.validate import help_is_valid
 from fleetwatch.labels.schema import METRICS
 
 _EMPTY: Mapping[str, list[str]] = MappingProxyType({})
@@ -63,9 +64,16 @@ def normalized_families(normalized: Iterable[Normalized],
 
 def passthrough_families(n: Normalized) -> list[Family]:
     """The upstream families of one target re-emitted unchanged (pass-through on),
-    with the HELP/TYPE the upstream wrote."""
-    return [Family(name, n.meta.types.get(name), n.meta.helps.get(name), list(lines))
-            for name, lines in n.passthrough.items()]
+    with the HELP the upstream wrote and the TYPE it declared before the family's first
+    line (a HELP with an escape the text format does not allow, a TYPE after samples are
+    left out: a Prometheus would reject the whole scrape)."""
+    out = []
+    for name, lines in n.passthrough.items():
+        helptext = n.meta.helps.get(name)
+        if helptext is not None and not help_is_valid(helptext):
+            helptext = None
+        out.append(Family(name, n.passthrough_types.get(name), helptext, list(lines)))
+    return out
 
 
 def render(normalized: Iterable[Normalized],

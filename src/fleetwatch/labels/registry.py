@@ -39,6 +39,7 @@ so an upgrade or a re-quantized deployment shows as a new info series.
 from __future__ import annotations
 
 import fnmatch
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -54,6 +55,8 @@ from pydantic import (
 
 from fleetwatch.labels.text import render_labels
 from fleetwatch.specfile import read_yaml
+
+log = logging.getLogger("fleetwatch.registry")
 
 
 class RegistryError(ValueError):
@@ -195,6 +198,7 @@ class Registry:
         self.entries = tuple(entries)
         self.source = source
         self._cache: dict[tuple[str, str], ModelEntry | None] = {}
+        self._unregistered: set[tuple[str, str]] = set()  # logged once each (bounded)
 
     def lookup(self, model: str, version: str = "") -> ModelEntry | None:
         """The first entry matching ``model``/``version``, or None (unregistered)."""
@@ -218,7 +222,9 @@ class Registry:
         get empty team/owner/oncall and ``latency_tier=""`` so that they show up in
         "unowned model" queries instead of disappearing. ``identity`` maps a model to what
         its server reports about itself (``engine_version``, ``quantization``); a
-        quantization the server does not report is the registry entry's, else ``""``.
+        quantization the server does not report is the registry entry's, else ``""``. With
+        a registry configured, each unregistered model is named once in a warning
+        (``model M (version 'v') has no registry entry: …``).
         """
         lines = []
         for key in sorted(set(models)):
@@ -226,6 +232,13 @@ class Registry:
             e = self.lookup(model, version)
             ident = (identity or {}).get(key, {})
             quant = ident.get("quantization") or (e.quantization if e else None) or ""
+            if e is None and self.entries and (model, version) not in self._unregistered:
+                if len(self._unregistered) >= 10_000:  # churn: bounded, may log again
+                    self._unregistered.clear()
+                self._unregistered.add((model, version))
+                log.warning("model %s (version %r) has no registry entry: its "
+                            "modelserver_model_info has team=\"\", owner=\"\", "
+                            "oncall=\"\" (add it to the registry)", model, version)
             labels = (("model", model), ("model_version", version), ("backend", backend),
                       ("runtime", runtime), ("team", e.team if e else ""),
                       ("owner", e.owner if e else ""), ("oncall", e.oncall if e else ""),

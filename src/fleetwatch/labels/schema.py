@@ -5,7 +5,8 @@ Gateway API Inference Extension's Model Server Protocol), fleetwatch's own metri
 ``fleetwatch_``. Base units only (seconds, bytes, joules, watts, ratio 0–1); counters end
 in ``_total`` (Prometheus naming practice). Where an OpenTelemetry semantic convention
 exists (GenAI ``gen_ai.server.*``, hardware ``hw.*``) its name is recorded in ``otel``
-for the OTLP path.
+for the OTLP path. (Why this module is long: it is the one table of every label and
+family — the contract the mappings, rules, dashboards and docs are generated from.)
 
 Why this module is long: it is the schema itself, every label and every family once, as
 data (splitting it would scatter the one list the docs, the rules and the tests read).
@@ -385,9 +386,22 @@ SELF_METRICS: tuple[MetricDef, ...] = (
     MetricDef("fleetwatch_upstream_invalid_lines_total", _C, "lines",
               "Exposition lines that could not be parsed and were skipped.", ("target",),
               "stable", per_model=False),
+    MetricDef("fleetwatch_upstream_invalid_samples_total", _C, "samples",
+              "Upstream samples refused by value validation and withdrawn, by reason "
+              "(non_finite, negative, buckets_decrease, no_inf_bucket, bad_le, bad_quantile, "
+              "label_too_long, no_model_label, bad_value, type_mismatch; docs/reliability.md).",
+              ("target", "reason"), "alpha", per_model=False),
+    MetricDef("fleetwatch_http_connections_closed_total", _C, "connections",
+              "Connections to the sidecar's HTTP server closed by a bound: max_connections "
+              "(closed at accept), header_timeout (headers not sent in time).",
+              ("reason",), "alpha", per_model=False),
     MetricDef("fleetwatch_upstream_model_ready", _G, "boolean",
               "1 when the model reports ready (Triton /v2/models/<m>/ready, vLLM /health).",
               ("target", "model"), "stable", per_model=False),
+    MetricDef("fleetwatch_model_cold_start_seconds", _G, "seconds",
+              "Last measured cold start: from the model (or its target) turning not ready "
+              "to ready again, as the sidecar's readiness probes saw it.",
+              ("target", "model"), "beta", per_model=False),
     MetricDef("fleetwatch_exposition_dropped_series_total", _C, "series",
               "Series left out of /metrics because a part with precedence (normalized > "
               "self > slo > passthrough) already served that family or series, by the "
@@ -405,24 +419,46 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "Error rate over the window ÷ error budget (1 = budget lasts the period), "
               "per band and overall (band=\"all\"); NaN without events.",
               (*_SLO_LABELS, "band", "window"), "beta", per_model=False),
+    MetricDef("fleetwatch_slo_models_refused_total", _C, "models",
+              "Models an SLO selects but does not track because it tracks "
+              "limits.max_models_per_slo already (counted once per refused model).",
+              ("slo",), "alpha", per_model=False),
     MetricDef("fleetwatch_slo_error_budget_remaining_ratio", _G, "ratio",
               "Share of the period's error budget left (negative when overspent).",
               _SLO_LABELS, "beta", per_model=False),
     MetricDef("fleetwatch_slo_capacity_concurrency", _G, "requests",
-              "Capacity at SLO: the highest per-replica concurrency band whose burn rate "
-              "stays below 1 (the declared envelope until a band has enough events).",
+              "Capacity at SLO (per-replica concurrent requests, continuous): starts at the "
+              "declared envelope; a trusted band that burns lowers it below that band, "
+              "good bands above raise it, the capacity model places it between good and "
+              "burning load (docs/autoscaling.md).",
               _SLO_LABELS, "beta", per_model=False),
+    MetricDef("fleetwatch_slo_capacity_predicted_concurrency", _G, "requests",
+              "Capacity model: the per-replica concurrency at which the objective's latency "
+              "quantile reaches the threshold (absent without a burning band).",
+              _SLO_LABELS, "beta", per_model=False),
+    MetricDef("fleetwatch_slo_band_latency_quantile_seconds", _G, "seconds",
+              "Latency quantile the objective implies (0.99 for 99 %) of a latency SLI in a "
+              "band, weighted over the capacity window.", (*_SLO_LABELS, "band", "quantile"),
+              "beta", per_model=False),
+    MetricDef("fleetwatch_slo_band_concurrency", _G, "requests",
+              "Mean per-replica concurrency of the intervals attributed to a band (the "
+              "capacity model's x).", (*_SLO_LABELS, "band"), "beta", per_model=False),
     MetricDef("fleetwatch_slo_state", _G, "boolean",
               "1 for the current state of the SLO on the model: ok, regression (burn inside "
               "the concurrency envelope: page), overload (burn only above it: scale out), "
               "no_data, misconfigured.", (*_SLO_LABELS, "state"), "beta", per_model=False),
     MetricDef("fleetwatch_slo_concurrency", _G, "requests",
-              "Observed per-replica concurrency of the last interval (running requests, or "
-              "Little's law from request durations).", _MODEL_KEY, "beta", per_model=False),
+              "Observed per-replica concurrency of the last interval: time-averaged requests "
+              "in the system (Little's law over request durations, cross-checked with "
+              "running + waiting gauges).", _MODEL_KEY, "beta", per_model=False),
     MetricDef("fleetwatch_autoscaling_signal_ratio", _G, "ratio",
               "Autoscaling signal: the largest component; with an HPA/KEDA AverageValue "
               "target of 1, desired replicas = ceil(sum over replicas).", _MODEL_KEY, "beta",
               per_model=False),
+    MetricDef("fleetwatch_autoscaling_min_replicas", _G, "replicas",
+              "Recommended minimum replicas: autoscaling.cold_start_min_replicas when the "
+              "model's cold start exceeds autoscaling.cold_start_bound_seconds, else 1.",
+              _MODEL_KEY, "beta", per_model=False),
     MetricDef("fleetwatch_autoscaling_component_ratio", _G, "ratio",
               "Autoscaling components: concurrency ÷ capacity at SLO, queue wait ÷ target, "
               "KV-cache usage ÷ target, GPU-memory usage ÷ target.",

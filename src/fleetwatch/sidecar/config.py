@@ -34,13 +34,16 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections import Counter
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     HttpUrl,
+    Strict,
     field_validator,
     model_validator,
 )
@@ -48,6 +51,10 @@ from pydantic import (
 from fleetwatch.exporters.sources import KINDS
 from fleetwatch.sidecar.trace_config import TracesConfig
 from fleetwatch.specfile import read_yaml, validate
+
+#: Numbers in the configuration are numbers: ``port: true`` is an error, not port 1.
+StrictInt = Annotated[int, Strict()]
+StrictFloat = Annotated[float, Strict()]
 
 _HOST_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 
@@ -64,7 +71,13 @@ class Listen(_Strict):
     """Where the sidecar serves ``/metrics``, ``/healthz``, ``/readyz``, ``/autoscaling``."""
 
     address: str = "0.0.0.0"
-    port: int = Field(9810, ge=0, le=65535)
+    port: StrictInt = Field(9810, ge=0, le=65535)
+    #: Open HTTP connections served at once; more are closed at accept (counted in
+    #: fleetwatch_http_connections_refused_total).
+    max_connections: StrictInt = Field(256, ge=1, le=100_000)
+    #: Seconds a client has to send a request's headers (from connect, or from the end
+    #: of the previous answer on a kept-alive connection); then the connection is closed.
+    header_timeout_seconds: StrictFloat = Field(10.0, gt=0, le=3600)
 
     @field_validator("address")
     @classmethod
@@ -87,9 +100,17 @@ class Listen(_Strict):
 class Scrape(_Strict):
     """Scrape cadence: every ``interval_seconds``, each target bounded by ``timeout_seconds``."""
 
-    interval_seconds: float = Field(5.0, gt=0, le=3600)
-    timeout_seconds: float = Field(2.0, gt=0, le=600)
-    max_body_bytes: int = Field(64 * 1024 * 1024, gt=0)
+    interval_seconds: StrictFloat = Field(5.0, gt=0, le=3600)
+    timeout_seconds: StrictFloat = Field(2.0, gt=0, le=600)
+    max_body_bytes: StrictInt = Field(64 * 1024 * 1024, gt=0)
+    #: Sample lines per exposition (a 3,000-model Triton writes ~144,000); beyond, the
+    #: target is down with reason too_many_series.
+    max_series: StrictInt = Field(250_000, gt=0)
+    #: Characters of one label value; a longer one refuses its series (label_too_long).
+    max_label_value_length: StrictInt = Field(4096, gt=0)
+    #: CPU seconds to normalize one exposition; beyond, the target is down with reason
+    #: normalize_timeout.
+    normalize_timeout_seconds: StrictFloat = Field(10.0, gt=0, le=600)
 
     @model_validator(mode="after")
     def _timeout_fits(self) -> Scrape:
@@ -133,8 +154,8 @@ class SidecarConfig(_Strict):
 
     @model_validator(mode="after")
     def _unique_names(self) -> SidecarConfig:
-        names = [t.name for t in self.targets]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        counts = Counter(t.name for t in self.targets)
+        dupes = sorted(n for n, c in counts.items() if c > 1)
         if dupes:
             raise ValueError(f"target names must be unique; repeated: {', '.join(dupes)}")
         return self
@@ -143,13 +164,17 @@ class SidecarConfig(_Strict):
     @classmethod
     def _distinct_series(cls, targets: list[Target]) -> list[Target]:
         """Two targets of the same kind (or either ``auto``) with the same ``labels`` would
-        export the same series (e.g. two Triton servers both serving ``ranker``)."""
+        export the same series (e.g. two Triton servers both serving ``ranker``). Linear
+        in the number of targets: targets are grouped by labels first."""
+        by_labels: dict[tuple[tuple[str, str], ...], list[tuple[int, Target]]] = {}
         for j, b in enumerate(targets):
-            for i, a in enumerate(targets[:j]):
+            group = by_labels.setdefault(tuple(sorted(b.labels.items())), [])
+            repeated = False
+            for i, a in group:  # at most one per kind and name before a clash is raised
                 if a.name == b.name:
+                    repeated = True
                     continue  # reported as a repeated name
-                same_kind = a.kind == b.kind or "auto" in (a.kind, b.kind)
-                if same_kind and a.labels == b.labels:
+                if a.kind == b.kind or "auto" in (a.kind, b.kind):
                     kinds = a.kind if a.kind == b.kind else f"{a.kind} and {b.kind}"
                     labels = "{" + ", ".join(f"{k}: {v}" for k, v in
                                              sorted(a.labels.items())) + "}"
@@ -158,6 +183,8 @@ class SidecarConfig(_Strict):
                         f"'{b.name}' (targets[{j}]) have kind {kinds} and the same labels "
                         f"{labels}, so their series could collide; give each a distinct "
                         f"labels: mapping, e.g. labels: {{server: {b.name}}}")
+            if not repeated:
+                group.append((j, b))
         return targets
 
 

@@ -24,10 +24,12 @@ from fleetwatch.sidecar.selfmetrics import self_registry
 
 class MetricsAssembler:
     """Assembles the ``/metrics`` body of a running :class:`Scraper` (see module
-    docstring); ``slo_metrics`` returns the SLO engine's exposition (bytes, UTF-8)."""
+    docstring); ``slo_metrics`` returns the SLO engine's exposition (bytes, UTF-8);
+    ``closed`` counts the HTTP connections closed by a bound, by reason."""
 
     def __init__(self, scraper: Scraper,
                  slo_metrics: Callable[[], bytes] | None = None,
+                 closed: Counter[str] | None = None,
                  normalized: Callable[[Part], Part] | None = None) -> None:
         self.scraper = scraper
         self.slo_metrics = slo_metrics
@@ -35,7 +37,7 @@ class MetricsAssembler:
         self.normalized = normalized
         #: Series dropped so far, by origin (read by the self-metrics collector).
         self.dropped: Counter[str] = Counter()
-        self.registry = self_registry(scraper, self.dropped)
+        self.registry = self_registry(scraper, self.dropped, closed)
 
     def body(self) -> bytes:
         """The ``/metrics`` body (text format 0.0.4, UTF-8)."""

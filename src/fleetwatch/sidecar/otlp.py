@@ -46,7 +46,7 @@ from fleetwatch.traces.concurrency import LoadEstimator
 from fleetwatch.traces.facts import RequestFacts
 from fleetwatch.traces.histograms import TraceHistograms, overlay
 from fleetwatch.traces.join import TraceJoiner
-from fleetwatch.traces.judge import judge
+from fleetwatch.traces.judge import TraceEvent, judge
 from fleetwatch.traces.otlp import REASONS, Limits, OTLPDecodeError, decode_request, spans_of
 
 log = logging.getLogger("fleetwatch.otlp")
@@ -113,12 +113,15 @@ class Forwarder:
 class TraceReceiver:
     """Spans in, per-request facts, histograms and SLO events out (module docstring).
 
-    ``engine``: the SLO engine (None: no SLOs, histograms only); ``on_facts``: called with
-    every batch of joined requests (the OTLP metrics export).
+    ``engine``: the SLO engine whose SLOs judge the requests (None: no SLOs, histograms
+    only); ``sink`` receives the judged events (default ``engine.add_events``; the sidecar
+    passes its engine worker's, so the engine is only touched by its thread);
+    ``on_facts``: called with every batch of joined requests (the OTLP metrics export).
     """
 
     def __init__(self, cfg: TracesConfig, engine: SLOEngine | None = None,
-                 on_facts: Callable[[list[RequestFacts]], None] | None = None) -> None:
+                 on_facts: Callable[[list[RequestFacts]], None] | None = None,
+                 sink: Callable[[list[TraceEvent]], None] | None = None) -> None:
         self.cfg = cfg
         self.limits = Limits(cfg.max_body_bytes, cfg.max_spans_per_body)
         self.joiner = TraceJoiner(cfg.vllm_model, cfg.vllm_model_version,
@@ -131,6 +134,7 @@ class TraceReceiver:
         self.forwarder = Forwarder(cfg.forward) if cfg.forward is not None else None
         self.refused: Counter[str] = Counter()
         self._selects = Selection(engine.registry) if engine is not None else None
+        self._sink = sink or (engine.add_events if engine is not None else None)
 
     def ingest(self, body: bytes, content_type: str, content_encoding: str = "",
                now: float | None = None) -> int:
@@ -162,8 +166,9 @@ class TraceReceiver:
         self._judge(self.estimator.add(facts, time.time() if now is None else now))
 
     def _judge(self, settled: list[RequestFacts]) -> None:
-        if settled and self.engine is not None and self._selects is not None:
-            self.engine.add_events(judge(settled, self.engine.spec, self._selects))
+        if settled and self.engine is not None and self._selects is not None \
+                and self._sink is not None:
+            self._sink(judge(settled, self.engine.spec, self._selects))
 
     def normalized(self, part: Part) -> Part:
         """The normalized families with the trace buckets overlaid (``/metrics``)."""

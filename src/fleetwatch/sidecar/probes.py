@@ -39,22 +39,23 @@ class Prober:
             and target.api_url is not None
 
     async def readiness(self, source: Source | None, target: Target,
-                        observed: Sequence[str]) -> dict[str, bool]:
-        """``{model: ready}`` for the target's ``models`` (else those ``observed``);
-        ``{}`` when the source declares no readiness probe (or needs an ``api_url`` the
-        target lacks)."""
+                        observed: Sequence[str]) -> dict[str, str | None]:
+        """``{model: None when ready, else why not}`` for the target's ``models`` (else
+        those ``observed``); why is ``GET URL: HTTP 500``, ``… timeout after N s`` or
+        ``… connection failed: …``. ``{}`` when the source declares no readiness probe (or
+        needs an ``api_url`` the target lacks)."""
         probe = source.readiness if source is not None else None
         names = list(target.models or observed)
         if isinstance(probe, ModelReadyProbe) and target.api_url is not None:
             base = str(target.api_url).rstrip("/")
-            ready = await asyncio.gather(*(self.get_ok(base + probe.path.format(model=_q(m)))
-                                           for m in names))
-            return dict(zip(names, ready, strict=True))
+            why = await asyncio.gather(*(self.problem(base + probe.path.format(model=_q(m)))
+                                         for m in names))
+            return dict(zip(names, why, strict=True))
         if isinstance(probe, HealthProbe):
             url = str(target.health_url) if target.health_url else \
                 _sibling(str(target.url), probe.path)
-            ok = await self.get_ok(url)
-            return {m: ok for m in (names or ["(engine)"])}
+            problem = await self.problem(url)
+            return {m: problem for m in (names or ["(engine)"])}
         return {}
 
     async def runtimes(self, probe: RuntimeProbe, target: Target, models: Sequence[str]
@@ -105,13 +106,20 @@ class Prober:
 
     async def get_ok(self, url: str) -> bool:
         """True when ``GET url`` answers 200 within the timeout."""
+        return await self.problem(url) is None
+
+    async def problem(self, url: str) -> str | None:
+        """None when ``GET url`` answers 200 within the timeout, else what happened
+        (``GET URL: HTTP 503``, ``GET URL: timeout``, ``GET URL: connection failed: …``)."""
         session = self._session()
         assert session is not None, "the scraper's session is not open"
         try:
             async with session.get(url) as resp:
-                return resp.status == 200
-        except (aiohttp.ClientError, asyncio.TimeoutError):
-            return False
+                return None if resp.status == 200 else f"GET {url}: HTTP {resp.status}"
+        except asyncio.TimeoutError:
+            return f"GET {url}: timeout"
+        except aiohttp.ClientError as exc:
+            return f"GET {url}: connection failed: {type(exc).__name__}: {exc}"
 
 
 def _sibling(url: str, path: str) -> str:

@@ -27,71 +27,29 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import aiohttp
 
 from fleetwatch.exporters.assemble import NORMALIZED, PASSTHROUGH, Part, assemble
-from fleetwatch.exporters.compile import FAMILY_INDEX
-from fleetwatch.exporters.normalize import Normalized, Normalizer, value_of
+from fleetwatch.exporters.normalize import Normalized, Normalizer
 from fleetwatch.exporters.parser import describe_if_not_metrics
 from fleetwatch.exporters.render import normalized_families, passthrough_families
 from fleetwatch.exporters.snapshot import Snapshot
-from fleetwatch.exporters.source import Source
-from fleetwatch.exporters.sources import SOURCES_BY_KIND, TABLES, detect_kind
+from fleetwatch.exporters.sources import TABLES, detect_kind
 from fleetwatch.exporters.table import TargetContext
+from fleetwatch.exporters.validate import Limits
 from fleetwatch.labels.registry import Registry
-from fleetwatch.sidecar.config import SidecarConfig, Target
+from fleetwatch.sidecar.coldstart import ColdStarts
+from fleetwatch.sidecar.config import SidecarConfig
 from fleetwatch.sidecar.fetch import ScrapeError, fetch_metrics
 from fleetwatch.sidecar.probes import Prober
+from fleetwatch.sidecar.targets import TargetState, sleeping_models
 
 log = logging.getLogger("fleetwatch.scraper")
 
 #: A model not observed in this many successful scrapes of its target is forgotten
 #: (learned runtime, readiness, log bookkeeping); it is learned again if it comes back.
 FORGET_AFTER_SCRAPES = 10
-
-
-@dataclass
-class TargetState:
-    """What the sidecar knows about one target (read by /metrics, /readyz and the engine)."""
-
-    target: Target
-    kind: str | None = None
-    normalizer: Normalizer | None = None
-    up: bool = False
-    answered: bool = False
-    last_error: str | None = None
-    last_reason: str | None = None
-    last_success: float | None = None
-    duration: float = 0.0
-    errors: Counter[str] = field(default_factory=Counter)
-    invalid_lines_total: int = 0
-    normalized: Normalized | None = None
-    runtimes: dict[str, str] = field(default_factory=dict)
-    models_ready: dict[str, bool] = field(default_factory=dict)
-    invalid_signature: tuple[int, tuple[str, ...]] | None = None
-    scrapes_ok: int = 0
-    last_seen: dict[str, int] = field(default_factory=dict)  # model → scrapes_ok when seen
-    exposed_unknown: set[str] = field(default_factory=set)  # exposed before runtime known
-    unreadable_config: set[str] = field(default_factory=set)  # logged once per model
-    #: What the server reports about itself (engine_version, …): None until it answered;
-    #: forgotten when the target goes down (it may come back upgraded).
-    identity: dict[str, str] | None = None
-    models_sleeping: set[str] = field(default_factory=set)  # engine asleep: not ready
-
-    @property
-    def source(self) -> Source | None:
-        """The source the target is read as (``None`` before the first scrape or when
-        detection found none)."""
-        return SOURCES_BY_KIND.get(self.kind or "")
-
-    def runtime_for(self, model: str) -> str:
-        return self.runtimes.get(model) or self.target.runtime or "unknown"
-
-    @property
-    def ready(self) -> bool:
-        return self.up and all(self.models_ready.values())
 
 
 class Scraper:
@@ -117,6 +75,8 @@ class Scraper:
         self._session: aiohttp.ClientSession | None = None
         self._metrics_session: aiohttp.ClientSession | None = None
         self.probes = Prober(lambda: self._session)
+        #: Not-ready → ready durations per (target, model), from the readiness probes.
+        self.cold_starts = ColdStarts()
 
     # -- lifecycle ----------------------------------------------------------------
     async def __aenter__(self) -> Scraper:
@@ -155,6 +115,9 @@ class Scraper:
         assert self._session is not None, "use 'async with Scraper(...)'"
         ts = time.time()
         await asyncio.gather(*(self._scrape_target(s) for s in self.states.values()))
+        seen = time.time()
+        for name, s in self.states.items():
+            self.cold_starts.observe(name, s.up, s.models_ready, s.target.models, seen)
         snap = Snapshot(ts, {n: (s.normalized if s.up else None)
                              for n, s in self.states.items()})
         live = [n for n in snap.targets.values() if n is not None]
@@ -219,9 +182,15 @@ class Scraper:
             ctx = TargetContext(runtime_for=st.runtime_for,
                                 extra_labels=tuple(sorted(st.target.labels.items())),
                                 model_version=st.target.model_version)
-            st.normalizer = Normalizer(TABLES[kind], ctx, self.cfg.passthrough_unmapped)
+            sc = self.cfg.scrape
+            limits = Limits(sc.max_series, sc.max_label_value_length,
+                            sc.normalize_timeout_seconds)
+            st.normalizer = Normalizer(TABLES[kind], ctx, self.cfg.passthrough_unmapped,
+                                       limits)
             st.kind = kind
         n = st.normalizer.normalize(text)
+        if n.refused is not None:
+            raise ScrapeError(*n.refused)
         if n.series_count == 0:
             problem = describe_if_not_metrics(text)
             if problem:
@@ -249,6 +218,16 @@ class Scraper:
         elif st.invalid_signature is not None:
             st.invalid_signature = None
             log.info("target %s: no malformed lines any more", st.target.name)
+        self._note_refusals(st, n)
+        if n.unmapped and not n.unmapped <= st.unmapped_logged:
+            st.unmapped_logged = frozenset(n.unmapped) | st.unmapped_logged \
+                if len(st.unmapped_logged) < 10_000 else frozenset(n.unmapped)
+            names = sorted(n.unmapped)
+            log.info("target %s: %d upstream famil%s not mapped (%s): %s%s", st.target.name,
+                     len(names), "y" if len(names) == 1 else "ies",
+                     "passed through" if self.cfg.passthrough_unmapped else "dropped",
+                     ", ".join(names[:20]), f" … and {len(names) - 20} more"
+                     if len(names) > 20 else "")
         st.scrapes_ok += 1
         seen = st.scrapes_ok
         learns = self.probes.learns_runtimes(st.source, st.target)
@@ -258,6 +237,24 @@ class Scraper:
                 st.exposed_unknown.add(model)  # its runtime label is the fallback for now
         if not was_up:
             log.info("target %s (%s): up, %d series", st.target.name, st.kind, n.series_count)
+
+    def _note_refusals(self, st: TargetState, n: Normalized) -> None:
+        """Count the samples value validation refused; one log line when the set of
+        reasons changes (``target T: refused N sample(s) (reason: example; …)``), one
+        when there are none any more."""
+        st.invalid_samples.update(n.invalid_samples)
+        signature = tuple(sorted(n.invalid_samples))
+        if signature == st.refused_signature:
+            return
+        st.refused_signature = signature
+        if signature:
+            log.warning("target %s: refused %d sample(s), withdrawn from /metrics and the "
+                        "SLO engine: %s", st.target.name, n.invalid_samples.total(),
+                        "; ".join(f"{r} ×{n.invalid_samples[r]} (e.g. "
+                                  f"{n.invalid_examples.get(r, '?')[:160]})"
+                                  for r in signature))
+        else:
+            log.info("target %s: no refused samples any more", st.target.name)
 
     def _mark_down(self, st: TargetState, reason: str, message: str) -> None:
         st.errors[reason] += 1
@@ -284,19 +281,20 @@ class Scraper:
         n = st.normalized
         observed = sorted({m[0] for m in n.models}) if n else []
         before = st.models_ready
-        st.models_ready = await self.probes.readiness(st.source, t, observed)
-        was_sleeping, st.models_sleeping = st.models_sleeping, _sleeping(n)
+        why = await self.probes.readiness(st.source, t, observed)
+        st.models_ready = {m: w is None for m, w in why.items()}
+        was_sleeping, st.models_sleeping = st.models_sleeping, sleeping_models(n)
         for model in st.models_sleeping:  # an engine asleep answers /health, serves nothing
             st.models_ready[model] = False
             if model not in was_sleeping:
                 log.info("target %s: model %s: engine asleep (not ready)", t.name, model)
-        for model, ok in st.models_ready.items():  # one line per change
+        for model, problem in why.items():  # one line per change
             was = before.get(model)
             if model in st.models_sleeping:
                 continue
-            if not ok and was is not False:
-                log.warning("target %s: model %s not ready", t.name, model)
-            elif ok and was is False:
+            if problem is not None and was is not False:
+                log.warning("target %s: model %s not ready (%s)", t.name, model, problem)
+            elif problem is None and was is False:
                 log.info("target %s: model %s ready again", t.name, model)
 
     def _forget_unseen_models(self, st: TargetState) -> None:
@@ -344,19 +342,3 @@ class Scraper:
         if changed and st.normalizer is not None:
             st.normalizer.invalidate()
         return changed
-
-
-_SLEEP_STATE = FAMILY_INDEX["modelserver_engine_sleep_state"]
-
-
-def _sleeping(n: Normalized | None) -> set[str]:
-    """Models whose engine reports itself asleep (``modelserver_engine_sleep_state``
-    ``{sleep_state="awake"}`` 0, vLLM 0.11.2+ sleep mode)."""
-    if n is None:
-        return set()
-    out = set()
-    for prefix, v in n.families[_SLEEP_STATE].items():
-        labels = dict(n.key(prefix)[1])
-        if labels.get("sleep_state") == "awake" and value_of(v) == 0 and "model" in labels:
-            out.add(labels["model"])
-    return out

@@ -13,6 +13,11 @@
   minutes to load, hence readiness apart from liveness. An engine in sleep mode (vLLM
   ``engine_sleep_state``) answers ``/health`` but serves nothing: its models are not ready
   (listed under ``models_sleeping`` too).
+
+Connections are bounded (:mod:`.guard`: ``listen.max_connections``, a header timeout,
+rate-limited accept errors). **SIGHUP is ignored** with a log line (``SIGHUP ignored: …
+restart to apply a changed configuration``): the configuration is read once at start, so
+an orchestrator's reload signal never kills the process; SIGINT/SIGTERM stop it.
 """
 
 from __future__ import annotations
@@ -31,11 +36,14 @@ from aiohttp import web
 from fleetwatch.exporters.assemble import Part
 from fleetwatch.labels.registry import Registry
 from fleetwatch.sidecar.config import SidecarConfig
+from fleetwatch.sidecar.guard import ConnectionGuard, GuardedSite, install_exception_handler
 from fleetwatch.sidecar.metrics import MetricsAssembler
 from fleetwatch.sidecar.otlp import run_receiver
 from fleetwatch.sidecar.otlp_setup import start_traces
 from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.sidecar.slo_routes import Handler, slo_routes
+from fleetwatch.sidecar.slo_worker import EngineWorker
+from fleetwatch.sidecar.strictjson import json_response
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import SLOFile
 
@@ -91,11 +99,14 @@ def readiness(scraper: Scraper) -> tuple[bool, dict[str, Any]]:
 def make_app(scraper: Scraper,
              extra_routes: dict[str, Handler] | None = None,
              extra_metrics: Callable[[], bytes] | None = None,
+             guard: ConnectionGuard | None = None,
              normalized: Callable[[Part], Part] | None = None) -> web.Application:
     """Build the aiohttp application around a running :class:`Scraper`;
-    ``extra_metrics`` returns the SLO engine's exposition (bytes) for /metrics and
-    ``normalized`` rewrites the normalized families (the trace receiver's buckets)."""
-    assembler = MetricsAssembler(scraper, extra_metrics, normalized)
+    ``extra_metrics`` returns the SLO engine's exposition (bytes) for /metrics; ``guard``
+    (served through :class:`~.guard.GuardedSite`) bounds the connections; ``normalized``
+    rewrites the normalized families (the trace receiver's real Triton buckets)."""
+    assembler = MetricsAssembler(scraper, extra_metrics,
+                                 guard.closed if guard is not None else None, normalized)
 
     async def metrics(request: web.Request) -> web.Response:
         body = assembler.body()
@@ -109,9 +120,9 @@ def make_app(scraper: Scraper,
 
     async def readyz(_request: web.Request) -> web.Response:
         ok, detail = readiness(scraper)
-        return web.json_response(detail, status=200 if ok else 503)
+        return json_response(detail, status=200 if ok else 503)
 
-    app = web.Application()
+    app = web.Application(middlewares=[guard.middleware] if guard is not None else [])
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
@@ -135,22 +146,30 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, stop.set)
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, AttributeError):
+        loop.add_signal_handler(signal.SIGHUP, log.warning, "SIGHUP ignored: fleetwatch "
+                                "reads its configuration once at start; restart to apply "
+                                "a changed configuration")
+    install_exception_handler(loop)
+    guard = ConnectionGuard(_connection_cap(cfg.listen.max_connections),
+                            cfg.listen.header_timeout_seconds)
     async with Scraper(cfg, registry) as scraper:
         routes, extra = None, None
-        if slos is not None:
+        worker: EngineWorker | None = None
+        if slos is not None:  # the engine updates in its own thread (slo_worker)
             engine = SLOEngine(slos, registry)
-            scraper.subscribers.append(engine.update)
-            routes, extra = slo_routes(engine)
+            worker = EngineWorker(engine, scraper.cold_starts.by_model)
+            scraper.subscribers.append(worker.submit)
+            routes, extra = slo_routes(engine, worker)
         receiver = traces_task = None
-        if cfg.traces is not None:
-            receiver, extra = start_traces(cfg.traces, engine if slos is not None else None,
-                                           extra)
+        if cfg.traces is not None:  # trace events reach the engine through its worker
+            receiver, extra = start_traces(cfg.traces, worker, extra)
             traces_task = asyncio.create_task(run_receiver(receiver, stop))
-        app = make_app(scraper, routes, extra,
+        app = make_app(scraper, routes, extra, guard,
                        receiver.normalized if receiver is not None else None)
-        runner = web.AppRunner(app, access_log=None)
+        runner = web.AppRunner(app, access_log=None, lingering_time=2.0)
         await runner.setup()
-        site = web.TCPSite(runner, cfg.listen.address, cfg.listen.port)
+        site = GuardedSite(runner, cfg.listen.address, cfg.listen.port, guard)
         try:
             await site.start()
         except OSError as exc:  # port in use, unresolvable name (socket.gaierror), …
@@ -173,3 +192,34 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
             if traces_task is not None:
                 stop.set()
                 await traces_task
+            if worker is not None:
+                worker.stop()
+
+
+#: File descriptors kept beyond the connection cap: the upstream scrapes, probes, logs
+#: and files (64), and one accept burst (asyncio accepts up to the listen backlog of
+#: connections per loop turn before a refused one's descriptor is closed).
+FD_RESERVE = 64 + GuardedSite.BACKLOG
+
+
+def _connection_cap(wanted: int) -> int:
+    """``listen.max_connections``, raising the soft file-descriptor limit to fit it (up to
+    the hard limit), else lowered to what the limit leaves after :data:`FD_RESERVE` (one
+    log line)."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return wanted
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = wanted + FD_RESERVE
+    if soft != resource.RLIM_INFINITY and soft < need:
+        new = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+            soft = new
+    if soft != resource.RLIM_INFINITY and soft < need:
+        cap = max(1, soft - FD_RESERVE)
+        log.warning("listen.max_connections %d does not fit the file-descriptor limit %d: "
+                    "serving at most %d connections", wanted, soft, cap)
+        return cap
+    return wanted

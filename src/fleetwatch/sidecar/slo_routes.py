@@ -3,53 +3,72 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import generate_latest
 
+from fleetwatch.sidecar.slo_worker import EngineWorker
+from fleetwatch.sidecar.strictjson import json_response
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.export import slo_registry
-from fleetwatch.slo.status import SLOStatus
+from fleetwatch.slo.status import autoscaling_document, slo_document, strict_json
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def slo_routes(engine: SLOEngine) -> tuple[dict[str, Handler], Callable[[], bytes]]:
-    """HTTP routes and the extra /metrics body of the SLO engine.
+def slo_routes(engine: SLOEngine, worker: EngineWorker | None = None,
+               ) -> tuple[dict[str, Handler], Callable[[], bytes]]:
+    """HTTP routes and the extra /metrics body of the SLO engine. With ``worker`` (the
+    engine updated off the event loop) they serve what it rendered after its last
+    update, never waiting for one in progress; without, they read the engine.
 
     * ``/slo`` — per SLO and model: state and its explanation, budget, burn rates by
-      window and band, capacity, ``sli_source`` and trace ``sampling`` (JSON);
+      window and band, capacity (JSON);
     * ``/autoscaling`` — KEDA metrics-api JSON, one object per model: ``signal``, its
       ``components``, ``capacity``, ``concurrency``, ``state``;
     * ``/autoscaling/{model}`` — one model (all its versions): ``signal`` is the largest
       of its versions' signals; KEDA ``valueLocation: signal``.
+
+    The /metrics body is made once per engine update. Every answer is strict JSON
+    (:mod:`fleetwatch.sidecar.strictjson`: ``null``, never ``NaN``).
     """
     registry = slo_registry(engine)
 
-    specs = {s.name: s for s in engine.spec.slos}
+    def slo_doc() -> object:
+        return worker.slo_doc if worker else strict_json(slo_document(engine))
 
-    def with_source(st: SLOStatus) -> dict[str, object]:
-        """A status with where its events come from: ``sli_source`` (metrics | traces)
-        and ``sampling`` (each traced request counts as that many events)."""
-        sli = specs[st["slo"]].sli
-        return {**st, "sli_source": sli.source, "sampling": sli.sampling}
+    def autoscaling_doc() -> Any:
+        return worker.autoscaling_doc if worker else strict_json(autoscaling_document(engine))
+
+    cached: list[object] = [object(), b""]  # [engine.last_update it was made at, body]
+
+    def body() -> bytes:
+        """The engine's exposition: the worker's last rendering, or (no worker) made once
+        per engine update, not once per /metrics request."""
+        if worker:
+            return worker.metrics_body
+        if cached[0] != engine.last_update:
+            cached[1] = generate_latest(registry)
+            cached[0] = engine.last_update
+        made = cached[1]
+        assert isinstance(made, bytes)
+        return made
 
     async def slo(_request: web.Request) -> web.Response:
-        return web.json_response({"updated": engine.last_update,
-                                  "slos": [with_source(s) for s in engine.status()]})
+        return json_response(slo_doc())
 
     async def autoscaling(_request: web.Request) -> web.Response:
-        return web.json_response({"updated": engine.last_update,
-                                  "models": engine.autoscaling()})
+        return json_response(autoscaling_doc())
 
     async def autoscaling_model(request: web.Request) -> web.Response:
         model = request.match_info["model"]
-        items = [o for o in engine.autoscaling() if o["model"] == model]
+        items = [o for o in autoscaling_doc()["models"] if o["model"] == model]
         if not items:
-            return web.json_response({"error": f"no such model: {model}"}, status=404)
-        return web.json_response({"model": model, "signal": max(o["signal"] for o in items),
+            return json_response({"error": f"no such model: {model}"}, status=404)
+        return json_response({"model": model, "signal": max(o["signal"] for o in items),
                                   "versions": items})
 
     routes: dict[str, Handler] = {"/slo": slo, "/autoscaling": autoscaling,
                                   "/autoscaling/{model}": autoscaling_model}
-    return routes, lambda: generate_latest(registry)
+    return routes, body

@@ -5,9 +5,9 @@ Per SLO and model an interval yields Δgood and Δtotal events
 (:func:`interval_events`): latency, histogram bucket ``le = threshold`` vs ``_count``;
 availability, successful vs all requests; time slice, one event, good when the
 interval's quantile or mean ≤ threshold. They are attributed to the **concurrency band**
-of the interval (:func:`interval_concurrency`): the average of the running-requests gauge
-at both ends (vLLM, TensorRT-LLM), else Little's law, Δ(sum of request durations) / Δt
-(Triton). :class:`Ledger` keeps them per (SLO, model, band) and overall in
+of the interval (:mod:`.concurrency`: time-averaged requests in the system, Little's law
+cross-checked with the running + waiting gauges). :class:`Ledger` keeps them per (SLO,
+model, band) and overall in
 :class:`~fleetwatch.slo.windows.RollingWindows` (bounded memory) and computes, vectorized,
 the **burn rate** (error rate ÷ error budget, SRE Workbook) of every row and window and
 which rows burn faster than a window pair's threshold on both its windows.
@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fleetwatch.labels.registry import Registry
-from fleetwatch.slo.decode import DURATION, Interval
+from fleetwatch.slo.decode import Interval
 from fleetwatch.slo.sli import LATENCY_METRICS, SUMMARY_METRICS
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ModelKey, SLOModelState
@@ -36,9 +36,14 @@ BoolArray = npt.NDArray[np.bool_]
 class ModelGauges:
     """Per-model observations of the last interval that had them: ``concurrency``
     (requests in the system per replica), ``queue_wait`` (mean seconds), ``kv_usage``
-    (ratio 0–1); and the fleet's ``gpu_memory_ratio`` (0–1, None without GPU series)."""
+    (ratio 0–1), ``estimator`` (which measured the concurrency: ``"little"`` or
+    ``"gauges"``, see :mod:`.concurrency`), ``batch_limit`` (the largest running gauge
+    seen while requests waited: the engine's concurrent-slot limit, requests); and the
+    fleet's ``gpu_memory_ratio`` (0–1, None without GPU series)."""
 
     concurrency: dict[ModelKey, float] = field(default_factory=dict)
+    estimator: dict[ModelKey, str] = field(default_factory=dict)
+    batch_limit: dict[ModelKey, float] = field(default_factory=dict)
     queue_wait: dict[ModelKey, float] = field(default_factory=dict)
     kv_usage: dict[ModelKey, float] = field(default_factory=dict)
     gpu_memory_ratio: float | None = None
@@ -65,19 +70,9 @@ class Selection:
             self._cache[key] = hit
         return hit
 
-
-def interval_concurrency(iv: Interval, prev_running: float | None,
-                         dt: float) -> float | None:
-    """Mean concurrency (requests) of an interval of ``dt`` seconds: the mean of the
-    running gauge at both ends (``prev_running`` None: the end value), else Little's law
-    L = Σ request durations / Δt; None without either."""
-    if iv.running_now is not None:
-        prev = iv.running_now if prev_running is None else prev_running
-        return (prev + iv.running_now) / 2.0
-    h = iv.hists.get(DURATION)
-    if h is not None:
-        return h.sum / dt
-    return None
+    def forget(self, models: set[ModelKey]) -> None:
+        """Drop the decisions about ``models`` (forgotten by the engine)."""
+        self._cache = {k: v for k, v in self._cache.items() if k[1] not in models}
 
 
 def interval_events(st: SLOModelState, iv: Interval,
@@ -150,6 +145,9 @@ class Ledger:
             if r == len(self._row_objective):
                 self._row_objective.append(st.slo.objective)
                 self._row_period.append(st.slo.period_seconds)
+            else:  # a released row, reused
+                self._row_objective[r] = st.slo.objective
+                self._row_period[r] = st.slo.period_seconds
         return r
 
     def add(self, ts: float, rows: list[int], goods: list[float],

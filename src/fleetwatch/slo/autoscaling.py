@@ -5,7 +5,8 @@ concurrency ÷ capacity at SLO), ``queue_wait`` (mean queue wait ÷
 ``autoscaling.queue_wait_seconds``), ``kv_cache`` (KV-cache usage ÷
 ``kv_cache_usage_ratio``), ``gpu_memory`` (fleet GPU-memory usage ÷
 ``gpu_memory_usage_ratio``). The signal is the largest component; with a target of 1,
-desired replicas = ceil(Σ signal over replicas).
+desired replicas = ceil(Σ signal over replicas). ``min_replicas`` is the cold-start floor
+(see :class:`~fleetwatch.slo.spec.AutoscalingSettings`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ class ModelSignal(TypedDict):
     capacity: float | None  # concurrent requests per replica; None without an SLO
     concurrency: float | None  # requests in the system per replica
     state: str  # the worst state over the model's SLOs
+    cold_start_seconds: float | None  # last measured cold start (None: not seen)
+    min_replicas: int  # recommended floor (cold start above the bound: a larger floor)
 
 
 def model_capacity(states: States, mk: ModelKey) -> float | None:
@@ -45,14 +48,28 @@ def model_state(states: States, mk: ModelKey) -> str:
     return worst_state({st.state for (_, m), st in states.items() if m == mk})
 
 
-def signals(targets: AutoscalingSettings, states: States,
-            gauges: ModelGauges) -> list[ModelSignal]:
-    """One :class:`ModelSignal` per model seen (with gauges or SLOs), sorted by model."""
-    models = set(gauges.concurrency) | set(gauges.kv_usage) | {m for _, m in states}
+def min_replicas(targets: AutoscalingSettings, cold_start: float | None) -> int:
+    """The recommended minimum replicas for a cold start of ``cold_start`` seconds."""
+    if cold_start is not None and cold_start > targets.cold_start_bound_seconds:
+        return targets.cold_start_min_replicas
+    return 1
+
+
+def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
+            cold_starts: Mapping[str, float] | None = None) -> list[ModelSignal]:
+    """One :class:`ModelSignal` per model seen (with gauges or SLOs), sorted by model;
+    ``cold_starts``: model name → last measured cold start (seconds, from the sidecar).
+    Linear in the states (grouped by model once)."""
+    cold_starts = cold_starts or {}
+    by_model: dict[ModelKey, list[SLOModelState]] = {}
+    for (_, m), st in states.items():
+        by_model.setdefault(m, []).append(st)
+    models = set(gauges.concurrency) | set(gauges.kv_usage) | set(by_model)
     out: list[ModelSignal] = []
     for mk in sorted(models):
         comps: dict[str, float] = {}
-        cap = model_capacity(states, mk)
+        own = by_model.get(mk, [])
+        cap = min(st.capacity for st in own) if own else None
         conc = gauges.concurrency.get(mk)
         if cap and conc is not None:
             comps["concurrency"] = conc / cap
@@ -66,6 +83,8 @@ def signals(targets: AutoscalingSettings, states: States,
             "model": mk[0], "model_version": mk[1], "backend": mk[2],
             "signal": max(comps.values()) if comps else 0.0,
             "components": comps, "capacity": cap, "concurrency": conc,
-            "state": model_state(states, mk),
+            "state": worst_state({st.state for st in own}),
+            "cold_start_seconds": cold_starts.get(mk[0]),
+            "min_replicas": min_replicas(targets, cold_starts.get(mk[0])),
         })
     return out

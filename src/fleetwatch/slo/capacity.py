@@ -1,14 +1,34 @@
-"""Capacity at SLO: the highest concurrency band a model keeps its SLO in.
+"""Capacity at SLO: the per-replica concurrency a model keeps its SLO up to.
 
-Walking up from the lowest band, a band is *trusted* once it has at least
-``capacity.min_events`` events over the capacity window; untrusted bands are skipped, a
-trusted band burning below 1 raises the estimate to its bound, and the first trusted band
-that burns (≥ 1) stops the walk. Before any band is trusted the estimate is the envelope;
-when only the lowest trusted band burns the last estimate is kept (that is a regression,
-not a capacity). A new estimate is adopted only after it held for
-``capacity.hysteresis_updates`` consecutive updates.
+The declared envelope is the operator's prior; evidence of *burn* lowers it, evidence of
+*good* load above it raises it, no evidence leaves it where it is. Per update, over the
+capacity window (``capacity.window``), a band is *trusted* once it has at least
+``capacity.min_events`` events; a trusted band *burns* when its burn rate is ≥ 1 and is
+*good* below 1. Then:
 
-Capacity is in concurrent requests per replica (a band bound).
+1. **no trusted band**: capacity stays where it is (the envelope at start);
+2. **no trusted band burns**: the highest concurrency a good band was *observed* at (its
+   observation-weighted mean concurrency, not its upper bound: the knee may lie inside
+   the band) raises capacity when it is at or above it (``bands``); otherwise it stays
+   (``kept``);
+3. **the lowest burning band** (lower edge ``e``, observed mean concurrency ``x``) bounds
+   it: without a model prediction capacity becomes ``min(max(capacity, g), e)`` where
+   ``g`` is the highest observed concurrency of a good band below ``e`` (``bands``: burn
+   lowers it below the band, good load below raises it up to there); for a latency SLI
+   the capacity model
+   (:mod:`.latency`: per-band latency quantile at the objective, monotone / queueing fit)
+   predicts where the quantile reaches the threshold and capacity becomes that
+   prediction clamped to ``[g, x]`` — between the good band and the burning band's
+   observed concurrency (``model``). The model never acts without a burning band, so it
+   can only lower capacity from the envelope or place it between good and burning load.
+4. **the lowest band itself burns** (lower edge 0): that is a regression, not a capacity
+   (the model is slow even when alone); capacity stays where it is (``regression``) and
+   the judge says ``regression``.
+
+A new estimate is adopted only after it held (within :data:`SAME` relative) for
+``capacity.hysteresis_updates`` consecutive updates. Capacity is a continuous number of
+concurrent requests per replica, rounded to 3 significant digits
+(:func:`~fleetwatch.slo.latency.round_capacity`).
 """
 
 from __future__ import annotations
@@ -16,63 +36,111 @@ from __future__ import annotations
 import math
 from enum import Enum
 
+from fleetwatch.slo.latency import predict, round_capacity
 from fleetwatch.slo.spec import CapacitySettings
 from fleetwatch.slo.state import SLOModelState
 
+#: Two estimates within this relative difference are the same estimate (hysteresis).
+SAME = 0.05
+
 
 class Evidence(Enum):
-    """Where an estimate came from: ``ENVELOPE`` (no band trusted yet: the configured
-    envelope), ``KEPT`` (trusted bands, none below 1: the last capacity), ``BANDS`` (the
-    highest trusted band burning below 1)."""
+    """Where the capacity came from (``capacity_evidence`` in ``/slo``)."""
 
-    ENVELOPE = "envelope"
-    KEPT = "kept"
-    BANDS = "bands"
+    ENVELOPE = "envelope"  # no trusted band yet: the declared envelope
+    KEPT = "kept"  # trusted bands, none moving it: the last capacity
+    BANDS = "bands"  # a good band raised it, or a burning band lowered it to its edge
+    MODEL = "model"  # the capacity model placed it between good and burning load
+    REGRESSION = "regression"  # the lowest band burns: kept (not a capacity)
+
+
+def _observed(st: SLOModelState, label: str, upper: float) -> float:
+    """The concurrency a band's good evidence was seen at: its observation-weighted mean
+    concurrency (requests), at most its upper bound (the bound when unknown)."""
+    bl = st.latency.get(label)
+    x = bl.concurrency() if bl is not None else None
+    return upper if x is None else min(x, upper)
+
+
+def _points(st: SLOModelState, trusted: list[str]) -> list[tuple[float, float]]:
+    """``(mean concurrency, latency quantile)`` of the trusted bands (latency SLIs)."""
+    out: list[tuple[float, float]] = []
+    q = st.slo.objective
+    for label in trusted:
+        bl = st.latency.get(label)
+        if bl is None:
+            continue
+        x, y = bl.concurrency(), bl.quantile(q)
+        if x is not None and y is not None:
+            out.append((x, y))
+    return out
 
 
 def estimate(st: SLOModelState, cfg: CapacitySettings, window_totals: list[float],
-             window_burn: list[float]) -> tuple[float, Evidence]:
-    """This update's capacity estimate of one SLO and model and its evidence, from the
-    events and burn rate of every window-store row over the capacity window."""
-    found: float | None = None
-    trusted_any = False
-    for b, label in st.band_bounds():
+             window_burn: list[float],
+             batch_limit: float | None = None) -> tuple[float, Evidence]:
+    """This update's capacity estimate of one SLO and model and its evidence (see the
+    module doc), from every window-store row's events and burn rate over the capacity
+    window; ``batch_limit``: the model's observed concurrent-slot limit (requests)."""
+    current = st.capacity
+    trusted: list[tuple[float, float, str, bool]] = []  # lower, upper, label, burning
+    for lower, upper, label in st.band_edges():
         row = st.rows.get(label)
-        if math.isinf(b) or row is None:
+        if row is None or window_totals[row] < cfg.min_events:
             continue
-        if window_totals[row] < cfg.min_events:
-            continue
-        trusted_any = True
-        if window_burn[row] < 1.0:
-            found = b
-        else:
-            break
-    if found is not None:
-        return found, Evidence.BANDS
-    if trusted_any:
-        return st.capacity, Evidence.KEPT
-    return st.slo.concurrency.envelope, Evidence.ENVELOPE
+        trusted.append((lower, upper, label, window_burn[row] >= 1.0))
+    if not trusted:
+        return current, Evidence(st.capacity_evidence)
+    burning = [t for t in trusted if t[3]]
+    if not burning:
+        st.capacity_predicted = None
+        good = max((_observed(st, label, u) for _, u, label, _ in trusted
+                    if math.isfinite(u)), default=0.0)
+        if good >= current:
+            return round_capacity(good), Evidence.BANDS
+        return current, Evidence.KEPT
+    edge, _, burn_label, _ = burning[0]
+    if edge <= 0:
+        return current, Evidence.REGRESSION
+    g = max((_observed(st, label, u) for _, u, label, b in trusted if not b and u <= edge),
+            default=0.0)
+    pred = None
+    if st.slo.sli.latency is not None:
+        pred = predict(_points(st, [t[2] for t in trusted]),
+                       st.slo.sli.latency.threshold_seconds, batch_limit)
+    st.capacity_predicted = None if pred is None else round_capacity(pred)
+    observed = st.latency[burn_label].concurrency() if burn_label in st.latency else None
+    if st.capacity_predicted is not None and observed is not None:
+        hi = max(observed, g)
+        return round_capacity(min(max(st.capacity_predicted, g), hi)), Evidence.MODEL
+    return min(max(current, g), edge), Evidence.BANDS
 
 
-def adopt(st: SLOModelState, value: float, cfg: CapacitySettings) -> None:
-    """Apply hysteresis: ``st.capacity`` becomes ``value`` once it was the estimate for
-    ``cfg.hysteresis_updates`` consecutive updates (at once when that is 1)."""
-    if value == st.capacity:
+def _same(a: float | None, b: float) -> bool:
+    return a is not None and abs(a - b) <= SAME * max(abs(a), abs(b))
+
+
+def adopt(st: SLOModelState, value: float, cfg: CapacitySettings) -> bool:
+    """Apply hysteresis: ``st.capacity`` becomes ``value`` once an estimate within
+    :data:`SAME` of it held for ``cfg.hysteresis_updates`` consecutive updates (at once
+    when that is 1). Returns whether ``value`` is (now) the capacity, within :data:`SAME`."""
+    if _same(st.capacity, value):
         st.pending_capacity, st.pending_count = None, 0
-    elif value == st.pending_capacity:
+        return True
+    if _same(st.pending_capacity, value):
         st.pending_count += 1
-        if st.pending_count >= cfg.hysteresis_updates:
-            st.capacity, st.pending_capacity, st.pending_count = value, None, 0
+        st.pending_capacity = value
     else:
         st.pending_capacity, st.pending_count = value, 1
-        if cfg.hysteresis_updates <= 1:
-            st.capacity, st.pending_capacity, st.pending_count = value, None, 0
+    if st.pending_count >= cfg.hysteresis_updates:
+        st.capacity, st.pending_capacity, st.pending_count = value, None, 0
+        return True
+    return False
 
 
 def update_capacity(st: SLOModelState, cfg: CapacitySettings, window_totals: list[float],
-                    window_burn: list[float]) -> None:
+                    window_burn: list[float], batch_limit: float | None = None) -> None:
     """One update of ``st.capacity``/``st.capacity_evidence`` (see the module doc)."""
-    value, evidence = estimate(st, cfg, window_totals, window_burn)
-    adopt(st, value, cfg)
-    if st.capacity == value:
+    value, evidence = estimate(st, cfg, window_totals, window_burn, batch_limit)
+    if adopt(st, value, cfg) or evidence is Evidence.REGRESSION:
         st.capacity_evidence = evidence.value

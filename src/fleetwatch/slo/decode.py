@@ -35,7 +35,7 @@ GPU_USED = "modelserver_gpu_memory_used_bytes"
 GPU_TOTAL = "modelserver_gpu_memory_total_bytes"
 
 # How a normalized series feeds an interval (codes ≥ _COUNTERS are cumulative).
-_SKIP, _RUNNING, _KV, _QUANTILE, _GPU_USED, _GPU_TOTAL = range(6)
+_SKIP, _RUNNING, _KV, _QUANTILE, _GPU_USED, _GPU_TOTAL, _WAITING = range(7)
 _COUNTERS = 10
 _BUCKET, _COUNT, _SUM, _REQ_GOOD, _REQ_BAD, _SUMMARY_COUNT = range(10, 16)
 
@@ -63,7 +63,9 @@ class Interval:
 
     ``hists``: histogram family → :class:`Hist`; ``good_requests``/``total_requests``:
     finished requests (good = ``outcome="success"``); ``running_now``: the
-    running-requests gauge (summed over series), None without one; ``quantiles``:
+    running-requests gauge (summed over series), None without one; ``waiting_now``: the
+    waiting-requests gauge (vLLM ``num_requests_waiting``, Triton's pending count), None
+    without one; ``quantiles``:
     ``(summary family, quantile label)`` → seconds; ``summary_counts``: summary family →
     Δcount; ``kv_usage``: the largest KV-cache usage ratio (0–1), None without one.
     """
@@ -72,6 +74,7 @@ class Interval:
     good_requests: float = 0.0
     total_requests: float = 0.0
     running_now: float | None = None
+    waiting_now: float | None = None
     quantiles: dict[tuple[str, str], float] = field(default_factory=dict)
     summary_counts: dict[str, float] = field(default_factory=dict)
     kv_usage: float | None = None
@@ -137,6 +140,11 @@ class Decoder:
         self._prev = seen
         return Decoded(intervals, gpu_used / gpu_total if gpu_total > 0 else None)
 
+    def forget(self, models: set[ModelKey]) -> None:
+        """Drop the bucket bounds seen for ``models`` (forgotten by the engine)."""
+        for k in [k for k in self.bounds if k[1] in models]:
+            del self.bounds[k]
+
     def _reader(self, fam_name: str, key: SeriesKey) -> Reader:
         """Compile how a normalized series feeds the interval (once per series)."""
         name, pairs = key
@@ -152,7 +160,9 @@ class Decoder:
             code = _REQ_GOOD if labels.get("outcome") == "success" else _REQ_BAD
             return (code, mk, "", 0.0, "")
         if fam_name == ACTIVE:
-            return (_RUNNING if labels.get("state") == "running" else _SKIP, mk, "", 0.0, "")
+            state = labels.get("state")
+            code = _RUNNING if state == "running" else _WAITING if state == "waiting" else _SKIP
+            return (code, mk, "", 0.0, "")
         if fam_name == KV:
             return (_KV, mk, "", 0.0, "")
         summary = fam_name.endswith("_summary_seconds")
@@ -188,6 +198,8 @@ class Decoder:
                 if code == _SKIP:
                     continue
                 value = raw if raw.__class__ is float else float(raw)
+                if value - value != 0.0 or (value < 0.0 and code >= _COUNTERS):
+                    continue  # NaN/±Inf, a negative count: never a delta nor a gauge
                 if code >= _COUNTERS:  # cumulative: take the reset-aware delta
                     seen[prefix] = (value, ts)
                     before = prev.get(prefix)
@@ -211,6 +223,9 @@ class Decoder:
                 elif code == _RUNNING:
                     iv = intervals[mk]
                     iv.running_now = (iv.running_now or 0.0) + value
+                elif code == _WAITING:
+                    iv = intervals[mk]
+                    iv.waiting_now = (iv.waiting_now or 0.0) + value
                 elif code == _KV:
                     iv = intervals[mk]
                     iv.kv_usage = max(iv.kv_usage or 0.0, value)

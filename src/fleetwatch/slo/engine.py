@@ -14,12 +14,21 @@ Fed every sidecar snapshot (typed, timestamped: see
 6. answers :meth:`status` (``/slo``), :meth:`autoscaling` (``/autoscaling``) and
    :meth:`iter_metrics` (``fleetwatch_slo_*``) (:mod:`.status`).
 
-This module only wires those stages together.
+This module wires those stages together and bounds the state (the SLO file's ``limits``):
+a model without data for ``forget_model_after`` seconds is forgotten (states, window rows,
+gauges), an SLO tracks at most ``max_models_per_slo`` models (a further one is counted in
+``fleetwatch_slo_models_refused_total{slo}`` and logged, at most once a minute per SLO:
+``SLO S tracks N models (limits.max_models_per_slo): not tracking model M …``). An
+interval whose events or concurrency are not finite is not accounted (the decoder never
+yields one; this is the last guard), so no bad interval outlives itself.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from fleetwatch.exporters.snapshot import Snapshot
@@ -27,23 +36,26 @@ from fleetwatch.labels.registry import Registry
 from fleetwatch.slo import autoscaling as _autoscaling
 from fleetwatch.slo import judge as _judge
 from fleetwatch.slo import status as _status
-from fleetwatch.slo.account import (
-    Ledger,
-    ModelGauges,
-    Selection,
-    interval_concurrency,
-    interval_events,
-)
+from fleetwatch.slo.account import Ledger, ModelGauges, Selection, interval_events
 from fleetwatch.slo.autoscaling import ModelSignal
 from fleetwatch.slo.bands import band_label, band_of
 from fleetwatch.slo.capacity import update_capacity
-from fleetwatch.slo.decode import QUEUE, Decoder, Interval, needed_families
+from fleetwatch.slo.concurrency import estimate as estimate_concurrency
+from fleetwatch.slo.concurrency import in_system
+from fleetwatch.slo.decode import QUEUE, Decoder, Hist, Interval, needed_families
+from fleetwatch.slo.latency import BandLatency
+from fleetwatch.slo.sli import LATENCY_METRICS
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState
 from fleetwatch.slo.status import Sample, SLOStatus
 from fleetwatch.slo.windows import FloatArray
 
 __all__ = ["ALL", "STATES", "ModelKey", "SLOEngine", "SLOModelState"]
+
+log = logging.getLogger("fleetwatch.slo")
+
+#: Seconds between two log lines about models an SLO refuses (the counter counts all).
+REFUSED_LOG_SECONDS = 60.0
 
 
 class SLOEngine:
@@ -82,7 +94,14 @@ class SLOEngine:
         self._selects = Selection(self.registry)
         self._prev_ts: float | None = None
         self._model_seen: dict[ModelKey, float] = {}  # when each model last had data
-        self._prev_running: dict[ModelKey, float] = {}
+        self._prev_in_system: dict[ModelKey, float] = {}
+        #: model name → last measured cold start (seconds), set by the sidecar
+        self.cold_starts: dict[str, float] = {}
+        self._tracked: Counter[str] = Counter()  # SLO name → models tracked
+        #: SLO name → models refused by limits.max_models_per_slo (exported counter).
+        self.models_refused: Counter[str] = Counter()
+        self._refused: set[tuple[str, ModelKey]] = set()  # counted once each (bounded)
+        self._refused_logged: dict[str, float] = {}  # SLO name → when last logged
 
     @property
     def gpu_memory_ratio(self) -> float | None:
@@ -104,10 +123,57 @@ class SLOEngine:
             self._account(ts, prev_ts, decoded.intervals)
         for mk, iv in decoded.intervals.items():
             self._model_seen[mk] = ts
-            if iv.running_now is not None:
-                self._prev_running[mk] = iv.running_now
+            now = in_system(iv)
+            if now is not None:
+                self._prev_in_system[mk] = now
+        self._forget_gone(ts)
         self.last_update = ts
         self.update_seconds = time.perf_counter() - t0
+
+    def _forget_gone(self, ts: float) -> None:
+        """Forget the models without data for ``limits.forget_model_after`` seconds."""
+        horizon = ts - self.spec.limits.forget_model_after
+        gone = [mk for mk, seen in self._model_seen.items() if seen < horizon]
+        if not gone:
+            return
+        gone_set = set(gone)
+        windows = self.ledger.windows
+        for key in [k for k in self.states if k[1] in gone_set]:
+            st = self.states.pop(key)
+            self._tracked[key[0]] -= 1
+            for band in st.rows:
+                windows.release((st.slo.name, st.model, band))
+        for mk in gone:
+            del self._model_seen[mk]
+            for d in (self._prev_in_system, self.gauges.concurrency, self.gauges.queue_wait,
+                      self.gauges.kv_usage):
+                d.pop(mk, None)
+        self._selects.forget(gone_set)
+        self._decoder.forget(gone_set)
+        self._refused = {k for k in self._refused if k[1] not in gone_set}
+
+    def _new_state(self, slo: SLOSpec, mk: ModelKey, ts: float) -> SLOModelState | None:
+        """A state for a model the SLO selects, or None past limits.max_models_per_slo
+        (counted once per model and logged at most once a minute per SLO)."""
+        limit = self.spec.limits.max_models_per_slo
+        if self._tracked[slo.name] >= limit:
+            key = (slo.name, mk)
+            if key not in self._refused:
+                if len(self._refused) > 10 * limit:
+                    self._refused.clear()  # bounded: a model may be counted again
+                self._refused.add(key)
+                self.models_refused[slo.name] += 1
+            last = self._refused_logged.get(slo.name)
+            if last is None or ts - last >= REFUSED_LOG_SECONDS:
+                self._refused_logged[slo.name] = ts
+                log.warning("SLO %s tracks %d models (limits.max_models_per_slo): not "
+                            "tracking model %s (%d refused so far)", slo.name, limit, mk[0],
+                            self.models_refused[slo.name])
+            return None
+        self._tracked[slo.name] += 1
+        st = self.states[(slo.name, mk)] = SLOModelState(slo, mk,
+                                                         capacity=slo.concurrency.envelope)
+        return st
 
     def _account(self, ts: float, prev_ts: float,
                  intervals: dict[ModelKey, Interval]) -> None:
@@ -120,9 +186,13 @@ class SLOEngine:
             dt = ts - self._model_seen.get(mk, prev_ts)
             if dt <= 0:
                 continue
-            conc = interval_concurrency(iv, self._prev_running.get(mk), dt)
-            if conc is not None:
+            found = estimate_concurrency(iv, self._prev_in_system.get(mk), dt)
+            conc = None
+            if found is not None and found[0] - found[0] == 0.0:  # finite: a band
+                conc, gauges.estimator[mk] = found
                 gauges.concurrency[mk] = conc
+            if iv.waiting_now and iv.running_now:  # requests wait: slots are full
+                gauges.batch_limit[mk] = max(gauges.batch_limit.get(mk, 0.0), iv.running_now)
             q = iv.hists.get(QUEUE)
             if q is not None and q.count > 0:
                 gauges.queue_wait[mk] = q.sum / q.count
@@ -131,30 +201,41 @@ class SLOEngine:
             for slo in self.spec.slos:
                 if not self._selects(slo, mk):
                     continue
-                st = self._state(slo, mk)
+                st = self.states.get((slo.name, mk))
+                if st is None:
+                    st = self._new_state(slo, mk, ts)
+                    if st is None:
+                        continue
                 if slo.sli.source == "traces":
                     continue  # judged per request: add_events
                 ev = interval_events(st, iv, bounds)
                 if ev is None or conc is None:
                     continue
-                self._book(st, conc, ev[0], ev[1], rows, goods, totals)
+                lat = slo.sli.latency
+                h = iv.hists.get(LATENCY_METRICS[lat.metric]) if lat is not None else None
+                self._book(st, ts, conc, ev[0], ev[1], h, rows, goods, totals)
         self._add_and_judge(ts, rows, goods, totals)
 
-    def _state(self, slo: SLOSpec, mk: ModelKey) -> SLOModelState:
-        st = self.states.get((slo.name, mk))
-        if st is None:
-            st = self.states[(slo.name, mk)] = SLOModelState(
-                slo, mk, capacity=slo.concurrency.envelope)
-        return st
-
-    def _book(self, st: SLOModelState, conc: float, good: float, total: float,
-              rows: list[int], goods: list[float], totals: list[float]) -> None:
-        """Events of one SLO and model into the band of ``conc`` and ``all``."""
-        if total <= 0:
-            return
+    def _book(self, st: SLOModelState, ts: float, conc: float, good: float, total: float,
+              h: Hist | None, rows: list[int], goods: list[float],
+              totals: list[float]) -> None:
+        """Events of one SLO and model into the band of ``conc`` and ``all`` (``h``: the
+        interval's latency histogram of a latency SLI, capacity's evidence)."""
+        if not (0.0 < total < math.inf and 0.0 <= good < math.inf):
+            return  # no events, or not finite: never accounted
         good = min(good, total)
         band = band_label(band_of(conc, st.slo.concurrency.bands))
         st.last_band = band
+        # the band's evidence for capacity: its mean concurrency (every SLI) and,
+        # for a latency SLI, its latency distribution
+        bl = st.latency.get(band)
+        if bl is None:
+            bl = st.latency[band] = BandLatency(origin=ts)
+        cap_window = self.spec.capacity.window
+        if h is not None and h.count > 0:
+            bl.add(ts, cap_window, h.buckets, h.count, conc)
+        else:
+            bl.add(ts, cap_window, {}, total, conc)
         for b in (band, ALL):
             st.events[b] += total
             st.good[b] += good
@@ -165,10 +246,11 @@ class SLOEngine:
     def add_events(self, events: Iterable[tuple[str, ModelKey, float, float, float, float]],
                    ) -> None:
         """Account already-judged events of ``sli.source: traces`` SLOs — ``(SLO name,
-        model key, Unix seconds, concurrency, good, total)`` — each into the band of its
-        concurrency like an interval's metric events, then judge. An unknown SLO name or
-        one not selecting the model is skipped; times before the last accounted one
-        count at it (the windows do not go back)."""
+        model key, Unix seconds, concurrency, good, total)`` (:func:`fleetwatch.traces.judge.
+        judge`) — each into the band of its concurrency like an interval's metric events,
+        then judge. An unknown SLO, one not selecting the model or past its model limit,
+        and a concurrency that is not finite are skipped; times before the last accounted
+        one count at it (the windows do not go back)."""
         by_name = {s.name: s for s in self.spec.slos}
         rows: list[int] = []
         goods: list[float] = []
@@ -176,16 +258,19 @@ class SLOEngine:
         ts = self.last_update or 0.0
         for name, mk, t, conc, good, total in events:
             slo = by_name.get(name)
-            if slo is None or slo.sli.source != "traces" or not self._selects(slo, mk):
+            if slo is None or slo.sli.source != "traces" or not self._selects(slo, mk) \
+                    or not math.isfinite(conc) or not math.isfinite(t):
                 continue
-            self._book(self._state(slo, mk), conc, good, total, rows, goods, totals)
             ts = max(ts, t)
+            st = self.states.get((name, mk)) or self._new_state(slo, mk, ts)
+            if st is not None:
+                self._book(st, ts, conc, good, total, None, rows, goods, totals)
         if rows:
             self._add_and_judge(ts, rows, goods, totals)
 
     def _add_and_judge(self, ts: float, rows: list[int], goods: list[float],
                        totals: list[float]) -> None:
-        ledger = self.ledger
+        ledger, gauges = self.ledger, self.gauges
         ledger.add(ts, rows, goods, totals)
         burning = ledger.burning.tolist()
         cap_cfg = self.spec.capacity
@@ -194,7 +279,8 @@ class SLOEngine:
         for st in self.states.values():
             _judge.judge(st, burning)
             if st.state != "misconfigured" and st.state != "no_data":
-                update_capacity(st, cap_cfg, cap_total, cap_burn)
+                update_capacity(st, cap_cfg, cap_total, cap_burn,
+                                gauges.batch_limit.get(st.model))
 
     # -- outputs (see the modules named) -------------------------------------------
     def window_sums(self, st: SLOModelState, band: str, window: float,
@@ -220,7 +306,8 @@ class SLOEngine:
         """One object per model (KEDA metrics-api shape, see
         :class:`~fleetwatch.slo.autoscaling.ModelSignal`): ``signal`` (the largest
         component), ``components`` (ratios), ``capacity``, ``concurrency``, ``state``."""
-        return _autoscaling.signals(self.spec.autoscaling, self.states, self.gauges)
+        return _autoscaling.signals(self.spec.autoscaling, self.states, self.gauges,
+                                    self.cold_starts)
 
     def status(self) -> list[SLOStatus]:
         """Per SLO and model (see :class:`~fleetwatch.slo.status.SLOStatus`): state,
@@ -233,5 +320,9 @@ class SLOEngine:
         return _judge.explain(st)
 
     def iter_metrics(self) -> Iterator[Sample]:
-        """``(family, labels, value)`` for every exported series (see :mod:`.export`)."""
-        return _status.iter_metrics(self.ledger, self.states, self.autoscaling())
+        """``(family, labels, value)`` for every exported series (see :mod:`.export`),
+        and ``fleetwatch_slo_models_refused_total`` per SLO."""
+        yield from _status.iter_metrics(self.ledger, self.states, self.autoscaling())
+        for slo in self.spec.slos:
+            yield ("fleetwatch_slo_models_refused_total", {"slo": slo.name},
+                   float(self.models_refused[slo.name]))

@@ -1,5 +1,8 @@
 """SLO specifications (YAML), validated strictly; field names follow OpenSLO where it has them.
 
+Why this module is long: it is the SLO file's whole schema, one model per section, each
+with its own validation messages; split, the schema of one file would be scattered.
+
 ::
 
     windows:                       # optional; default: the SRE Workbook's catalog below
@@ -9,7 +12,9 @@
       - {long: 3d, short: 6h, budget_consumed: 0.10, severity: ticket}  # 1x
     capacity: {window: 6h, min_events: 200, hysteresis_updates: 3}
     autoscaling: {queue_wait_seconds: 0.5, kv_cache_usage_ratio: 0.9,
-                  gpu_memory_usage_ratio: 0.9}
+                  gpu_memory_usage_ratio: 0.9, cold_start_bound_seconds: 120,
+                  cold_start_min_replicas: 2}
+    limits: {max_models_per_slo: 2000, forget_model_after: 1h}   # engine state bounds
     slos:
       - name: llm-ttft
         description: TTFT within 500 ms
@@ -309,11 +314,36 @@ class CapacitySettings(_Strict):
 
 
 class AutoscalingSettings(_Strict):
-    """Targets of the autoscaling components (each component = observed / target)."""
+    """Targets of the autoscaling components (each component = observed / target), and
+    the cold-start floor: a model whose measured cold start (seconds from not ready to
+    ready) exceeds ``cold_start_bound_seconds`` gets a recommended minimum of
+    ``cold_start_min_replicas`` replicas (it cannot be scaled out in time)."""
 
     queue_wait_seconds: float = Field(0.5, gt=0, allow_inf_nan=False)
     kv_cache_usage_ratio: float = Field(0.9, gt=0, le=1)
     gpu_memory_usage_ratio: float = Field(0.9, gt=0, le=1)
+    cold_start_bound_seconds: float = Field(120.0, gt=0, allow_inf_nan=False)
+    cold_start_min_replicas: int = Field(2, ge=1)
+
+
+class EngineLimits(_Strict):
+    """Bounds of the SLO engine's state (docs/reliability.md).
+
+    * ``max_models_per_slo`` — models one SLO tracks at most; a further model the SLO
+      selects is not tracked (``fleetwatch_slo_models_refused_total{slo}``, one log line
+      per SLO and minute) until a tracked one is forgotten;
+    * ``forget_model_after`` — a model without data for this long (seconds, or "1h") is
+      forgotten: its SLO states, window rows and gauges are freed (its events are no
+      longer exported; Prometheus keeps their history).
+    """
+
+    max_models_per_slo: int = Field(2000, ge=1)
+    forget_model_after: Duration = 3600.0
+
+    @field_validator("forget_model_after", mode="before")
+    @classmethod
+    def _dur(cls, v: object) -> float:
+        return parse_duration(v)  # type: ignore[arg-type]
 
 
 class SLOFile(_Strict):
@@ -322,6 +352,7 @@ class SLOFile(_Strict):
     windows: list[BurnWindow] = Field(default_factory=lambda: list(DEFAULT_WINDOWS))
     capacity: CapacitySettings = CapacitySettings()
     autoscaling: AutoscalingSettings = AutoscalingSettings()
+    limits: EngineLimits = EngineLimits()
     slos: list[SLOSpec] = Field(min_length=1)
 
     @model_validator(mode="after")

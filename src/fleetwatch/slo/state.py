@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from fleetwatch.slo.bands import band_label
+from fleetwatch.slo.latency import BandLatency
 from fleetwatch.slo.spec import SLOSpec
 
 #: ``(model, model_version, backend)`` — the identity of a served model.
@@ -27,10 +28,13 @@ class SLOModelState:
     """Everything the engine knows about one SLO on one model.
 
     ``state`` is one of :data:`STATES`; ``error`` says why it is ``misconfigured``;
-    ``capacity`` is the adopted capacity at SLO (concurrent requests per replica, a band
-    bound) and ``capacity_evidence`` where it came from (``"envelope"``: no band trusted
-    yet; ``"bands"``: learned; ``"kept"``: see :mod:`.capacity`), ``pending_capacity``
-    and ``pending_count`` the estimate waiting out hysteresis;
+    ``capacity`` is the adopted capacity at SLO (concurrent requests per replica, a
+    continuous number) and ``capacity_evidence`` where it came from (see
+    :class:`~fleetwatch.slo.capacity.Evidence`), ``capacity_predicted`` the capacity
+    model's last prediction (requests; None without one), ``pending_capacity`` and
+    ``pending_count`` the estimate waiting out hysteresis; ``latency`` the per-band
+    evidence (band label → :class:`BandLatency`: mean concurrency, and the latency
+    distribution of a latency SLI);
     ``burning_bands`` the band labels burning on a window pair at the last update;
     ``rows`` maps a band label (or :data:`ALL`) to its row in the window store;
     ``events``/``good`` are the cumulative event counts per band label since start.
@@ -42,6 +46,7 @@ class SLOModelState:
     error: str | None = None
     capacity: float = 0.0
     capacity_evidence: str = "envelope"
+    capacity_predicted: float | None = None
     pending_capacity: float | None = None
     pending_count: int = 0
     burning_bands: list[str] = field(default_factory=list)
@@ -50,6 +55,13 @@ class SLOModelState:
     events: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     good: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     last_band: str | None = None
+    latency: dict[str, BandLatency] = field(default_factory=dict)
+
+    def band_edges(self) -> list[tuple[float, float, str]]:
+        """``(lower, upper, label)`` of every band (lower edge of the first: 0)."""
+        bounds = self.band_bounds()
+        return [(bounds[i - 1][0] if i else 0.0, b, label)
+                for i, (b, label) in enumerate(bounds)]
 
     def band_bounds(self) -> list[tuple[float, str]]:
         """``(bound, label)`` of every band of the SLO, ascending, ending with

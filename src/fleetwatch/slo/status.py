@@ -9,8 +9,9 @@ written as :func:`~fleetwatch.slo.durations.format_duration` labels (``5m``, ``2
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
-from typing import TypedDict
+from typing import Protocol, TypedDict
 
 from fleetwatch.slo.account import Ledger, ModelGauges
 from fleetwatch.slo.autoscaling import ModelSignal
@@ -19,9 +20,27 @@ from fleetwatch.slo.durations import format_duration
 from fleetwatch.slo.judge import explain
 from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState, band_sort
 
+
+class Engine(Protocol):
+    """What the documents read of an :class:`~fleetwatch.slo.engine.SLOEngine`."""
+
+    last_update: float | None
+
+    def status(self) -> list[SLOStatus]: ...
+
+    def autoscaling(self) -> list[ModelSignal]: ...
+
 States = Mapping[tuple[str, ModelKey], SLOModelState]
 #: ``(family name, labels, value)`` of one exported sample.
 Sample = tuple[str, dict[str, str], float]
+
+
+class BandLatencyStatus(TypedDict):
+    """One band's latency evidence: the objective's quantile and the mean concurrency."""
+
+    quantile: float  # ratio: the objective (0.99 → p99)
+    latency_seconds: float | None  # that quantile of the band's latency
+    concurrency: float | None  # observation-weighted mean concurrency (requests)
 
 
 class SLOStatus(TypedDict):
@@ -32,19 +51,33 @@ class SLOStatus(TypedDict):
     model_version: str
     backend: str
     objective: float  # ratio 0–1
-    sli: str  # latency | availability | timeslice
+    sli: str  # latency | availability | timeslice | goodput
+    sli_source: str  # metrics | traces (judged per traced request)
+    sampling: int  # traces: each traced request counts as this many events
     state: str  # one of fleetwatch.slo.state.STATES
     explanation: str
     error_budget_remaining: float  # ratio of the period's budget (negative: overspent)
-    capacity: float  # concurrent requests per replica
+    capacity: float  # concurrent requests per replica (continuous, 3 significant digits)
+    capacity_evidence: str  # envelope | kept | bands | model | regression (slo.capacity)
+    capacity_predicted: float | None  # the capacity model's prediction (requests)
     envelope: float
     concurrency: float | None
+    concurrency_estimator: str | None  # little | gauges (slo.concurrency), None: no data
+    batch_limit: float | None  # running requests seen while requests waited (requests)
+    band_latency: dict[str, BandLatencyStatus]  # band → evidence (latency: latency SLIs)
     burn_rates: dict[str, dict[str, float | None]]  # window label → band → burn (None: no data)
     events: dict[str, float]  # band → events since start
 
 
-def _num(v: float) -> float | None:
-    return None if v != v else v
+def _num(v: float | None) -> float | None:
+    return None if v is None or v != v or v in (math.inf, -math.inf) else v
+
+
+def _band_latency(st: SLOModelState) -> dict[str, BandLatencyStatus]:
+    q = st.slo.objective
+    return {label: {"quantile": q, "latency_seconds": _num(bl.quantile(q)),
+                    "concurrency": _num(bl.concurrency())}
+            for label, bl in sorted(st.latency.items(), key=lambda kv: band_sort(kv[0]))}
 
 
 def status(ledger: Ledger, states: States, gauges: ModelGauges) -> list[SLOStatus]:
@@ -61,10 +94,16 @@ def status(ledger: Ledger, states: States, gauges: ModelGauges) -> list[SLOStatu
         out.append({
             "slo": name, "model": mk[0], "model_version": mk[1], "backend": mk[2],
             "objective": slo.objective, "sli": slo.sli.kind,
+            "sli_source": slo.sli.source, "sampling": slo.sli.sampling,
             "state": st.state, "explanation": explain(st),
             "error_budget_remaining": budget_remaining(g, t, slo.objective),
-            "capacity": st.capacity, "envelope": slo.concurrency.envelope,
-            "concurrency": gauges.concurrency.get(mk), "burn_rates": burn,
+            "capacity": st.capacity, "capacity_evidence": st.capacity_evidence,
+            "capacity_predicted": _num(st.capacity_predicted),
+            "envelope": slo.concurrency.envelope,
+            "concurrency": _num(gauges.concurrency.get(mk)),
+            "concurrency_estimator": gauges.estimator.get(mk),
+            "batch_limit": gauges.batch_limit.get(mk),
+            "band_latency": _band_latency(st), "burn_rates": burn,
             "events": dict(st.events),
         })
     return out
@@ -89,6 +128,17 @@ def iter_metrics(ledger: Ledger, states: States,
         yield ("fleetwatch_slo_error_budget_remaining_ratio", base,
                budget_remaining(g, t, st.slo.objective))
         yield "fleetwatch_slo_capacity_concurrency", base, st.capacity
+        if st.capacity_predicted is not None:
+            yield "fleetwatch_slo_capacity_predicted_concurrency", base, st.capacity_predicted
+        q = st.slo.objective
+        for band, bl in sorted(st.latency.items(), key=lambda kv: band_sort(kv[0])):
+            lat, conc = bl.quantile(q), bl.concurrency()
+            lab = {**base, "band": band}
+            if lat is not None:
+                yield ("fleetwatch_slo_band_latency_quantile_seconds",
+                       {**lab, "quantile": format(q, "g")}, lat)
+            if conc is not None:
+                yield "fleetwatch_slo_band_concurrency", lab, conc
         for s in STATES:
             yield "fleetwatch_slo_state", {**base, "state": s}, 1.0 if st.state == s else 0.0
     for obj in signals:
@@ -97,5 +147,29 @@ def iter_metrics(ledger: Ledger, states: States,
         if obj["concurrency"] is not None:
             yield "fleetwatch_slo_concurrency", base, obj["concurrency"]
         yield "fleetwatch_autoscaling_signal_ratio", base, obj["signal"]
+        yield "fleetwatch_autoscaling_min_replicas", base, float(obj["min_replicas"])
         for comp, v in sorted(obj["components"].items()):
             yield "fleetwatch_autoscaling_component_ratio", {**base, "component": comp}, v
+
+
+def strict_json(obj: object) -> object:
+    """``obj`` with every non-finite float replaced by None (JSON has no NaN or
+    Infinity: ``json.dumps(..., allow_nan=False)`` then never fails)."""
+    if isinstance(obj, float):
+        return None if obj != obj or obj in (math.inf, -math.inf) else obj
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v) for v in obj]
+    return obj
+
+
+def slo_document(engine: Engine) -> dict[str, object]:
+    """The ``/slo`` body: ``{"updated": Unix seconds of the last snapshot, "slos":
+    [SLOStatus…]}``."""
+    return {"updated": engine.last_update, "slos": engine.status()}
+
+
+def autoscaling_document(engine: Engine) -> dict[str, object]:
+    """The ``/autoscaling`` body: ``{"updated": …, "models": [ModelSignal…]}``."""
+    return {"updated": engine.last_update, "models": engine.autoscaling()}

@@ -22,8 +22,8 @@ class RollingWindows:
     """Good/total event counts per series over several sliding windows.
 
     ``windows`` are lengths in seconds. Series are any hashable keys, allocated on first
-    use. Times are Unix seconds and must not go backwards (a smaller time is treated as
-    the last one).
+    use and freed with :meth:`release` (a freed row is reused). Times are Unix seconds and
+    must not go backwards (a smaller time is treated as the last one).
     """
 
     def __init__(self, windows: Sequence[float], buckets: int = 60, capacity: int = 64) -> None:
@@ -36,18 +36,34 @@ class RollingWindows:
         self._sums = np.zeros((capacity, n_w, 2))
         self._last = np.full(n_w, -1, dtype=np.int64)
         self.rows: dict[Hashable, int] = {}
+        self._free: list[int] = []  # released rows, zeroed, reused first
+        self._high = 0  # rows allocated so far (used or free)
 
     def row(self, key: Hashable) -> int:
-        """The row of ``key`` (allocating it, growing storage ×2 when full)."""
+        """The row of ``key`` (allocating it: a released row, else a new one, growing
+        storage ×2 when full)."""
         r = self.rows.get(key)
         if r is None:
-            r = len(self.rows)
+            if self._free:
+                r = self._free.pop()
+                self.rows[key] = r
+                return r
+            r = self._high
+            self._high += 1
             if r >= self._data.shape[0]:
                 grow = self._data.shape[0]
                 self._data = np.concatenate([self._data, np.zeros_like(self._data[:grow])])
                 self._sums = np.concatenate([self._sums, np.zeros_like(self._sums[:grow])])
             self.rows[key] = r
         return r
+
+    def release(self, key: Hashable) -> None:
+        """Free the row of ``key`` (its counts are zeroed; the row is reused)."""
+        r = self.rows.pop(key, None)
+        if r is not None:
+            self._data[r] = 0.0
+            self._sums[r] = 0.0
+            self._free.append(r)
 
     def advance(self, t: float) -> None:
         """Move every window's current bucket to time ``t``, expiring old buckets."""
@@ -73,7 +89,7 @@ class RollingWindows:
         if len(rows) == 0:
             return
         vals = np.stack([good, total], axis=1)
-        n = len(self.rows)
+        n = self._high
         acc = np.zeros((n, 2))
         np.add.at(acc, rows, vals)
         touched = np.unique(rows)
@@ -83,8 +99,9 @@ class RollingWindows:
             self._sums[touched, w, :] += acc[touched]
 
     def sums(self) -> FloatArray:
-        """``[rows, windows, 2]`` good/total sums (a view: copy before keeping it)."""
-        return self._sums[: len(self.rows)]
+        """``[rows, windows, 2]`` good/total sums (a view: copy before keeping it; a
+        released row reads 0)."""
+        return self._sums[: self._high]
 
     def nbytes(self) -> int:
         """Memory held by the counts, in bytes."""

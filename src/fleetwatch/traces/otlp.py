@@ -101,12 +101,13 @@ def _varint(buf: bytes, i: int) -> tuple[int, int]:
         shift += 7
 
 
-def _fields(buf: bytes, start: int, end: int, want: int) -> list[tuple[int, int]]:
+def _fields(buf: bytes, start: int, end: int, want: int,
+            limit: int = 1 << 62) -> list[tuple[int, int]]:
     """``(start, end)`` of every length-delimited field number ``want`` in
-    ``buf[start:end]`` (other fields skipped by wire type)."""
+    ``buf[start:end]`` (other fields skipped by wire type), at most ``limit``."""
     out: list[tuple[int, int]] = []
     i = start
-    while i < end:
+    while i < end and len(out) < limit:
         key, i = _varint(buf, i)
         num, wt = key >> 3, key & 7
         if wt == 0:
@@ -129,14 +130,17 @@ def _fields(buf: bytes, start: int, end: int, want: int) -> list[tuple[int, int]
 
 def count_protobuf_spans(body: bytes, stop_above: int) -> int:
     """Spans in a protobuf ``ExportTraceServiceRequest`` counted on the wire
-    (resource_spans=1 → scope_spans=2 → spans=2), stopping once above ``stop_above``."""
-    count = 0
-    for rs in _fields(body, 0, len(body), 1):
-        for ss in _fields(body, rs[0], rs[1], 2):
-            count += len(_fields(body, ss[0], ss[1], 2))
-            if count > stop_above:
-                return count
-    return count
+    (resource_spans=1 → scope_spans=2 → spans=2), stopping once above ``stop_above``; more
+    than ``stop_above`` resource or scope spans also count as above it."""
+    count = containers = 0  # empty resource/scope spans cost memory too: bounded alike
+    for rs in _fields(body, 0, len(body), 1, stop_above + 1):
+        for ss in _fields(body, rs[0], rs[1], 2, stop_above + 1):
+            containers += 1
+            count += len(_fields(body, ss[0], ss[1], 2, stop_above + 1 - count))
+            if count > stop_above or containers > stop_above:
+                return stop_above + 1
+        containers += 1
+    return count if containers <= stop_above else stop_above + 1
 
 
 def _hex_to_b64(obj: dict[str, Any], key: str) -> None:

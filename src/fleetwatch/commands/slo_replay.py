@@ -1,0 +1,135 @@
+"""``fleetwatch slo replay``: feed captured ``/metrics`` bodies through the normalizer and
+the SLO engine, offline, and print what the sidecar's ``/slo`` and ``/autoscaling`` would
+have said ("what would the engine have said about last night?").
+
+A capture's time (Unix seconds) is the ``<unix_ms>`` in its file name (12–14 digits, e.g.
+``0007-1796116891265.prom`` as ``tools/capture_vllm_sweep.py`` writes them), or, with
+``--interval S``, S seconds after the previous capture in the order given. Captures are
+replayed in time order; each is one snapshot of one target. Output is strict JSON
+(``null``, never ``NaN``): one document ``{"slo": …, "autoscaling": …}``, or with
+``--each`` one such line per capture (with its ``capture`` name and ``timestamp``).
+
+Bad input — an unreadable or non-UTF-8 file, a body that is not a Prometheus exposition of
+a known source, a name without a timestamp (and no ``--interval``), two captures at the
+same time — is one ``fleetwatch: error: FILE: …`` line and exit 2.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import click
+
+from fleetwatch.exporters.snapshot import Snapshot
+from fleetwatch.labels.registry import Registry
+from fleetwatch.slo.engine import SLOEngine
+from fleetwatch.slo.spec import SLOFile
+from fleetwatch.slo.status import autoscaling_document, slo_document, strict_json
+
+if TYPE_CHECKING:
+    from fleetwatch.exporters.normalize import Normalized
+
+_STAMP = re.compile(r"(?<!\d)(\d{12,14})(?!\d)")
+
+
+class ReplayInputError(click.ClickException):
+    """Bad replay input: one ``fleetwatch: error:`` line naming the file, exit 2."""
+
+    exit_code = 2
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"fleetwatch: error: {self.format_message()}", err=True)
+
+
+def normalizer_for(kind_hint: str | None = None) -> Callable[[str, str], Normalized]:
+    """The one adapter to the exporters' normalizer: a function ``(body, file name) →
+    Normalized`` that detects the source kind of the first body and keeps one
+    normalizer per kind (as a sidecar keeps one per target)."""
+    from fleetwatch.exporters.normalize import Normalizer
+    from fleetwatch.exporters.parser import describe_if_not_metrics
+    from fleetwatch.exporters.sources import TABLES, detect_kind
+
+    cache: dict[str, Normalizer] = {}
+
+    def normalize(text: str, name: str) -> Normalized:
+        kind = kind_hint or detect_kind(text)
+        if kind not in TABLES or kind == "unknown":
+            why = describe_if_not_metrics(text) or "no Triton, vLLM or dcgm-exporter family"
+            raise ReplayInputError(f"{name}: not a /metrics body of a known source: {why}")
+        norm = cache.get(kind)
+        if norm is None:
+            norm = cache[kind] = Normalizer(TABLES[kind])
+        return norm.normalize(text)
+
+    return normalize
+
+
+def capture_times(paths: Sequence[Path], interval: float | None) -> list[float]:
+    """Unix seconds of each capture: from the ``<unix_ms>`` of its name, or every
+    ``interval`` seconds in the order given."""
+    if interval is not None:
+        if not interval > 0:
+            raise ReplayInputError(f"--interval must be positive seconds, not {interval:g}")
+        return [i * interval for i in range(len(paths))]
+    out: list[float] = []
+    for p in paths:
+        found = _STAMP.findall(p.name)
+        if not found:
+            raise ReplayInputError(f"{p}: no <unix_ms> time in the file name (e.g. "
+                                   "0007-1796116891265.prom); give --interval SECONDS")
+        out.append(int(found[-1]) / 1000.0)
+    return out
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise ReplayInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ReplayInputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def replay(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
+           interval: float | None = None) -> Iterator[tuple[Path, float, SLOEngine]]:
+    """Feed the captures in time order; yields ``(path, timestamp, engine)`` after each."""
+    times = capture_times(paths, interval)
+    order = sorted(range(len(paths)), key=lambda i: times[i])
+    for a, b in itertools.pairwise(order):
+        if times[a] == times[b]:
+            raise ReplayInputError(f"{paths[b]}: same time as {paths[a]} "
+                                   f"({times[a]:.3f}); captures must be distinct in time")
+    engine = SLOEngine(slos, registry)
+    normalize = normalizer_for()
+    for i in order:
+        path = paths[i]
+        text = _read(path)
+        normalized = normalize(text, str(path))
+        engine.update(Snapshot(times[i], {"replay": normalized}))
+        yield path, times[i], engine
+
+
+def document(engine: SLOEngine) -> dict[str, object]:
+    """``{"slo": /slo, "autoscaling": /autoscaling}`` as the sidecar serves them."""
+    return {"slo": slo_document(engine), "autoscaling": autoscaling_document(engine)}
+
+
+def run(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
+        interval: float | None, each: bool, out: Callable[[str], None]) -> None:
+    """Replay and print (see the module doc)."""
+    if not paths:
+        raise ReplayInputError("give at least one CAPTURE file")
+    last: SLOEngine | None = None
+    for path, ts, engine in replay(slos, registry, paths, interval):
+        last = engine
+        if each:
+            line = {"capture": str(path), "timestamp": ts, **document(engine)}
+            out(json.dumps(strict_json(line), allow_nan=False, sort_keys=True))
+    if not each and last is not None:
+        out(json.dumps(strict_json(document(last)), allow_nan=False, indent=2,
+                       sort_keys=True))

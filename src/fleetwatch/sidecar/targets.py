@@ -1,0 +1,74 @@
+"""What the sidecar knows about each upstream target, and the per-model facts read off its
+normalized state (read by ``/metrics``, ``/readyz``, the self-metrics and the engine)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from fleetwatch.exporters.compile import FAMILY_INDEX
+from fleetwatch.exporters.normalize import Normalized, Normalizer, value_of
+from fleetwatch.exporters.source import Source
+from fleetwatch.exporters.sources import SOURCES_BY_KIND
+from fleetwatch.sidecar.config import Target
+
+
+@dataclass
+class TargetState:
+    """What the sidecar knows about one target (read by /metrics, /readyz and the engine)."""
+
+    target: Target
+    kind: str | None = None
+    normalizer: Normalizer | None = None
+    up: bool = False
+    answered: bool = False
+    last_error: str | None = None
+    last_reason: str | None = None
+    last_success: float | None = None
+    duration: float = 0.0
+    errors: Counter[str] = field(default_factory=Counter)
+    invalid_lines_total: int = 0
+    invalid_samples: Counter[str] = field(default_factory=Counter)  # reason → refused
+    refused_signature: tuple[str, ...] = ()  # reasons refused in the last scrape (logged)
+    unmapped_logged: frozenset[str] = frozenset()  # unmapped families named in the log
+    normalized: Normalized | None = None
+    runtimes: dict[str, str] = field(default_factory=dict)
+    models_ready: dict[str, bool] = field(default_factory=dict)
+    invalid_signature: tuple[int, tuple[str, ...]] | None = None
+    scrapes_ok: int = 0
+    last_seen: dict[str, int] = field(default_factory=dict)  # model → scrapes_ok when seen
+    exposed_unknown: set[str] = field(default_factory=set)  # exposed before runtime known
+    unreadable_config: set[str] = field(default_factory=set)  # logged once per model
+    #: What the server reports about itself (engine_version, …): None until it answered;
+    #: forgotten when the target goes down (it may come back upgraded).
+    identity: dict[str, str] | None = None
+    models_sleeping: set[str] = field(default_factory=set)  # engine asleep: not ready
+
+    @property
+    def source(self) -> Source | None:
+        """The source the target is read as (``None`` before the first scrape or when
+        detection found none)."""
+        return SOURCES_BY_KIND.get(self.kind or "")
+
+    def runtime_for(self, model: str) -> str:
+        return self.runtimes.get(model) or self.target.runtime or "unknown"
+
+    @property
+    def ready(self) -> bool:
+        return self.up and all(self.models_ready.values())
+
+
+_SLEEP_STATE = FAMILY_INDEX["modelserver_engine_sleep_state"]
+
+
+def sleeping_models(n: Normalized | None) -> set[str]:
+    """Models whose engine reports itself asleep (``modelserver_engine_sleep_state``
+    ``{sleep_state="awake"}`` 0, vLLM 0.11.2+ sleep mode)."""
+    if n is None:
+        return set()
+    out = set()
+    for prefix, v in n.families[_SLEEP_STATE].items():
+        labels = dict(n.key(prefix)[1])
+        if labels.get("sleep_state") == "awake" and value_of(v) == 0 and "model" in labels:
+            out.add(labels["model"])
+    return out

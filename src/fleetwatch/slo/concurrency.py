@@ -1,0 +1,89 @@
+"""Concurrency of an interval: the time-averaged number of requests in the system.
+
+The band an interval's events are attributed to, the autoscaling signal's concurrency
+component and the capacity model all read this one number (requests per replica). Two
+measurements are combined:
+
+* **Little's law** (``L = λ W``) over the end-to-end latency sum: ``L = ΔΣ(request
+  durations) / Δt`` — the request-duration histogram's ``_sum`` delta (vLLM's
+  ``e2e_request_latency_seconds``, Triton's ``nv_inference_request_duration_us``, both
+  normalized to ``modelserver_request_duration_seconds``) divided by the interval's
+  length. It counts every request the server held, waiting ones included (a request
+  beyond vLLM's ``--max-num-seqs`` waits *inside* the e2e time), and it is a time
+  average, so a level change between two scrapes is not misattributed to a whole
+  interval. It sees only *completed* requests: a request that started before the
+  interval contributes its whole duration, so it is only trusted when the interval is at
+  least :data:`MIN_INTERVALS_PER_LATENCY` × the interval's mean latency ``W = ΔΣ /
+  Δcount`` long, and it lags when requests last longer than the interval.
+* **Gauges**: the mean of running + waiting (``modelserver_requests_active{state}``) at
+  both ends of the interval. They cover requests still in flight (longer than the
+  interval, where Little's law on completed requests lags) but are two point samples.
+
+The estimate is the larger of the two when both are usable (each one is a lower bound
+of the time average in the situation where the other fails), Little's law alone
+without gauges, the gauges alone when Little's law has no completed request or too
+short an interval. :func:`estimate` also names the estimator used (``"little"`` or
+``"gauges"``), which ``/slo`` reports as ``concurrency_estimator``.
+
+Sources: J. D. C. Little, "A proof for the queuing formula L = λW", Operations Research
+9(3), 1961; vLLM's metrics (``vllm:e2e_request_latency_seconds``,
+``vllm:num_requests_running``/``waiting``); Triton's ``nv_inference_request_duration_us``
+and ``nv_inference_pending_request_count``.
+"""
+
+from __future__ import annotations
+
+from fleetwatch.slo.decode import DURATION, Interval
+
+#: Little's law on completed requests is trusted only over an interval at least this
+#: many mean latencies long (shorter: the durations of requests that started before the
+#: interval dominate).
+MIN_INTERVALS_PER_LATENCY = 2.0
+
+LITTLE = "little"
+GAUGES = "gauges"
+
+
+def in_system(iv: Interval) -> float | None:
+    """Running + waiting requests at the end of the interval (None without gauges)."""
+    if iv.running_now is None and iv.waiting_now is None:
+        return None
+    return (iv.running_now or 0.0) + (iv.waiting_now or 0.0)
+
+
+def little(iv: Interval, dt: float) -> float | None:
+    """Little's law ``ΔΣ durations / Δt`` (requests), None when the interval has no
+    completed request or is shorter than :data:`MIN_INTERVALS_PER_LATENCY` mean
+    latencies."""
+    h = iv.hists.get(DURATION)
+    if h is None or h.count <= 0 or dt <= 0:
+        return None
+    mean_latency = h.sum / h.count
+    if dt < MIN_INTERVALS_PER_LATENCY * mean_latency:
+        return None
+    return max(h.sum, 0.0) / dt
+
+
+def estimate(iv: Interval, prev_in_system: float | None,
+             dt: float) -> tuple[float, str] | None:
+    """``(concurrency, estimator)`` of an interval of ``dt`` seconds (see the module
+    doc); ``prev_in_system`` is running + waiting at its start (None: unknown, the end
+    value stands for both). None without any usable measurement."""
+    gauge_end = in_system(iv)
+    gauges = None
+    if gauge_end is not None:
+        start = gauge_end if prev_in_system is None else prev_in_system
+        gauges = (start + gauge_end) / 2.0
+    law = little(iv, dt)
+    if law is not None and (gauges is None or law >= gauges):
+        return law, LITTLE
+    if gauges is not None:
+        return gauges, GAUGES
+    # no gauges and Little's law not trusted: a short interval with completions still
+    # says something (the old behaviour); no completion at all says nothing
+    h = iv.hists.get(DURATION)
+    if h is not None and dt > 0 and h.count > 0:
+        return max(h.sum, 0.0) / dt, LITTLE
+    if h is not None and dt > 0:
+        return 0.0, LITTLE
+    return None
