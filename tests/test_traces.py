@@ -414,3 +414,13 @@ def test_run_sidecar_serves_receiver_metrics_buckets_and_slo_source() -> None:
             'backend="triton",le="0.01"} 4') in metrics
     (st,) = slo["slos"]
     assert (st["sli_source"], st["sampling"], st["events"]["all"]) == ("traces", 2, 10)
+
+
+def test_default_join_buffer_maximum_is_reached() -> None:
+    """The documented default (traces.buffer_traces: 10 000) holds under a flood of
+    never-completing traces arriving in bodies of 6000 spans."""
+    j = TraceJoiner()
+    for start in (0, 6000):
+        spans = [triton_request(i)[0] for i in range(start, start + 6000)]
+        j.add(decode_spans(body(spans)), 0.0)
+    assert (j.pending, j.stats.evicted) == (10_000, 2000) == (j.max_traces, 2000)
