@@ -1,27 +1,28 @@
 """A fleet of sidecars on a real Prometheus and a real VictoriaMetrics + vmalert.
 
 Two real Triton servers (nvidia-pytriton's tritonserver, demo models ``ranker`` and
-``faulty`` under steady load, a quarter of ``faulty``'s requests failing), each with its
-own sidecar (``fleetwatch serve`` as a subprocess). One Prometheus scrapes the sidecars
+``faulty`` under steady load, a quarter of ``faulty``'s requests failing) and the real
+vLLM engine of the test session (``tiny-llm``, short completions), each with its own
+sidecar (``fleetwatch serve`` as a subprocess): three sidecars. One Prometheus scrapes the sidecars
 through the scrape configuration ``fleetwatch manifests`` generates (its relabelling, over
 file-based discovery whose targets carry the labels Kubernetes pod discovery would) and
 evaluates the rules ``fleetwatch rules`` generates. Checks:
 
 * the fleet-wide recording rules equal the arithmetic on the per-sidecar series at the
   same evaluation instant: the autoscaling signal is the sum of the sidecars' signals,
-  the burn rate is ``(1 − Σ good rate ÷ Σ rate) ÷ (1 − objective)`` over both sidecars;
+  the burn rate is ``(1 − Σ good rate ÷ Σ rate) ÷ (1 − objective)`` over the sidecars;
 * VictoriaMetrics scrapes the same sidecars with the same configuration, vmalert
   evaluates the same rule files into it, and the recorded burn rates and signals agree
   with Prometheus' within :data:`BURN_TOLERANCE` / :data:`SIGNAL_TOLERANCE`
   (docs/deploy.md: where they differ and by how much).
 
-A third sidecar (the real vLLM, ``fleetwatch.demo.vllm.VLLMServer``) is one more entry
-of :data:`PODS`. Bounded: 1 s scrape and evaluation intervals, one module-scoped set of
+The pods are :func:`_pods`. Bounded: 1 s scrape and evaluation intervals, one module-scoped set of
 servers, every process stopped at the end.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import shutil
@@ -41,10 +42,11 @@ from typing import Any
 import pytest
 import yaml
 
+from fleetwatch.demo.llm_load import RequestMix, run_load
 from fleetwatch.demo.load import faulty_inputs, send_requests
 from fleetwatch.demo.triton import TritonServer
 
-pytestmark = [pytest.mark.triton]
+pytestmark = [pytest.mark.triton, pytest.mark.vllm]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -69,7 +71,7 @@ SIGNAL_TOLERANCE = 0.25
 SLOS = {
     "windows": [{"long": "1m", "short": BURN_WINDOW, "budget_consumed": 0.1}],
     "capacity": {"window": "1m", "min_events": 10, "hysteresis_updates": 1},
-    "slos": [{"name": "availability", "selector": {"models": ["ranker", "faulty"]},
+    "slos": [{"name": "availability", "selector": {"models": ["ranker", "faulty", "tiny-llm"]},
               "sli": {"availability": {}}, "objectives": [{"target": OBJECTIVE}],
               "timeWindow": [{"duration": "10m"}], "concurrency": {"envelope": 4}}],
 }
@@ -102,12 +104,30 @@ class Pod:
     process: subprocess.Popen | None = None
 
 
-#: The pods of the fleet. The real vLLM is one more entry (and its model in SLOS), e.g.
-#: ``Pod("llm-0", "llm", ("<model>",), lambda: VLLMServer(...), lambda s: [{"name":
-#: "vllm", "kind": "vllm", "url": s.metrics_url, "health_url": ...}], <load>)``.
-PODS = [Pod(f"ranker-{i}", "ranker", ("ranker", "faulty"),
-            lambda: TritonServer(["ranker", "faulty"]), _triton_targets, _triton_load)
-        for i in range(2)]
+def _vllm_targets(server) -> list[dict]:
+    return [{"name": "vllm", "kind": "vllm", "url": server.metrics_url,
+             "health_url": server.health_url}]
+
+
+def _vllm_load(server) -> None:
+    """One round of LLM load: 4 short completions, 2 at a time."""
+    run_load(server.url, server.served_model_name, 2, max_requests=4,
+             mix=RequestMix(max_tokens=(4,), prompt_words_median=8))
+
+
+#: The Triton pods of the fleet; the third pod is the real vLLM of the test session
+#: (:func:`_pods`), whose model ``tiny-llm`` the availability SLO selects too.
+TRITON_PODS = [Pod(f"ranker-{i}", "ranker", ("ranker", "faulty"),
+                   lambda: TritonServer(["ranker", "faulty"]), _triton_targets, _triton_load)
+               for i in range(2)]
+
+
+def _pods(vllm_server) -> list[Pod]:
+    """Two real Triton pods and the session's real vLLM (borrowed: started and stopped by
+    its session fixture, not by the fleet)."""
+    llm = Pod("llm-0", "llm", ("tiny-llm",), lambda: contextlib.nullcontext(vllm_server),
+              _vllm_targets, _vllm_load)
+    return [*TRITON_PODS, llm]
 
 
 def _serving(pods: list[Pod], model: str) -> int:
@@ -187,8 +207,9 @@ def _start(cmd: list[str], log: Path) -> subprocess.Popen:
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory) -> Iterator[Fleet]:
+def fleet(tmp_path_factory, vllm_server) -> Iterator[Fleet]:
     work = tmp_path_factory.mktemp("fleet")
+    PODS = _pods(vllm_server)
     registry = yaml.safe_load((ROOT / "src/fleetwatch/demo/registry.yaml").read_text())
     for e in registry["models"]:
         if e["name"] == "ranker" and "version" not in e:

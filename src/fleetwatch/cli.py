@@ -248,9 +248,10 @@ def schema(markdown: bool) -> None:
 
 
 @main.command()
-@click.option("--duration", type=float, default=600.0, show_default=True,
-              help="Stop after this many seconds (the load is bounded too).")
-@click.option("--port", type=int, default=9810, show_default=True,
+@click.option("--duration", type=click.FloatRange(0, 86400, min_open=True), default=600.0,
+              show_default=True,
+              help="Stop after this many seconds, at most a day (the load is bounded too).")
+@click.option("--port", type=click.IntRange(0, 65535), default=9810, show_default=True,
               help="Sidecar port (0 = any free port).")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))

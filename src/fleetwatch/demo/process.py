@@ -22,7 +22,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -34,18 +33,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import ClassVar, TypeVar
 
+from fleetwatch.demo.procs import LOOPBACK, free_ports, http_request, kill_group, wait_group_gone
+
 __all__ = [
     "LOOPBACK",
     "ServerProcess",
     "ServerStartError",
     "free_ports",
     "http_request",
-    "kill_group",
-    "wait_group_gone",
 ]
-
-#: The only address the servers bind to.
-LOOPBACK = "127.0.0.1"
 
 _LOG_TAIL_LINES = 25
 
@@ -57,55 +53,6 @@ class ServerStartError(RuntimeError):
 
     The message names what is missing, or ends with the tail of the server log.
     """
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct TCP ports that were free on the loopback interface just now."""
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((LOOPBACK, 0))
-            sockets.append(sock)
-        return [int(sock.getsockname()[1]) for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def http_request(
-    method: str, url: str, timeout_s: float, *, json_body: bytes | None = None
-) -> tuple[int, bytes]:
-    """Send one request: (HTTP status, body); (0, b"") when nothing answered."""
-    request = urllib.request.Request(url, method=method)
-    if json_body is not None:
-        request.data = json_body
-        request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            return int(response.status), bytes(response.read())
-    except urllib.error.HTTPError as error:
-        return int(error.code), bytes(error.read())
-    except (urllib.error.URLError, OSError):
-        return 0, b""
-
-
-def kill_group(pgid: int) -> None:
-    """SIGKILL process group ``pgid`` (nothing when it is gone already)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-def wait_group_gone(pgid: int, timeout_s: float) -> None:
-    """Wait at most ``timeout_s`` until no process of group ``pgid`` is left (they can hold
-    shared memory, the KV cache or a port)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(0.1)
 
 
 # Servers still running at interpreter exit are stopped, so none outlives a test run.
@@ -234,8 +181,9 @@ class ServerProcess:
     def start(self: _S) -> _S:
         """Start the server, wait until it is ready (at most ``start_timeout_s``); return self.
 
-        If free ports were chosen and the server reports one taken, it retries with new ones
-        (up to three attempts in all, within the same time bound).
+        It tries again on a transient failure (:data:`TRANSIENT_START_FAILURES`: a chosen
+        port taken — new ones are chosen — or Triton's shared-memory race), up to three
+        attempts in all, within the same time bound.
 
         Raises:
             ServerStartError: (the subclass's `start_error`) something the server needs is
@@ -249,7 +197,7 @@ class ServerProcess:
             self._preflight()
             self._prepare_workdir()
             deadline = time.monotonic() + self.start_timeout_s
-            attempts = 1 if self._fixed_ports else 3
+            attempts = 3
             try:
                 for attempt in range(attempts):
                     if not self._fixed_ports:
@@ -261,7 +209,8 @@ class ServerProcess:
                         self.start_seconds = time.monotonic() - spawned
                         break
                     except ServerStartError:
-                        retry = "already in use" in self.log_tail().lower()
+                        tail = self.log_tail()
+                        retry = self._transient_start_failure(tail)
                         self._terminate()
                         if not retry or attempt == attempts - 1 or time.monotonic() >= deadline:
                             raise
@@ -271,6 +220,20 @@ class ServerProcess:
                 raise
             _LIVE_SERVERS.add(self)
             return self
+
+    #: Start-up failures worth one more attempt (lower-case text of the log tail): a port
+    #: taken between choosing and binding it; Triton's Python backend aborting on
+    #: ``boost::interprocess::lock_exception`` while it sets up shared memory (an upstream
+    #: race: triton-inference-server/server#5949, seen here on a loaded machine).
+    TRANSIENT_START_FAILURES: tuple[str, ...] = ("already in use", "interprocess::lock_exception")
+
+    def _transient_start_failure(self, log_tail: str) -> bool:
+        """Whether a failed start is worth another attempt: a taken port only when the ports
+        were chosen here (fixed ports stay taken), the Triton shared-memory race always."""
+        text = log_tail.lower()
+        if "already in use" in text:
+            return not self._fixed_ports
+        return any(m in text for m in self.TRANSIENT_START_FAILURES[1:])
 
     def stop(self) -> None:
         """Stop the server: SIGTERM, SIGKILL to its process group after ``stop_timeout_s``
