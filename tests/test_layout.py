@@ -5,7 +5,8 @@ The import graph is read from the sources (``ast``), every import counted — mo
 inside functions, and under ``TYPE_CHECKING`` alike — so a lazy import cannot hide a cycle.
 The layers, lowest first (a module may import its own layer and the layers below):
 
-    labels → exporters → slo → alerts → dashboards/page → sidecar → manifests → demo → commands/cli
+    labels → exporters → slo → alerts, traces → dashboards, page → sidecar → manifests → demo
+    → commands/cli
 
 ``fleetwatch/__init__.py`` (the version) is importable from anywhere.
 """
@@ -34,6 +35,7 @@ LAYERS: dict[str, int] = {
     "slo": 3,
     "promql": 3,
     "alerts": 4,
+    "traces": 4,  # per-request facts from OTLP spans: pure, below the sidecar's receiver
     "dashboards": 5,
     "schema_doc": 5,
     "page": 5,  # the status page renderer: pure, from the /slo and /autoscaling documents

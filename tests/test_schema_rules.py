@@ -25,7 +25,8 @@ BASE_UNITS = {"seconds", "bytes", "ratio", "joules", "watts", "celsius", "boolea
               "requests", "tokens", "blocks", "lookups", "executions", "items",
               "preemptions", "events", "errors", "series", "families", "lines",
               "samples", "connections", "models", "replicas",
-              "flop"}  # flop: floating-point operations, a count (MFU numerator)
+              "flop",  # flop: floating-point operations, a count (MFU numerator)
+              "spans", "traces", "bodies"}  # the OTLP trace receiver counts what it receives
 #: Unit words that must not appear in a family name (not base units).
 #: Families named without their unit suffix, and why (renaming is a deprecation cycle).
 UNIT_SUFFIX_EXEMPT = {

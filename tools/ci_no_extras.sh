@@ -29,4 +29,10 @@ run dashboards --registry examples/models.yaml --slos examples/slos.yaml --out "
 run manifests --config examples/sidecar.yaml --config examples/sidecar-vllm.yaml \
   --registry examples/models.yaml --slos examples/slos.yaml \
   --receivers examples/receivers.yaml --out "$work/manifests"
+run traces tests/fixtures/otlp/triton-2.51-ranker-http.json tests/fixtures/otlp/vllm-0.32-llm_request.pb --json
+run traces tests/fixtures/otlp/triton-2.51-streamer-grpc.json --metrics
+# the trace receiver needs no extra either (the OTLP metrics export needs 'otel')
+"$work/venv/bin/python" -c "import fleetwatch.sidecar.otlp, fleetwatch.sidecar.otlp_setup" \
+  || { echo "the trace receiver does not import with 'pip install .' alone"; exit 1; }
+echo "+ import fleetwatch.sidecar.otlp"
 echo "no-extras job: every generator command ran with 'pip install .' alone"

@@ -202,6 +202,31 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
 
 
 @main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per request per line.")
+@click.option("--metrics", is_flag=True, help="Print the normalized histograms instead.")
+@click.option("--vllm-model", default="vllm", show_default=True,
+              help="Model name of vLLM's llm_request spans (they do not carry one).")
+def traces(files: tuple[str, ...], as_json: bool, metrics: bool, vllm_model: str) -> None:
+    """Print per-request facts of captured OTLP trace export bodies (JSON or protobuf)."""
+    from rich.console import Console
+
+    from fleetwatch.commands.traces import metrics_text, print_table, read_facts
+
+    facts, joiner = read_facts(files, vllm_model)
+    if metrics:
+        sys.stdout.write(metrics_text(facts))
+    elif as_json:
+        for f in facts:
+            click.echo(f.to_json())
+    else:
+        print_table(facts, Console())
+    st = joiner.stats
+    click.echo(f"{len(files)} files: {st.spans} spans, {len(facts)} requests "
+               f"({st.partial} partial), {st.ignored} other spans ignored", err=True)
+
+
+@main.command()
 @click.option("--markdown", is_flag=True, help="Print docs/metrics.md instead of a table.")
 def schema(markdown: bool) -> None:
     """Print the normalized metric schema and which upstream metrics feed it."""

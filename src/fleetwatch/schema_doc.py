@@ -12,6 +12,7 @@ from collections import defaultdict
 from fleetwatch.exporters.sources import COMPONENT_TABLES, SOURCES
 from fleetwatch.exporters.table import Rule
 from fleetwatch.labels.schema import LABELS, METRICS, SELF_METRICS, LabelDef, series_labels
+from fleetwatch.traces.histograms import BOUNDS as TRACE_BOUNDS
 
 _SOURCE_NAMES = {kind: name for s in SOURCES for kind, name in s.component_names}
 
@@ -71,6 +72,19 @@ def feeds() -> dict[str, list[tuple[str, str]]]:
     return out
 
 
+_TRACES_NOTE = (
+    "Triton 2.51 exports no latency histogram: `modelserver_request_duration_seconds` and "
+    "`modelserver_queue_duration_seconds` of a Triton model are mean-only (+Inf bucket, sum, "
+    "count) — **unless the sidecar receives Triton's OpenTelemetry traces** (`traces:` in "
+    "its configuration, see docs/traces.md). Then, for every Triton model seen in traces, "
+    "both come from the traces, with real buckets: "
+    + ", ".join(format(b, "g") for b in TRACE_BOUNDS) + " s and +Inf — request time "
+    "REQUEST_START → REQUEST_END of the model span (Triton's own `request_duration_us` "
+    "clock), queue time QUEUE_START → COMPUTE_START; sum and count are those of the traced "
+    "requests (not scaled by sampling), the series' labels those of the mean-only series "
+    "they replace. vLLM models keep vLLM's own buckets.")
+
+
 def metrics_markdown() -> str:
     """The whole ``docs/metrics.md`` text (deterministic)."""
     f = feeds()
@@ -97,6 +111,7 @@ def metrics_markdown() -> str:
         otel = f" OTel: `{m.otel}`." if m.otel else ""
         lines.append(f"| `{m.name}` | {m.type} | {m.unit} | {labels} | {m.stability} | "
                      f"{m.help}{otel} | {sources} |")
+    lines += ["", "### Latency histograms from traces", "", _TRACES_NOTE]
     lines += ["", "## fleetwatch's own metrics", "",
               "| Metric | Type | Unit | Labels | Meaning |", "|---|---|---|---|---|"]
     for m in SELF_METRICS:

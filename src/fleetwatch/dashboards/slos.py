@@ -56,8 +56,9 @@ def md(text: str) -> str:
 def sli_text(slo: SLOSpec) -> str:
     """The SLI in words: "time to first token ≤ 500 ms", "successful requests", …"""
     sli = slo.sli
-    if sli.latency:
-        return f"{_METRIC_TEXT[sli.latency.metric]} ≤ {seconds(sli.latency.threshold_seconds)}"
+    if sli.latency or sli.goodput:  # goodput: every objective of one request (traces)
+        return " and ".join(f"{_METRIC_TEXT[o.metric]} ≤ {seconds(o.threshold_seconds)}"
+                            for o in sli.objectives())
     if sli.timeslice:
         ts = sli.timeslice
         return (f"intervals whose {ts.statistic} {_METRIC_TEXT[ts.metric]} ≤ "

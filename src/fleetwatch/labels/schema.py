@@ -168,6 +168,14 @@ LABELS: tuple[LabelDef, ...] = (
                                                  "too_large", "truncated", "internal")),
     LabelDef("origin", "Part of the sidecar's /metrics a dropped family or series came from.",
              ("normalized", "self", "slo", "passthrough")),
+    LabelDef("trace_reason", "Why the OTLP trace receiver refused a body (too_large … "
+             "unsupported_media_type) or dropped a trace or span (evicted: the join buffer "
+             "was full; expired: no model span within the timeout; late: a span of a trace "
+             "already joined; span_overflow: too many spans in one trace).",
+             ("too_large", "too_many_spans", "bad_gzip", "bad_protobuf", "bad_json",
+              "unsupported_media_type", "evicted", "expired", "late", "span_overflow")),
+    LabelDef("forward_result", "What became of an OTLP body forwarded downstream.",
+             ("ok", "error", "dropped")),
 )
 
 #: Labels a GPU series may carry (dcgm-exporter's GPU identity and pod mapping).
@@ -455,6 +463,25 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "Autoscaling components: concurrency ÷ capacity at SLO, queue wait ÷ target, "
               "KV-cache usage ÷ target, GPU-memory usage ÷ target.",
               (*_MODEL_KEY, "component"), "beta", per_model=False),
+    # -- the OTLP trace receiver (fleetwatch.sidecar.otlp) ---------------------------
+    MetricDef("fleetwatch_traces_spans_total", _C, "spans",
+              "Spans received in accepted OTLP export bodies (/v1/traces).", (), "alpha",
+              per_model=False),
+    MetricDef("fleetwatch_traces_requests_total", _C, "requests",
+              "Requests joined from spans (Triton: by trace id; vLLM: one llm_request span "
+              "each) and judged against the traces SLOs.", (), "alpha", per_model=False),
+    MetricDef("fleetwatch_traces_refused_bodies_total", _C, "bodies",
+              "OTLP export bodies refused with an OTLP error response, by reason.",
+              ("trace_reason",), "alpha", per_model=False),
+    MetricDef("fleetwatch_traces_dropped_total", _C, "traces",
+              "Traces (spans for late and span_overflow) dropped by the join buffer, by "
+              "reason.", ("trace_reason",), "alpha", per_model=False),
+    MetricDef("fleetwatch_traces_pending_traces", _G, "traces",
+              "Triton traces waiting in the join buffer for their remaining spans (at most "
+              "traces.buffer_traces).", (), "alpha", per_model=False),
+    MetricDef("fleetwatch_traces_forwarded_bodies_total", _C, "bodies",
+              "OTLP bodies re-posted unchanged to traces.forward.url, by result.",
+              ("forward_result",), "alpha", per_model=False),
 )
 
 METRICS_BY_NAME: dict[str, MetricDef] = {m.name: m for m in METRICS + SELF_METRICS}

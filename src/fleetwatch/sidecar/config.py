@@ -49,6 +49,7 @@ from pydantic import (
 )
 
 from fleetwatch.exporters.sources import KINDS
+from fleetwatch.sidecar.trace_config import TracesConfig
 from fleetwatch.specfile import read_yaml, validate
 
 #: Numbers in the configuration are numbers: ``port: true`` is an error, not port 1.
@@ -149,6 +150,7 @@ class SidecarConfig(_Strict):
     registry: str | None = None
     passthrough_unmapped: bool = False
     targets: list[Target] = Field(min_length=1)
+    traces: TracesConfig | None = None  # the OTLP trace receiver (sidecar.trace_config)
 
     @model_validator(mode="after")
     def _unique_names(self) -> SidecarConfig:

@@ -29,16 +29,20 @@ class MetricsAssembler:
 
     def __init__(self, scraper: Scraper,
                  slo_metrics: Callable[[], bytes] | None = None,
-                 closed: Counter[str] | None = None) -> None:
+                 closed: Counter[str] | None = None,
+                 normalized: Callable[[Part], Part] | None = None) -> None:
         self.scraper = scraper
         self.slo_metrics = slo_metrics
+        #: Rewrites the normalized part (the trace receiver's real Triton buckets).
+        self.normalized = normalized
         #: Series dropped so far, by origin (read by the self-metrics collector).
         self.dropped: Counter[str] = Counter()
         self.registry = self_registry(scraper, self.dropped, closed)
 
     def body(self) -> bytes:
         """The ``/metrics`` body (text format 0.0.4, UTF-8)."""
-        parts = [self.scraper.normalized_part,
+        norm = self.scraper.normalized_part
+        parts = [self.normalized(norm) if self.normalized is not None else norm,
                  Part(SELF, parse_families(generate_latest(self.registry).decode()))]
         if self.slo_metrics is not None:
             parts.append(Part(SLO, parse_families(self.slo_metrics().decode())))

@@ -33,10 +33,13 @@ from typing import Any
 
 from aiohttp import web
 
+from fleetwatch.exporters.assemble import Part
 from fleetwatch.labels.registry import Registry
 from fleetwatch.sidecar.config import SidecarConfig
 from fleetwatch.sidecar.guard import ConnectionGuard, GuardedSite, install_exception_handler
 from fleetwatch.sidecar.metrics import MetricsAssembler
+from fleetwatch.sidecar.otlp import run_receiver
+from fleetwatch.sidecar.otlp_setup import start_traces
 from fleetwatch.sidecar.page_route import page_routes
 from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.sidecar.slo_routes import Handler, slo_routes
@@ -97,12 +100,14 @@ def readiness(scraper: Scraper) -> tuple[bool, dict[str, Any]]:
 def make_app(scraper: Scraper,
              extra_routes: dict[str, Handler] | None = None,
              extra_metrics: Callable[[], bytes] | None = None,
-             guard: ConnectionGuard | None = None) -> web.Application:
+             guard: ConnectionGuard | None = None,
+             normalized: Callable[[Part], Part] | None = None) -> web.Application:
     """Build the aiohttp application around a running :class:`Scraper`;
     ``extra_metrics`` returns the SLO engine's exposition (bytes) for /metrics; ``guard``
-    (served through :class:`~.guard.GuardedSite`) bounds the connections."""
+    (served through :class:`~.guard.GuardedSite`) bounds the connections; ``normalized``
+    rewrites the normalized families (the trace receiver's real Triton buckets)."""
     assembler = MetricsAssembler(scraper, extra_metrics,
-                                 guard.closed if guard is not None else None)
+                                 guard.closed if guard is not None else None, normalized)
 
     async def metrics(request: web.Request) -> web.Response:
         body = assembler.body()
@@ -158,7 +163,12 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
             scraper.subscribers.append(worker.submit)
             routes, extra = slo_routes(engine, worker)
         routes = {**(routes or {}), **page_routes(scraper, worker, routes)}
-        app = make_app(scraper, routes, extra, guard)
+        receiver = traces_task = None
+        if cfg.traces is not None:  # trace events reach the engine through its worker
+            receiver, extra = start_traces(cfg.traces, worker, extra)
+            traces_task = asyncio.create_task(run_receiver(receiver, stop))
+        app = make_app(scraper, routes, extra, guard,
+                       receiver.normalized if receiver is not None else None)
         runner = web.AppRunner(app, access_log=None, lingering_time=2.0)
         await runner.setup()
         site = GuardedSite(runner, cfg.listen.address, cfg.listen.port, guard)
@@ -181,6 +191,9 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
             await scraper.run(stop)
         finally:
             await runner.cleanup()
+            if traces_task is not None:
+                stop.set()
+                await traces_task
             if worker is not None:
                 worker.stop()
 

@@ -3,11 +3,13 @@
 The scraper hands each snapshot to :meth:`EngineWorker.submit`, which only stores it (the
 latest wins: a backlog is never built). A worker thread runs
 :meth:`~fleetwatch.slo.engine.SLOEngine.update` (with the cold starts the scraper
-measured) and then renders, in the same thread, everything the HTTP handlers serve: the
-engine's exposition (``fleetwatch_slo_*``, ``fleetwatch_autoscaling_*``) and the ``/slo``
-and ``/autoscaling`` documents (strict JSON data). Handlers read the last rendered
-objects — one attribute read each, atomic under the GIL — so an update in progress costs
-them nothing; what they serve is at most one update old.
+measured) — and :meth:`~fleetwatch.slo.engine.SLOEngine.add_events` for the judged trace
+events :meth:`EngineWorker.add_events` queued — and then renders, in the same thread,
+everything the HTTP handlers serve: the engine's exposition (``fleetwatch_slo_*``,
+``fleetwatch_autoscaling_*``) and the ``/slo`` and ``/autoscaling`` documents (strict
+JSON data). Handlers read the last rendered objects — one attribute read each, atomic
+under the GIL — so an update in progress costs them nothing; what they serve is at most
+one update old.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ from fleetwatch.slo.status import autoscaling_document, slo_document, strict_jso
 
 log = logging.getLogger(__name__)
 
+#: ``(SLO name, model key, Unix seconds, concurrency, good, total)``: a judged trace event.
+TraceEvent = tuple[str, tuple[str, str, str], float, float, float, float]
+#: Judged trace events that may wait for the engine thread.
+MAX_EVENTS = 100_000
+
 
 class EngineWorker:
     """Runs one engine in a daemon thread; see the module doc. ``cold_starts`` returns
@@ -37,6 +44,9 @@ class EngineWorker:
         self._registry = slo_registry(engine)
         self._cv = threading.Condition()
         self._pending: Snapshot | None = None
+        #: judged trace events waiting for the thread (SLOEngine.add_events), bounded
+        self._events: list[TraceEvent] = []
+        self.events_dropped = 0
         self._stopping = False
         self.updates = 0
         self._render()
@@ -47,6 +57,17 @@ class EngineWorker:
         """Queue a snapshot for the next update (replacing one not yet taken)."""
         with self._cv:
             self._pending = snap
+            self._cv.notify()
+
+    def add_events(self, events: list[TraceEvent]) -> None:
+        """Queue judged trace events for the thread (at most :data:`MAX_EVENTS` waiting;
+        more are dropped and counted in ``events_dropped``)."""
+        if not events:
+            return
+        with self._cv:
+            room = MAX_EVENTS - len(self._events)
+            self._events.extend(events[:max(room, 0)])
+            self.events_dropped += max(len(events) - max(room, 0), 0)
             self._cv.notify()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -69,15 +90,19 @@ class EngineWorker:
     def _run(self) -> None:
         while True:
             with self._cv:
-                self._cv.wait_for(lambda: self._pending is not None or self._stopping)
+                self._cv.wait_for(lambda: self._pending is not None or bool(self._events)
+                                  or self._stopping)
                 if self._stopping:
                     return
                 snap, self._pending = self._pending, None
-            assert snap is not None
+                events, self._events = self._events, []
             try:
-                if self._cold_starts is not None:
-                    self.engine.cold_starts = self._cold_starts()
-                self.engine.update(snap)
+                if events:
+                    self.engine.add_events(events)
+                if snap is not None:
+                    if self._cold_starts is not None:
+                        self.engine.cold_starts = self._cold_starts()
+                    self.engine.update(snap)
                 self._render()
             except Exception:  # a bug must not stop the engine: log it, take the next
                 log.exception("SLO engine update failed")

@@ -29,7 +29,7 @@ import logging
 import math
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.registry import Registry
@@ -42,7 +42,7 @@ from fleetwatch.slo.bands import band_label, band_of
 from fleetwatch.slo.capacity import update_capacity
 from fleetwatch.slo.concurrency import estimate as estimate_concurrency
 from fleetwatch.slo.concurrency import in_system
-from fleetwatch.slo.decode import QUEUE, Decoder, Interval, needed_families
+from fleetwatch.slo.decode import QUEUE, Decoder, Hist, Interval, needed_families
 from fleetwatch.slo.latency import BandLatency
 from fleetwatch.slo.sli import LATENCY_METRICS
 from fleetwatch.slo.spec import SLOFile, SLOSpec
@@ -180,8 +180,7 @@ class SLOEngine:
         rows: list[int] = []
         goods: list[float] = []
         totals: list[float] = []
-        gauges, ledger, bounds = self.gauges, self.ledger, self._decoder.bounds
-        cap_window = self.spec.capacity.window
+        gauges, bounds = self.gauges, self._decoder.bounds
         for mk, iv in intervals.items():
             # the model's own interval: since it last had data (a target down stretches it)
             dt = ts - self._model_seen.get(mk, prev_ts)
@@ -207,32 +206,71 @@ class SLOEngine:
                     st = self._new_state(slo, mk, ts)
                     if st is None:
                         continue
+                if slo.sli.source == "traces":
+                    continue  # judged per request: add_events
                 ev = interval_events(st, iv, bounds)
                 if ev is None or conc is None:
                     continue
-                good, total = ev
-                if not (0.0 < total < math.inf and 0.0 <= good < math.inf):
-                    continue  # no events, or not finite: never accounted
-                good = min(good, total)
-                band = band_label(band_of(conc, slo.concurrency.bands))
-                st.last_band = band
-                # the band's evidence for capacity: its mean concurrency (every SLI) and,
-                # for a latency SLI, its latency distribution
-                bl = st.latency.get(band)
-                if bl is None:
-                    bl = st.latency[band] = BandLatency(origin=ts)
                 lat = slo.sli.latency
                 h = iv.hists.get(LATENCY_METRICS[lat.metric]) if lat is not None else None
-                if h is not None and h.count > 0:
-                    bl.add(ts, cap_window, h.buckets, h.count, conc)
-                else:
-                    bl.add(ts, cap_window, {}, total, conc)
-                for b in (band, ALL):
-                    st.events[b] += total
-                    st.good[b] += good
-                    rows.append(ledger.row(st, b))
-                    goods.append(good)
-                    totals.append(total)
+                self._book(st, ts, conc, ev[0], ev[1], h, rows, goods, totals)
+        self._add_and_judge(ts, rows, goods, totals)
+
+    def _book(self, st: SLOModelState, ts: float, conc: float, good: float, total: float,
+              h: Hist | None, rows: list[int], goods: list[float],
+              totals: list[float]) -> None:
+        """Events of one SLO and model into the band of ``conc`` and ``all`` (``h``: the
+        interval's latency histogram of a latency SLI, capacity's evidence)."""
+        if not (0.0 < total < math.inf and 0.0 <= good < math.inf):
+            return  # no events, or not finite: never accounted
+        good = min(good, total)
+        band = band_label(band_of(conc, st.slo.concurrency.bands))
+        st.last_band = band
+        # the band's evidence for capacity: its mean concurrency (every SLI) and,
+        # for a latency SLI, its latency distribution
+        bl = st.latency.get(band)
+        if bl is None:
+            bl = st.latency[band] = BandLatency(origin=ts)
+        cap_window = self.spec.capacity.window
+        if h is not None and h.count > 0:
+            bl.add(ts, cap_window, h.buckets, h.count, conc)
+        else:
+            bl.add(ts, cap_window, {}, total, conc)
+        for b in (band, ALL):
+            st.events[b] += total
+            st.good[b] += good
+            rows.append(self.ledger.row(st, b))
+            goods.append(good)
+            totals.append(total)
+
+    def add_events(self, events: Iterable[tuple[str, ModelKey, float, float, float, float]],
+                   ) -> None:
+        """Account already-judged events of ``sli.source: traces`` SLOs — ``(SLO name,
+        model key, Unix seconds, concurrency, good, total)`` (:func:`fleetwatch.traces.judge.
+        judge`) — each into the band of its concurrency like an interval's metric events,
+        then judge. An unknown SLO, one not selecting the model or past its model limit,
+        and a concurrency that is not finite are skipped; times before the last accounted
+        one count at it (the windows do not go back)."""
+        by_name = {s.name: s for s in self.spec.slos}
+        rows: list[int] = []
+        goods: list[float] = []
+        totals: list[float] = []
+        ts = self.last_update or 0.0
+        for name, mk, t, conc, good, total in events:
+            slo = by_name.get(name)
+            if slo is None or slo.sli.source != "traces" or not self._selects(slo, mk) \
+                    or not math.isfinite(conc) or not math.isfinite(t):
+                continue
+            ts = max(ts, t)
+            st = self.states.get((name, mk)) or self._new_state(slo, mk, ts)
+            if st is not None:
+                self._book(st, ts, conc, good, total, None, rows, goods, totals)
+        if rows:
+            self._add_and_judge(ts, rows, goods, totals)
+
+    def _add_and_judge(self, ts: float, rows: list[int], goods: list[float],
+                       totals: list[float]) -> None:
+        ledger, gauges = self.ledger, self.gauges
         ledger.add(ts, rows, goods, totals)
         burning = ledger.burning.tolist()
         cap_cfg = self.spec.capacity

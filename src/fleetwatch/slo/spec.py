@@ -60,6 +60,7 @@ from pydantic import (
 
 from fleetwatch.slo.durations import format_duration, parse_duration
 from fleetwatch.slo.sli import LATENCY_METRICS, SUMMARY_METRICS
+from fleetwatch.slo.trace_sli import check_source
 from fleetwatch.specfile import format_validation_error, read_yaml
 
 # Re-exported: the SLO file's latency vocabulary is derived from the schema in .sli.
@@ -154,24 +155,38 @@ class TimesliceSLI(_Strict):
         return format(float(self.statistic[1:]) / 100, "g")
 
 
+_KINDS = ("latency", "availability", "timeslice", "goodput")
+
+
 class SLI(_Strict):
-    """Exactly one of ``latency``, ``availability`` or ``timeslice``."""
+    """Exactly one of ``latency``, ``availability``, ``timeslice`` or ``goodput``; the
+    ``source`` (``metrics`` or ``traces``), ``goodput`` and ``sampling`` rules are in
+    :mod:`.trace_sli`."""
 
     latency: LatencySLI | None = None
     availability: AvailabilitySLI | None = None
     timeslice: TimesliceSLI | None = None
+    goodput: list[LatencySLI] | None = Field(None, min_length=1)
+    source: Literal["metrics", "traces"] = "metrics"
+    sampling: int = Field(1, ge=1, le=1_000_000)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> SLI:
-        given = [k for k in ("latency", "availability", "timeslice") if getattr(self, k)]
+        given = [k for k in _KINDS if getattr(self, k)]
         if len(given) != 1:
-            raise ValueError("give exactly one of latency, availability, timeslice")
+            raise ValueError("give exactly one of latency, availability, timeslice, goodput")
+        check_source(given[0], self.source, self.sampling,
+                     [o.metric for o in self.objectives()])
         return self
 
     @property
     def kind(self) -> str:
-        """``"latency"``, ``"availability"`` or ``"timeslice"``."""
-        return next(k for k in ("latency", "availability", "timeslice") if getattr(self, k))
+        """``"latency"``, ``"availability"``, ``"timeslice"`` or ``"goodput"``."""
+        return next(k for k in _KINDS if getattr(self, k))
+
+    def objectives(self) -> list[LatencySLI]:
+        """The latency objectives a request must all meet (latency or goodput SLIs)."""
+        return list(self.goodput or ([self.latency] if self.latency else []))
 
 
 class Objective(_Strict):

@@ -51,7 +51,9 @@ class SLOStatus(TypedDict):
     model_version: str
     backend: str
     objective: float  # ratio 0–1
-    sli: str  # latency | availability | timeslice
+    sli: str  # latency | availability | timeslice | goodput
+    sli_source: str  # metrics | traces (judged per traced request)
+    sampling: int  # traces: each traced request counts as this many events
     state: str  # one of fleetwatch.slo.state.STATES
     explanation: str
     error_budget_remaining: float  # ratio of the period's budget (negative: overspent)
@@ -92,6 +94,7 @@ def status(ledger: Ledger, states: States, gauges: ModelGauges) -> list[SLOStatu
         out.append({
             "slo": name, "model": mk[0], "model_version": mk[1], "backend": mk[2],
             "objective": slo.objective, "sli": slo.sli.kind,
+            "sli_source": slo.sli.source, "sampling": slo.sli.sampling,
             "state": st.state, "explanation": explain(st),
             "error_budget_remaining": budget_remaining(g, t, slo.objective),
             "capacity": st.capacity, "capacity_evidence": st.capacity_evidence,

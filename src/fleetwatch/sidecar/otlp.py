@@ -1,0 +1,282 @@
+"""The sidecar's OTLP/HTTP trace receiver: ``POST /v1/traces`` on its own port.
+
+Each accepted body (:mod:`fleetwatch.traces.otlp`: protobuf or JSON, gzip, bounded) is
+answered ``200`` with an empty ``ExportTraceServiceResponse`` in the request's encoding,
+then
+
+1. forwarded unchanged — the same bytes, ``Content-Type`` and ``Content-Encoding`` — to
+   ``traces.forward.url`` when configured (:class:`Forwarder`: at most ``max_in_flight``
+   bodies in flight, more are dropped and counted);
+2. joined into requests (:class:`~fleetwatch.traces.join.TraceJoiner`), whose latencies
+   feed the trace histograms (:class:`~fleetwatch.traces.histograms.TraceHistograms`,
+   overlaid on ``/metrics``) and the optional OTLP metrics export;
+3. once settled (:class:`~fleetwatch.traces.concurrency.LoadEstimator`), judged against
+   the ``sli.source: traces`` SLOs (:func:`fleetwatch.traces.judge.judge`) and accounted by
+   :meth:`fleetwatch.slo.engine.SLOEngine.add_events`.
+
+A refused body gets the OTLP error response — a ``google.rpc.Status`` (code
+``INVALID_ARGUMENT``, the reason in ``message``) in the request's encoding, HTTP 400, 413
+or 415 — and ``fleetwatch_traces_refused_bodies_total{trace_reason}``; a handler never
+raises. :meth:`TraceReceiver.tick` (every second) expires the join buffer and settles
+waiting requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+import aiohttp
+from aiohttp import web
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from fleetwatch.exporters.assemble import Part
+from fleetwatch.labels.schema import METRICS_BY_NAME
+from fleetwatch.sidecar.trace_config import Forward, TracesConfig
+from fleetwatch.slo.account import Selection
+from fleetwatch.slo.engine import SLOEngine
+from fleetwatch.traces.concurrency import LoadEstimator
+from fleetwatch.traces.facts import RequestFacts
+from fleetwatch.traces.histograms import TraceHistograms, overlay
+from fleetwatch.traces.join import TraceJoiner
+from fleetwatch.traces.judge import TraceEvent, judge
+from fleetwatch.traces.otlp import REASONS, Limits, OTLPDecodeError, decode_request, spans_of
+
+log = logging.getLogger("fleetwatch.otlp")
+
+#: google.rpc.Code INVALID_ARGUMENT (OTLP: non-retryable bad data).
+INVALID_ARGUMENT = 3
+DROP_REASONS = ("evicted", "expired", "late", "span_overflow")
+
+
+def status_body(message: str, json_body: bool) -> bytes:
+    """A ``google.rpc.Status`` {code: INVALID_ARGUMENT, message} as protobuf or JSON (the
+    two fields, hand-encoded: googleapis-common-protos is not a dependency)."""
+    if json_body:
+        return json.dumps({"code": INVALID_ARGUMENT, "message": message}).encode()
+    msg = message.encode()[:4096]
+    length, n = bytearray(), len(msg)
+    while True:
+        length.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            break
+    return bytes([0x08, INVALID_ARGUMENT, 0x12]) + bytes(length) + msg
+
+
+class Forwarder:
+    """Re-posts bodies unchanged to a downstream OTLP endpoint (see module docstring)."""
+
+    def __init__(self, cfg: Forward) -> None:
+        self.cfg = cfg
+        self.results: Counter[str] = Counter()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._session: aiohttp.ClientSession | None = None
+
+    def submit(self, body: bytes, headers: dict[str, str]) -> None:
+        """Schedule one body (dropped, and counted, beyond ``max_in_flight``)."""
+        if len(self._tasks) >= self.cfg.max_in_flight:
+            self.results["dropped"] += 1
+            return
+        task = asyncio.get_running_loop().create_task(self._post(body, headers))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _post(self, body: bytes, headers: dict[str, str]) -> None:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=self.cfg.timeout_seconds))
+        try:
+            async with self._session.post(str(self.cfg.url), data=body,
+                                          headers={**self.cfg.headers, **headers}) as resp:
+                await resp.read()
+                self.results["ok" if resp.status < 300 else "error"] += 1
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            log.debug("forwarding to %s failed: %s", self.cfg.url, exc)
+            self.results["error"] += 1
+
+    async def close(self) -> None:
+        """Wait for the bodies in flight (bounded by their timeout), close the session."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._session is not None:
+            await self._session.close()
+
+
+class TraceReceiver:
+    """Spans in, per-request facts, histograms and SLO events out (module docstring).
+
+    ``engine``: the SLO engine whose SLOs judge the requests (None: no SLOs, histograms
+    only); ``sink`` receives the judged events (default ``engine.add_events``; the sidecar
+    passes its engine worker's, so the engine is only touched by its thread);
+    ``on_facts``: called with every batch of joined requests (the OTLP metrics export).
+    """
+
+    def __init__(self, cfg: TracesConfig, engine: SLOEngine | None = None,
+                 on_facts: Callable[[list[RequestFacts]], None] | None = None,
+                 sink: Callable[[list[TraceEvent]], None] | None = None) -> None:
+        self.cfg = cfg
+        self.limits = Limits(cfg.max_body_bytes, cfg.max_spans_per_body)
+        self.joiner = TraceJoiner(cfg.vllm_model, cfg.vllm_model_version,
+                                  max_traces=cfg.buffer_traces,
+                                  timeout_s=cfg.join_timeout_seconds)
+        self.estimator = LoadEstimator(settle_s=cfg.settle_seconds)
+        self.histograms = TraceHistograms()
+        self.engine = engine
+        self.on_facts = on_facts
+        self.forwarder = Forwarder(cfg.forward) if cfg.forward is not None else None
+        self.refused: Counter[str] = Counter()
+        self._selects = Selection(engine.registry) if engine is not None else None
+        self._sink = sink or (engine.add_events if engine is not None else None)
+
+    def ingest(self, body: bytes, content_type: str, content_encoding: str = "",
+               now: float | None = None) -> int:
+        """Decode and process one body; return its span count. Raises
+        :class:`~fleetwatch.traces.otlp.OTLPDecodeError` (counted) for a refused one."""
+        try:
+            req = decode_request(body, content_type, content_encoding, self.limits)
+        except OTLPDecodeError as exc:
+            self.refused[exc.reason] += 1
+            raise
+        spans = spans_of(req)
+        self._process(self.joiner.add(spans, time.time() if now is None else now), now)
+        return len(spans)
+
+    def tick(self, now: float | None = None) -> None:
+        """Expire the join buffer and settle waiting requests (call every second)."""
+        self._process(self.joiner.expire(time.time() if now is None else now), now)
+
+    def flush(self) -> None:
+        """Emit and settle everything pending (shutdown, tests)."""
+        self._process(self.joiner.flush(), None)
+        self._judge(self.estimator.flush())
+
+    def _process(self, facts: list[RequestFacts], now: float | None) -> None:
+        if facts:
+            self.histograms.add(facts)
+            if self.on_facts is not None:
+                self.on_facts(facts)
+        self._judge(self.estimator.add(facts, time.time() if now is None else now))
+
+    def _judge(self, settled: list[RequestFacts]) -> None:
+        if settled and self.engine is not None and self._selects is not None \
+                and self._sink is not None:
+            self._sink(judge(settled, self.engine.spec, self._selects))
+
+    def normalized(self, part: Part) -> Part:
+        """The normalized families with the trace buckets overlaid (``/metrics``)."""
+        return overlay(part, self.histograms)
+
+    # -- HTTP ----------------------------------------------------------------------------
+    async def _read(self, request: web.Request) -> bytes:
+        too_large = OTLPDecodeError("too_large",
+                                    f"body exceeds {self.limits.max_body_bytes} bytes", 413)
+        if (request.content_length or 0) > self.limits.max_body_bytes:
+            self.refused[too_large.reason] += 1
+            raise too_large
+        try:
+            return await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            self.refused[too_large.reason] += 1
+            raise too_large from None
+
+    async def handle(self, request: web.Request) -> web.Response:
+        """``POST /v1/traces``."""
+        ctype = request.headers.get("Content-Type", "")
+        encoding = request.headers.get("Content-Encoding", "")
+        is_json = ctype.split(";")[0].strip().lower() == "application/json"
+        reply_type = "application/json" if is_json else "application/x-protobuf"
+        try:
+            body = await self._read(request)
+            self.ingest(body, ctype, encoding)
+        except OTLPDecodeError as exc:
+            return web.Response(status=exc.status, body=status_body(str(exc), is_json),
+                                content_type=reply_type)
+        if self.forwarder is not None:
+            fwd = {"Content-Type": ctype}
+            if encoding:
+                fwd["Content-Encoding"] = encoding
+            self.forwarder.submit(body, fwd)
+        return web.Response(body=b"{}" if is_json else b"", content_type=reply_type)
+
+
+def _family(name: str) -> CounterMetricFamily | GaugeMetricFamily:
+    mdef = METRICS_BY_NAME[name]
+    if mdef.type == "counter":
+        return CounterMetricFamily(name[:-6], mdef.exposition_help, labels=list(mdef.labels))
+    return GaugeMetricFamily(name, mdef.exposition_help, labels=list(mdef.labels))
+
+
+class ReceiverCollector(Collector):
+    """``fleetwatch_traces_*`` of a :class:`TraceReceiver` (every reason from 0)."""
+
+    def __init__(self, receiver: TraceReceiver) -> None:
+        self.r = receiver
+
+    def collect(self) -> Iterator[Metric]:
+        st = self.r.joiner.stats
+        spans = _family("fleetwatch_traces_spans_total")
+        spans.add_metric([], st.spans)
+        requests = _family("fleetwatch_traces_requests_total")
+        requests.add_metric([], st.requests)
+        refused = _family("fleetwatch_traces_refused_bodies_total")
+        for reason in REASONS:
+            refused.add_metric([reason], self.r.refused[reason])
+        dropped = _family("fleetwatch_traces_dropped_total")
+        for reason in DROP_REASONS:
+            dropped.add_metric([reason], getattr(st, reason))
+        pending = _family("fleetwatch_traces_pending_traces")
+        pending.add_metric([], self.r.joiner.pending)
+        yield from (spans, requests, refused, dropped, pending)
+        if self.r.forwarder is not None:
+            fwd = _family("fleetwatch_traces_forwarded_bodies_total")
+            for result in ("ok", "error", "dropped"):
+                fwd.add_metric([result], self.r.forwarder.results[result])
+            yield fwd
+
+
+def receiver_metrics(receiver: TraceReceiver) -> Callable[[], bytes]:
+    """The receiver's ``fleetwatch_traces_*`` exposition (text format) for ``/metrics``."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ReceiverCollector(receiver))
+    return lambda: generate_latest(registry)
+
+
+def receiver_runner(receiver: TraceReceiver) -> web.AppRunner:
+    """The receiver's own application (``POST /v1/traces``) in a runner: aiohttp's body
+    limit is the receiver's (an oversized body is refused while being read) and bodies are
+    not decompressed by aiohttp — the receiver gunzips within its limit, and forwards the
+    bytes as they came."""
+    app = web.Application(client_max_size=receiver.limits.max_body_bytes)
+    app.router.add_post("/v1/traces", receiver.handle)
+    return web.AppRunner(app, access_log=None, auto_decompress=False)
+
+
+async def run_receiver(receiver: TraceReceiver, stop: asyncio.Event,
+                       on_ready: Callable[[int], None] | None = None) -> None:
+    """Serve the receiver on ``traces.listen`` until ``stop``; ticks every second."""
+    runner = receiver_runner(receiver)
+    await runner.setup()
+    site = web.TCPSite(runner, receiver.cfg.listen.address, receiver.cfg.listen.port)
+    await site.start()
+    port = runner.addresses[0][1] if runner.addresses else receiver.cfg.listen.port
+    log.info("OTLP trace receiver on http://%s:%d/v1/traces",
+             receiver.cfg.listen.address, port)
+    if on_ready is not None:
+        on_ready(port)
+    try:
+        while not stop.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)
+            receiver.tick()
+    finally:
+        await runner.cleanup()
+        if receiver.forwarder is not None:
+            await receiver.forwarder.close()

@@ -1,0 +1,84 @@
+"""The ``traces:`` section of the sidecar configuration (the OTLP trace receiver).
+
+::
+
+    traces:
+      listen: {address: 127.0.0.1, port: 4318}    # OTLP/HTTP: POST /v1/traces
+      max_body_bytes: 4194304                      # per body, on the wire and gunzipped
+      max_spans_per_body: 8192
+      buffer_traces: 10000                         # Triton traces waiting for their spans
+      join_timeout_seconds: 10
+      settle_seconds: 5                            # wait before a request's load is computed
+      vllm_model: tiny-llm                         # vLLM's spans do not name the model
+      vllm_model_version: ""
+      forward: {url: http://collector:4318/v1/traces, timeout_seconds: 5, headers: {}}
+      metrics_export:                              # opt-in, needs the 'otel' extra
+        endpoint: http://collector:4318/v1/metrics
+        interval_seconds: 30
+        headers: {}
+        provider_name: vllm                        # gen_ai.provider.name of LLM models
+
+Point Triton at it with ``--trace-config=mode=opentelemetry
+--trace-config=opentelemetry,url=HOST:4318/v1/traces --trace-config=rate=1
+--trace-config=level=TIMESTAMPS``, vLLM with ``--otlp-traces-endpoint
+http://HOST:4318/v1/traces`` and ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf``.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TraceListen(_Strict):
+    """Where the receiver listens (its own port: OTLP/HTTP's default is 4318)."""
+
+    address: str = "127.0.0.1"
+    port: int = Field(4318, ge=0, le=65535)
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        """The same rule as the sidecar's ``listen.address``."""
+        from fleetwatch.sidecar.config import Listen  # config imports this module
+        try:
+            Listen(address=v)
+        except ValidationError as exc:
+            raise ValueError(exc.errors()[0]["msg"].removeprefix("Value error, ")) from None
+        return v
+
+
+class Forward(_Strict):
+    """Re-post every accepted body, unchanged, to the platform's collector."""
+
+    url: HttpUrl
+    timeout_seconds: float = Field(5.0, gt=0, le=600)
+    headers: dict[str, str] = Field(default_factory=dict)
+    max_in_flight: int = Field(64, ge=1, le=10_000)
+
+
+class MetricsExport(_Strict):
+    """OTLP/HTTP metrics export of the trace-derived histograms (GenAI semconv names)."""
+
+    endpoint: HttpUrl
+    interval_seconds: float = Field(30.0, gt=0, le=3600)
+    headers: dict[str, str] = Field(default_factory=dict)
+    provider_name: str = Field("vllm", min_length=1)
+
+
+class TracesConfig(_Strict):
+    """The trace receiver (see module docstring)."""
+
+    listen: TraceListen = TraceListen()
+    max_body_bytes: int = Field(4 * 1024 * 1024, gt=0, le=256 * 1024 * 1024)
+    max_spans_per_body: int = Field(8192, ge=1, le=1_000_000)
+    buffer_traces: int = Field(10_000, ge=1, le=10_000_000)
+    join_timeout_seconds: float = Field(10.0, gt=0, le=3600)
+    settle_seconds: float = Field(5.0, ge=0, le=3600)
+    vllm_model: str = "vllm"
+    vllm_model_version: str = ""
+    forward: Forward | None = None
+    metrics_export: MetricsExport | None = None

@@ -1,0 +1,101 @@
+"""The load a request saw, from the spans themselves: the mean number of requests of its
+model in the system during its lifetime.
+
+For a request *i* with lifetime ``[s_i, e_i]`` (Unix seconds) and every request *j* of
+the same model (itself included) with occupancy ``[a_j, b_j]``
+(:attr:`~fleetwatch.traces.facts.RequestFacts.occupancy`)::
+
+    L_i = Σ_j |[a_j, b_j] ∩ [s_i, e_i]| / (e_i − s_i)
+
+— the time average of the in-system count over *i*'s lifetime. It is the quantity the
+metric path estimates per interval (:func:`fleetwatch.slo.account.interval_concurrency`):
+Little's law Σ request durations ÷ Δt over the scrape interval for Triton (occupancy =
+REQUEST_START → REQUEST_END) and the mean of ``vllm:num_requests_running`` for vLLM
+(occupancy = the running part, after the queue), here over the request's own lifetime
+instead of the scrape interval, so trace-based and metric-based events of a model land in
+the same concurrency bands. (A zero-length lifetime counts the occupancies containing
+its instant.)
+
+Requests *j* are known only once their spans arrive, so a request is **settled** — its
+``L_i`` computed — ``settle_s`` seconds after it reached the estimator (default 5 s):
+requests overlapping it that finish later than that are missed (undercount only for
+requests overlapping a longer one). Memory: the occupancies of the last ``horizon_s``
+seconds (engine clock, default 600 s; a request longer than that sees less) and at most
+``max_intervals`` per model (default 50 000; the oldest go first).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+
+from fleetwatch.traces.facts import RequestFacts
+
+ModelId = tuple[str, str, str]
+
+
+def _key(f: RequestFacts) -> ModelId:
+    return (f.model, f.model_version, f.backend)
+
+
+class LoadEstimator:
+    """Estimates :attr:`RequestFacts.concurrency` (see module docstring)."""
+
+    def __init__(self, settle_s: float = 5.0, horizon_s: float = 600.0,
+                 max_intervals: int = 50_000) -> None:
+        self.settle_s = settle_s
+        self.horizon_s = horizon_s
+        self.max_intervals = max_intervals
+        # per model: occupancies sorted by end (ends, and (end, start) pairs)
+        self._ends: dict[ModelId, list[float]] = {}
+        self._occ: dict[ModelId, list[tuple[float, float]]] = {}
+        self._waiting: deque[tuple[float, RequestFacts]] = deque()
+
+    def add(self, facts: list[RequestFacts], now: float) -> list[RequestFacts]:
+        """Record finished requests (``now``: the caller's Unix seconds); return the
+        requests settled by ``now``, their ``concurrency`` set."""
+        for f in facts:
+            k = _key(f)
+            ends = self._ends.setdefault(k, [])
+            occ = self._occ.setdefault(k, [])
+            a, b = f.occupancy
+            i = bisect.bisect_right(ends, b)
+            ends.insert(i, b)
+            occ.insert(i, (b, a))
+            self._waiting.append((now, f))
+        out: list[RequestFacts] = []
+        while self._waiting and now - self._waiting[0][0] >= self.settle_s:
+            out.append(self._settle(self._waiting.popleft()[1]))
+        self._prune()
+        return out
+
+    def flush(self) -> list[RequestFacts]:
+        """Settle every waiting request (offline reading: every request is known)."""
+        out = [self._settle(f) for _, f in self._waiting]
+        self._waiting.clear()
+        return out
+
+    def _settle(self, f: RequestFacts) -> RequestFacts:
+        k = _key(f)
+        ends, occ = self._ends.get(k, []), self._occ.get(k, [])
+        s, e = f.start_unix_s, f.end_unix_s
+        total = 0.0
+        if e > s:
+            for b, a in occ[bisect.bisect_right(ends, s):]:
+                if a < e:
+                    total += min(b, e) - max(a, s)
+            f.concurrency = total / (e - s)
+        else:
+            f.concurrency = float(sum(1 for b, a in occ[bisect.bisect_left(ends, s):]
+                                      if a <= s))
+        return f
+
+    def _prune(self) -> None:
+        for k, ends in self._ends.items():
+            if not ends:
+                continue
+            cut = bisect.bisect_left(ends, ends[-1] - self.horizon_s)
+            cut = max(cut, len(ends) - self.max_intervals)
+            if cut > 0:
+                del ends[:cut]
+                del self._occ[k][:cut]

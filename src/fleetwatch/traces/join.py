@@ -1,0 +1,173 @@
+"""Joining the spans of one request: a bounded buffer keyed by trace id, with a timeout.
+
+Triton exports a request's three spans (``compute``, the model span, ``InferRequest``)
+as each ends, batched by its span processor, so they may arrive in different export
+bodies and in any order. :class:`TraceJoiner` holds a Triton trace until it is
+**complete** — the outermost model span, its parent (``InferRequest``) and its
+``compute`` child have all arrived — and then emits its
+:class:`~fleetwatch.traces.facts.RequestFacts`. A vLLM ``llm_request`` span is a whole
+request and is emitted at once; other spans (vLLM's start-up spans) are ignored.
+
+Bounds (counted in :class:`JoinStats`):
+
+* at most ``max_traces`` pending traces (default 10 000): a new trace beyond that evicts
+  the oldest pending one (``evicted``) — spans that never complete cannot grow memory;
+* a pending trace older than ``timeout_s`` (default 10 s, measured from its first span)
+  is emitted as it is when it has a model span with REQUEST_START/REQUEST_END
+  (``partial``; queue or first-response time may be missing) and dropped otherwise
+  (``expired``);
+* at most ``max_spans_per_trace`` spans per trace (default 64; ``span_overflow``);
+* a span of a trace already emitted (remembered for the last ``max_traces`` traces) is
+  ``late`` and not joined again.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from fleetwatch.traces.facts import (
+    TRITON_ROOT,
+    RequestFacts,
+    is_triton_model_span,
+    triton_facts,
+    vllm_facts,
+)
+from fleetwatch.traces.otlp import Span
+
+
+@dataclass
+class JoinStats:
+    """Counters since start (spans or traces, as named)."""
+
+    spans: int = 0
+    requests: int = 0
+    ignored: int = 0
+    partial: int = 0
+    expired: int = 0
+    evicted: int = 0
+    late: int = 0
+    span_overflow: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """The counters by name."""
+        return dict(self.__dict__)
+
+
+@dataclass
+class _Pending:
+    first_seen: float
+    spans: list[Span] = field(default_factory=list)
+
+
+def _is_triton(span: Span) -> bool:
+    return (is_triton_model_span(span) or span.name in (TRITON_ROOT, "compute")
+            or span.scope == "triton-server")
+
+
+def _complete(spans: list[Span]) -> bool:
+    models = [s for s in spans if is_triton_model_span(s)]
+    ids = {s.span_id for s in models}
+    have = {s.span_id for s in spans}
+    for top in models:
+        if top.parent_span_id not in ids:
+            has_compute = any(s.name == "compute" and s.parent_span_id == top.span_id
+                              for s in spans)
+            return has_compute and top.parent_span_id in have
+    return False
+
+
+class TraceJoiner:
+    """Joins spans into per-request facts (see module docstring). ``vllm_model`` /
+    ``vllm_model_version`` name the model a vLLM span belongs to (its span has no model
+    name). Times (``now``) are Unix seconds of the caller's clock."""
+
+    def __init__(self, vllm_model: str = "vllm", vllm_model_version: str = "", *,
+                 max_traces: int = 10_000, timeout_s: float = 10.0,
+                 max_spans_per_trace: int = 64) -> None:
+        self.vllm_model = vllm_model
+        self.vllm_model_version = vllm_model_version
+        self.max_traces = max_traces
+        self.timeout_s = timeout_s
+        self.max_spans_per_trace = max_spans_per_trace
+        self.stats = JoinStats()
+        self._pending: OrderedDict[str, _Pending] = OrderedDict()
+        self._done: OrderedDict[str, None] = OrderedDict()
+
+    @property
+    def pending(self) -> int:
+        """Traces waiting for more spans (≤ ``max_traces``)."""
+        return len(self._pending)
+
+    def add(self, spans: list[Span], now: float) -> list[RequestFacts]:
+        """Take the spans of one export body; return the requests they complete (and
+        those expired by ``now``)."""
+        out: list[RequestFacts] = []
+        touched: list[str] = []
+        st = self.stats
+        for span in spans:
+            st.spans += 1
+            if span.name == "llm_request":
+                f = vllm_facts(span, self.vllm_model, self.vllm_model_version)
+                if f is None:
+                    st.ignored += 1
+                else:
+                    st.requests += 1
+                    out.append(f)
+                continue
+            if not _is_triton(span):
+                st.ignored += 1
+                continue
+            tid = span.trace_id
+            if tid in self._done:
+                st.late += 1
+                continue
+            p = self._pending.get(tid)
+            if p is None:
+                if len(self._pending) >= self.max_traces:
+                    self._pending.popitem(last=False)
+                    st.evicted += 1
+                p = self._pending[tid] = _Pending(now)
+            if len(p.spans) >= self.max_spans_per_trace:
+                st.span_overflow += 1
+                continue
+            p.spans.append(span)
+            touched.append(tid)
+        for tid in dict.fromkeys(touched):
+            p = self._pending.get(tid)
+            if p is not None and _complete(p.spans):
+                self._emit(tid, out)
+        out.extend(self.expire(now))
+        return out
+
+    def _emit(self, tid: str, out: list[RequestFacts], partial: bool = False) -> None:
+        p = self._pending.pop(tid)
+        self._done[tid] = None
+        if len(self._done) > self.max_traces:
+            self._done.popitem(last=False)
+        f = triton_facts(p.spans)
+        if f is None:
+            self.stats.expired += 1
+            return
+        if partial:
+            self.stats.partial += 1
+        self.stats.requests += 1
+        out.append(f)
+
+    def expire(self, now: float) -> list[RequestFacts]:
+        """Emit or drop the pending traces older than ``timeout_s`` (see module
+        docstring); the requests emitted are returned."""
+        out: list[RequestFacts] = []
+        while self._pending:
+            tid, p = next(iter(self._pending.items()))
+            if now - p.first_seen < self.timeout_s:
+                break
+            self._emit(tid, out, partial=True)
+        return out
+
+    def flush(self) -> list[RequestFacts]:
+        """Emit every pending trace as if it had timed out (offline reading)."""
+        out: list[RequestFacts] = []
+        for tid in list(self._pending):
+            self._emit(tid, out, partial=True)
+        return out
