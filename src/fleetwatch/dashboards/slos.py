@@ -195,7 +195,9 @@ def _slo_row(grid: p.Grid, slos: SLOFile, s: SLOSpec) -> None:
                                      eq=eq, re_=MODEL)), "predicted " + V),
          Q(covered(agg("max", MODEL_KEY, sel("fleetwatch_slo_concurrency", re_=MODEL)), s),
            "observed " + V)], p.REQUESTS,
-        thresholds=p.steps((p.GREEN, None), (p.ORANGE, envelope))), 12)
+        thresholds=p.steps((p.GREEN, None), (p.ORANGE, envelope)),
+        conditional="the prediction (B) exists only once a band of this SLO has burned: the "
+                    "capacity model then places capacity between good and burning load."), 12)
     if s.sli.latency:
         _latency_vs_concurrency(grid, s, eq)
         metric = LATENCY_METRICS[s.sli.latency.metric]
@@ -221,7 +223,7 @@ def _latency_vs_concurrency(grid: p.Grid, s: SLOSpec, eq: dict[str, str]) -> Non
         f"{seconds(s.sli.latency.threshold_seconds)}; capacity at SLO is where it is "
         "crossed (next panel).",
         [Q(agg("max", ("band",), sel("fleetwatch_slo_band_latency_quantile_seconds",
-                                     eq={**eq, "quantile": q}, re_=MODEL)),
+                                     eq={**eq, "objective_quantile": q}, re_=MODEL)),
            "≤{{band}}", instant=True)], p.SECONDS,
         thresholds=p.steps((p.GREEN, None), (p.RED, s.sli.latency.threshold_seconds))), 6)
     grid.add(p.stat(

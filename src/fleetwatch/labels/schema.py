@@ -141,6 +141,9 @@ LABELS: tuple[LabelDef, ...] = (
     LabelDef("quantile", "Summary quantile (Triton summaries; a 60 s sliding window, never "
              "aggregatable across series)."),
     LabelDef("le", "Histogram bucket upper bound, in the metric's base unit."),
+    LabelDef("objective_quantile", "The latency quantile an SLO's objective implies (0.99 "
+             "for 99 %) on fleetwatch_slo_band_latency_quantile_seconds (not `quantile`: "
+             "Prometheus reserves that label for summaries)."),
     LabelDef("gpu", "GPU index (dcgm-exporter `gpu`)."),
     LabelDef("gpu_model", "GPU product name (dcgm-exporter `modelName`).", otel="hw.model"),
     LabelDef("hostname", "Host name (dcgm-exporter `Hostname`, `hostname` after 4.8.2)."),
@@ -438,7 +441,8 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               _SLO_LABELS, "beta", per_model=False),
     MetricDef("fleetwatch_slo_band_latency_quantile_seconds", _G, "seconds",
               "Latency quantile the objective implies (0.99 for 99 %) of a latency SLI in a "
-              "band, weighted over the capacity window.", (*_SLO_LABELS, "band", "quantile"),
+              "band, weighted over the capacity window.",
+              (*_SLO_LABELS, "band", "objective_quantile"),
               "beta", per_model=False),
     MetricDef("fleetwatch_slo_band_concurrency", _G, "requests",
               "Mean per-replica concurrency of the intervals attributed to a band (the "

@@ -97,9 +97,9 @@ def _band_latency(answers: Answers) -> dict[tuple[str, ...], dict[str, dict[str,
             band = out[tuple(lab.get(k, "") for k in KEY)].setdefault(
                 lab["band"], {"quantile": None, "latency_seconds": None, "concurrency": None})
             band[field] = sample_value(s)
-            if "quantile" in lab:
+            if "objective_quantile" in lab:
                 with contextlib.suppress(ValueError):
-                    band["quantile"] = float(lab["quantile"])
+                    band["quantile"] = float(lab["objective_quantile"])
     return out
 
 

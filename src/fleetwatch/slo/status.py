@@ -136,7 +136,7 @@ def iter_metrics(ledger: Ledger, states: States,
             lab = {**base, "band": band}
             if lat is not None:
                 yield ("fleetwatch_slo_band_latency_quantile_seconds",
-                       {**lab, "quantile": format(q, "g")}, lat)
+                       {**lab, "objective_quantile": format(q, "g")}, lat)
             if conc is not None:
                 yield "fleetwatch_slo_band_concurrency", lab, conc
         for s in STATES:
