@@ -211,6 +211,7 @@ def test_every_panel_returns_data_from_a_real_prometheus(stack, capsys):
               f"{sum(r.status == 'data' for r in results)}/{len(results)} queries with data, "
               f"{time.time() - stack.started:.0f} s after Prometheus started\n{report}\n")
     assert not missing, "queries without data:\n" + table(missing)
-    # the conditional panels are the GPU, TensorRT-LLM and response-cache ones only
+    # the conditional panels are the GPU, TensorRT-LLM and response-cache ones and the
+    # capacity panel's prediction (after a burn) only
     reasons = {r.conditional.split(" ")[0] for r in results if r.conditional}
     assert reasons <= {"needs", "TensorRT-LLM", "Triton"}, reasons

@@ -196,7 +196,7 @@ def _slo_row(grid: p.Grid, slos: SLOFile, s: SLOSpec) -> None:
          Q(covered(agg("max", MODEL_KEY, sel("fleetwatch_slo_concurrency", re_=MODEL)), s),
            "observed " + V)], p.REQUESTS,
         thresholds=p.steps((p.GREEN, None), (p.ORANGE, envelope)),
-        conditional="the prediction (B) exists only once a band of this SLO has burned: the "
+        conditional="needs a band of this SLO that burned for the prediction (B): the "
                     "capacity model then places capacity between good and burning load."), 12)
     if s.sli.latency:
         _latency_vs_concurrency(grid, s, eq)
