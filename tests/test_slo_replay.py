@@ -194,3 +194,43 @@ def test_two_captures_at_the_same_time_are_bad_input(tmp_path):
 def _write(p: Path, data: bytes) -> Path:
     p.write_bytes(data)
     return p
+
+
+def test_replay_html_is_the_status_page_of_the_replayed_sweep(tmp_path, knee):
+    """``--html``: the sidecar's page made from the replay — the same state, budget and
+    burn per band as the JSON the replay prints, an autoscaling history with one point per
+    ≥ 10 s of captures, no script."""
+    from tests.page_helpers import parse_dom
+
+    from fleetwatch.page.model import number
+
+    out = tmp_path / "replay.html"
+    code, text, err = replay("--slos", str(slo_file(tmp_path, envelope=knee)), "--html",
+                             str(out), *map(str, CAPTURES))
+    assert code == 0, err
+    doc = _no_nan(text)
+    st = doc["slo"]["slos"][0]
+    page = parse_dom(out.read_text(encoding="utf-8"))
+    for sid in ("targets", "models", "slos", "autoscaling"):
+        assert page.iter("section", id=sid), sid
+    assert not page.iter("script")
+    [card] = page.iter("article", class_="slo", data_slo="ttft", data_model="tiny-llm")
+    assert card.attrs["data-state"] == st["state"] == "overload"
+    assert card.iter(class_="budget")[0].text() == number(st["error_budget_remaining"],
+                                                          pct=True)
+    for window, per_band in st["burn_rates"].items():
+        for band in st["events"]:
+            cell = card.iter("g", data_band=band, data_window=window)[0]
+            burn = per_band[band]
+            assert cell.attrs["data-burn"] == ("" if burn is None else str(burn))
+    [sig] = page.iter("article", class_="signal", data_model="tiny-llm")
+    assert float(sig.attrs["data-signal"]) == doc["autoscaling"]["models"][0]["signal"]
+    assert "tiny-llm" in page.iter("section", id="models")[0].text()
+
+
+def test_replay_html_to_an_unwritable_path_is_one_error_line(tmp_path, knee):
+    code, _out, err = replay("--slos", str(slo_file(tmp_path, envelope=knee)), "--html",
+                             str(tmp_path / "no" / "such" / "dir" / "x.html"),
+                             *map(str, CAPTURES[:3]))
+    assert code == 1
+    assert len(err.strip().splitlines()) == 1 and "cannot write" in err

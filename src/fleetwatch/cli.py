@@ -109,17 +109,23 @@ def slo_report(prom_url: str, as_json: bool, timeout: float, html_out: str | Non
               help="Seconds between captures (default: the <unix_ms> in each file name).")
 @click.option("--each", is_flag=True, help="Print /slo and /autoscaling after every capture "
               "(one JSON line each).")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
+              help="Also write the status page of the replay to this file (one "
+                   "self-contained HTML file).")
 @click.argument("captures", nargs=-1, required=True, type=click.Path(dir_okay=False))
 def slo_replay(slos_path: str, registry_path: str | None, interval: float | None, each: bool,
-               captures: tuple[str, ...]) -> None:
+               html_out: str | None, captures: tuple[str, ...]) -> None:
     """Replay captured /metrics bodies through the normalizer and the SLO engine and print
     the final /slo and /autoscaling JSON (exit 2 naming the file on bad input)."""
     from pathlib import Path as _Path
 
     from fleetwatch.commands.slo_replay import run
 
-    run(_slo_file(slos_path), _registry(registry_path), [_Path(c) for c in captures],
-        interval, each, click.echo)
+    try:
+        run(_slo_file(slos_path), _registry(registry_path), [_Path(c) for c in captures],
+            interval, each, click.echo, _Path(html_out) if html_out else None)
+    except OSError as exc:
+        _fail(f"{exc.filename or html_out}: cannot write: {exc.strerror or exc}", code=1)
 
 
 @main.command()

@@ -120,16 +120,24 @@ def document(engine: SLOEngine) -> dict[str, object]:
 
 
 def run(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
-        interval: float | None, each: bool, out: Callable[[str], None]) -> None:
-    """Replay and print (see the module doc)."""
+        interval: float | None, each: bool, out: Callable[[str], None],
+        html: Path | None = None) -> None:
+    """Replay and print (see the module doc); with ``html``, also write the status page of
+    the replay there (:mod:`fleetwatch.commands.replay_page`)."""
+    from fleetwatch.commands.replay_page import new_history, record, write_replay_page
+
     if not paths:
         raise ReplayInputError("give at least one CAPTURE file")
     last: SLOEngine | None = None
+    history = new_history(len(paths))
     for path, ts, engine in replay(slos, registry, paths, interval):
         last = engine
+        record(history, engine)
         if each:
             line = {"capture": str(path), "timestamp": ts, **document(engine)}
             out(json.dumps(strict_json(line), allow_nan=False, sort_keys=True))
     if not each and last is not None:
         out(json.dumps(strict_json(document(last)), allow_nan=False, indent=2,
                        sort_keys=True))
+    if html is not None and last is not None:
+        write_replay_page(html, last, history, registry, sorted(paths))
