@@ -221,11 +221,12 @@ def fleet(tmp_path_factory, vllm_server) -> Iterator[Fleet]:
     load: threading.Thread | None = None
     servers = []
     try:
+        managers = [p.make_server() for p in PODS]
         with ThreadPoolExecutor(len(PODS)) as pool:  # engines start in parallel
-            started = list(pool.map(lambda p: p.make_server().__enter__(), PODS))
+            started = list(pool.map(lambda m: m.__enter__(), managers))
+        servers.extend(managers)  # exited at the end: a borrowed server's is a no-op
         for pod, server in zip(PODS, started, strict=True):
             pod.server = server
-            servers.append(server)
             pod.port = _free_port()
             cfg = work / f"{pod.name}.yaml"
             cfg.write_text(yaml.safe_dump(_sidecar_config(pod, work / "models.yaml")))
