@@ -110,9 +110,10 @@ def _vllm_targets(server) -> list[dict]:
 
 
 def _vllm_load(server) -> None:
-    """One round of LLM load: 4 short completions, 2 at a time."""
+    """One round of LLM load: 4 short completions, 2 at a time (prompts of 20 words or
+    more: see ``RequestMix.prompt_words_min``)."""
     run_load(server.url, server.served_model_name, 2, max_requests=4,
-             mix=RequestMix(max_tokens=(4,), prompt_words_median=8))
+             mix=RequestMix(max_tokens=(4,), prompt_words_median=30, prompt_words_min=20))
 
 
 #: The Triton pods of the fleet; the third pod is the real vLLM of the test session

