@@ -324,6 +324,7 @@ class SeriesCompiler:
         if vmap is not None:
             consumed.add(vmap.source_label)
         out: dict[str, str] = {}
+        newly_dropped: list[str] = []
         lossy = vmap is not None
         for k, v in labels.items():
             if k in consumed or k in ("le", "quantile"):
@@ -340,8 +341,12 @@ class SeriesCompiler:
             lossy = True
             if k not in self.dropped_labels:
                 self.dropped_labels.add(k)
-                log.info("%s: dropping upstream label %r (not in the schema of %s); series "
-                         "that differ only by it are summed", self.table.kind, k, rule.target)
+                newly_dropped.append(k)
+        if newly_dropped:  # one line per series compiled, naming every label it drops
+            log.info("%s: dropping upstream label%s %s (not in the schema of %s); series "
+                     "that differ only by them are summed", self.table.kind,
+                     "s" if len(newly_dropped) > 1 else "",
+                     ", ".join(map(repr, newly_dropped)), rule.target)
         for k in ("le", "quantile"):
             if k in labels:
                 if k in keep:
