@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fleetwatch import promql
 from fleetwatch.cli import main
 from fleetwatch.manifests import Settings, build, load_inputs
 from fleetwatch.manifests import keda as keda_mod
@@ -412,4 +413,4 @@ def test_any_valid_deployment_gives_valid_objects(dep, trigger):
     if trigger == "prometheus":  # the model name survives PromQL quoting
         q = so["spec"]["triggers"][0]["metadata"]["query"]
         assert q.startswith('sum(model:fleetwatch_autoscaling_signal:sum{model="')
-        assert keda_mod.promql_string(dep.model) in q
+        assert promql.string(dep.model) in q

@@ -37,9 +37,9 @@ from fleetwatch.manifests.common import (
     MODEL_ANNOTATION,
     Deployment,
     Settings,
-    promql_string,
 )
 from fleetwatch.manifests.sidecar import service_name
+from fleetwatch.promql import string
 
 #: The fleet-wide recording rule (``fleetwatch rules``, alerts/recording.py).
 SIGNAL_RULE = "model:fleetwatch_autoscaling_signal:sum"
@@ -49,12 +49,12 @@ def signal_query(dep: Deployment) -> str:
     """The PromQL the Prometheus trigger polls: Σ over replicas (and versions, unless the
     registry entry names one exact version; versions other deployments name exactly are
     left out) of ``dep``'s model's signal."""
-    matchers = [f"model={promql_string(dep.model)}"]
+    matchers = [f"model={string(dep.model)}"]
     if dep.version is not None:
-        matchers.append(f"model_version={promql_string(dep.version)}")
+        matchers.append(f"model_version={string(dep.version)}")
     elif dep.other_versions:
         alternatives = "|".join(re.escape(v) for v in dep.other_versions)
-        matchers.append(f"model_version!~{promql_string(alternatives)}")
+        matchers.append(f"model_version!~{string(alternatives)}")
     return f"sum({SIGNAL_RULE}{{{', '.join(matchers)}}})"
 
 
