@@ -21,6 +21,9 @@ Example::
         kind: dcgm
         url: http://127.0.0.1:9400/metrics
         required: false
+    placement:                        # optional: declared GPU placement
+      - gpu_uuid: GPU-0               # (fleetwatch.labels.placement)
+        models: [{model: ranker, instances: 2}, {model: streamer}]
 
 Two targets that could export the same series (the same ``kind``, or either ``auto``,
 with identical ``labels``) are rejected: give each a distinct ``labels:`` mapping, e.g.
@@ -49,6 +52,7 @@ from pydantic import (
 )
 
 from fleetwatch.exporters.sources import KINDS
+from fleetwatch.labels.placement import GPUPlacement, Placement, unique_gpus
 from fleetwatch.sidecar.trace_config import TracesConfig
 from fleetwatch.specfile import read_yaml, validate
 
@@ -151,6 +155,19 @@ class SidecarConfig(_Strict):
     passthrough_unmapped: bool = False
     targets: list[Target] = Field(min_length=1)
     traces: TracesConfig | None = None  # the OTLP trace receiver (sidecar.trace_config)
+    #: Declared GPU placement (fleetwatch.labels.placement), the fallback for what the
+    #: servers do not report.
+    placement: list[GPUPlacement] = Field(default_factory=list)
+
+    @field_validator("placement")
+    @classmethod
+    def _unique_gpus(cls, gpus: list[GPUPlacement]) -> list[GPUPlacement]:
+        unique_gpus(gpus)
+        return gpus
+
+    def declared_placement(self) -> Placement:
+        """The ``placement:`` section as a :class:`~fleetwatch.labels.placement.Placement`."""
+        return Placement(self.placement)
 
     @model_validator(mode="after")
     def _unique_names(self) -> SidecarConfig:
