@@ -2,11 +2,15 @@
 the sidecar's scraper against a small aiohttp upstream (the real engines are in
 ``test_vllm_real.py`` and ``test_sidecar_triton.py``; the session vLLM server has no sleep
 mode, which needs ``--enable-sleep-mode`` and dev-mode endpoints, so the sleeping engine
-here is a test double serving vLLM 0.32's ``engine_sleep_state`` lines)."""
+here is a test double serving the real vLLM 0.32 capture's ``engine_sleep_state``
+lines, checked against that capture)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -21,18 +25,39 @@ REGISTRY = parse_registry({"models": [
     {"name": "m", "team": "t", "owner": "o", "oncall": "c", "quantization": "fp8"}]})
 
 
+#: The real vLLM 0.32 capture whose sleep-state lines the double serves.
+REAL_CAPTURE = (Path(__file__).parent / "fixtures" / "expositions" / "vllm"
+                / "v0.32.0-cpu-real-engine-tiny-llm-under-load.prom")
+SLEEP_FAMILIES = ("vllm:num_requests_running", "vllm:engine_sleep_state")
+
+
+def _real_lines(model: str) -> list[str]:
+    """The real capture's HELP/TYPE and sample lines of :data:`SLEEP_FAMILIES`, with the
+    model renamed to ``model``."""
+    lines = [ln for ln in REAL_CAPTURE.read_text().splitlines()
+             if any(ln.startswith((f, f"# HELP {f} ", f"# TYPE {f} ")) for f in SLEEP_FAMILIES)]
+    return [ln.replace('model_name="tiny-llm"', f'model_name="{model}"') for ln in lines]
+
+
 def _exposition(awake: int) -> str:
-    return f"""# TYPE vllm:num_requests_running gauge
-vllm:num_requests_running{{engine="0",model_name="m"}} 0.0
-# TYPE vllm:engine_sleep_state gauge
-vllm:engine_sleep_state{{engine="0",model_name="m",sleep_state="awake"}} {awake}.0
-vllm:engine_sleep_state{{engine="0",model_name="m",sleep_state="weights_offloaded"}} {1 - awake}.0
-vllm:engine_sleep_state{{engine="0",model_name="m",sleep_state="discard_all"}} 0.0
-"""
+    """The real lines with the sleep state set: ``awake`` 1, or 0 with weights offloaded
+    (sleep level 1), as vLLM 0.32 reports ``--enable-sleep-mode`` after ``/sleep``."""
+    values = {"awake": awake, "weights_offloaded": 1 - awake, "discard_all": 0}
+    out = []
+    for ln in _real_lines("m"):
+        if ln.startswith("vllm:engine_sleep_state{"):
+            state = ln.split('sleep_state="', 1)[1].split('"', 1)[0]
+            ln = ln.rsplit(" ", 1)[0] + f" {values[state]}.0"
+        elif ln.startswith("vllm:num_requests_running{"):
+            ln = ln.rsplit(" ", 1)[0] + " 0.0"
+        out.append(ln)
+    return "\n".join(out) + "\n"
 
 
-class FakeVLLM:
-    """``/metrics``, ``/health`` (200, as vLLM answers while asleep) and ``/version``."""
+class SleepModeVLLMDouble:
+    """Test double of a vLLM 0.32 server in sleep mode: ``/metrics`` (the real capture's
+    lines, :func:`_exposition`), ``/health`` (200, as vLLM answers while asleep) and
+    ``/version`` (settable, to produce unreadable answers)."""
 
     def __init__(self) -> None:
         self.awake = 1
@@ -63,8 +88,36 @@ class FakeVLLM:
         return web.json_response(self.version)
 
     async def stop(self) -> None:
-        assert self.runner is not None
-        await self.runner.cleanup()
+        if self.runner is not None:
+            await self.runner.cleanup()
+            self.runner = None
+
+
+@contextlib.asynccontextmanager
+async def scraping(double: SleepModeVLLMDouble) -> AsyncIterator[Scraper]:
+    """Start the double, yield a sidecar scraper of it, stop both."""
+    base = await double.start()
+    try:
+        async with Scraper(_cfg(base), REGISTRY) as scraper:  # type: ignore[arg-type]
+            yield scraper
+    finally:
+        await double.stop()
+
+
+def test_the_double_serves_the_real_capture_lines():
+    """Awake, the double's body is the real vLLM 0.32 lines (only the model renamed and
+    the running gauge zeroed); asleep, only the three sleep-state values change."""
+    real = _real_lines("m")
+    assert len(real) == 2 * 2 + 1 + 3  # HELP+TYPE of two families, 1 + 3 samples
+    awake = _exposition(1).splitlines()
+    assert [ln.rsplit(" ", 1)[0] for ln in awake] == [ln.rsplit(" ", 1)[0] for ln in real]
+    assert [a for a, r in zip(awake, real, strict=True) if a != r] == \
+        ['vllm:num_requests_running{engine="0",model_name="m"} 0.0']
+    asleep = _exposition(0).splitlines()
+    assert [a for a, b in zip(asleep, awake, strict=True) if a != b] == [
+        'vllm:engine_sleep_state{engine="0",model_name="m",sleep_state="awake"} 0.0',
+        'vllm:engine_sleep_state{engine="0",model_name="m",sleep_state="weights_offloaded"} '
+        '1.0']
 
 
 def _info(body: bytes) -> list[dict[str, str]]:
@@ -80,47 +133,36 @@ def _cfg(base: str) -> object:
 
 def test_engine_version_and_registry_quantization_on_the_info_series():
     async def scenario() -> None:
-        fake = FakeVLLM()
-        base = await fake.start()
-        try:
-            async with Scraper(_cfg(base), REGISTRY) as scraper:  # type: ignore[arg-type]
-                await scraper.scrape_once()
-                [info] = _info(scraper.body)
-                assert info["engine_version"] == "0.32.0"
-                assert info["quantization"] == "fp8"  # vLLM does not say: the registry's
-                await scraper.scrape_once()
-                assert fake.version_calls == 1  # asked once while the target stays up
-                # an upgrade behind a restart: down, then up with a new version
-                fake.version = {"version": "0.33.0"}
-                await fake.stop()
-                await scraper.scrape_once()
-                assert _info(scraper.body) == []
-                fake.runner = None
-        finally:
-            if fake.runner is not None:
-                await fake.stop()
+        fake = SleepModeVLLMDouble()
+        async with scraping(fake) as scraper:
+            await scraper.scrape_once()
+            [info] = _info(scraper.body)
+            assert info["engine_version"] == "0.32.0"
+            assert info["quantization"] == "fp8"  # vLLM does not say: the registry's
+            await scraper.scrape_once()
+            assert fake.version_calls == 1  # asked once while the target stays up
+            # the upstream goes down: no info series while it is down
+            await fake.stop()
+            await scraper.scrape_once()
+            assert _info(scraper.body) == []
 
     asyncio.run(scenario())
 
 
 def test_an_upgrade_is_a_new_info_series():
     async def scenario() -> None:
-        fake = FakeVLLM()
-        base = await fake.start()
-        try:
-            async with Scraper(_cfg(base), REGISTRY) as scraper:  # type: ignore[arg-type]
-                await scraper.scrape_once()
-                before = _info(scraper.body)
-                st = scraper.states["vllm"]
-                scraper._mark_down(st, "connection", "restarting")  # what a failed scrape does
-                fake.version = {"version": "0.33.0"}
-                await scraper.scrape_once()
-                after = _info(scraper.body)
-                assert [i["engine_version"] for i in before + after] == ["0.32.0", "0.33.0"]
-                assert {k: v for k, v in before[0].items() if k != "engine_version"} == \
-                    {k: v for k, v in after[0].items() if k != "engine_version"}
-        finally:
-            await fake.stop()
+        fake = SleepModeVLLMDouble()
+        async with scraping(fake) as scraper:
+            await scraper.scrape_once()
+            before = _info(scraper.body)
+            st = scraper.states["vllm"]
+            scraper._mark_down(st, "connection", "restarting")  # what a failed scrape does
+            fake.version = {"version": "0.33.0"}
+            await scraper.scrape_once()
+            after = _info(scraper.body)
+            assert [i["engine_version"] for i in before + after] == ["0.32.0", "0.33.0"]
+            assert {k: v for k, v in before[0].items() if k != "engine_version"} == \
+                {k: v for k, v in after[0].items() if k != "engine_version"}
 
     asyncio.run(scenario())
 
@@ -128,44 +170,36 @@ def test_an_upgrade_is_a_new_info_series():
 @pytest.mark.parametrize("answer", [{"version": ""}, {"v": "1"}, ["0.32.0"], "text"])
 def test_an_unreadable_version_answer_leaves_engine_version_empty(answer):
     async def scenario() -> None:
-        fake = FakeVLLM()
+        fake = SleepModeVLLMDouble()
         fake.version = answer
-        base = await fake.start()
-        try:
-            async with Scraper(_cfg(base), REGISTRY) as scraper:  # type: ignore[arg-type]
-                await scraper.scrape_once()
-                await scraper.scrape_once()
-                [info] = _info(scraper.body)
-                assert info["engine_version"] == ""
-                assert fake.version_calls == 2  # no usable answer: asked again
-        finally:
-            await fake.stop()
+        async with scraping(fake) as scraper:
+            await scraper.scrape_once()
+            await scraper.scrape_once()
+            [info] = _info(scraper.body)
+            assert info["engine_version"] == ""
+            assert fake.version_calls == 2  # no usable answer: asked again
 
     asyncio.run(scenario())
 
 
 def test_a_sleeping_engine_is_not_ready_and_ready_again_when_it_wakes():
     async def scenario() -> None:
-        fake = FakeVLLM()
-        base = await fake.start()
-        try:
-            async with Scraper(_cfg(base), REGISTRY) as scraper:  # type: ignore[arg-type]
-                await scraper.scrape_once()
-                ok, _detail = readiness(scraper)
-                assert ok
-                fake.awake = 0  # /health still answers 200
-                await scraper.scrape_once()
-                ok, detail = readiness(scraper)
-                assert not ok
-                assert detail["targets"]["vllm"]["models_sleeping"] == ["m"]
-                assert detail["targets"]["vllm"]["models_not_ready"] == ["m"]
-                assert detail["targets"]["vllm"]["up"]  # not an outage: metrics still served
-                fake.awake = 1
-                await scraper.scrape_once()
-                ok, detail = readiness(scraper)
-                assert ok and detail["targets"]["vllm"]["models_sleeping"] == []
-        finally:
-            await fake.stop()
+        fake = SleepModeVLLMDouble()
+        async with scraping(fake) as scraper:
+            await scraper.scrape_once()
+            ok, _detail = readiness(scraper)
+            assert ok
+            fake.awake = 0  # /health still answers 200
+            await scraper.scrape_once()
+            ok, detail = readiness(scraper)
+            assert not ok
+            assert detail["targets"]["vllm"]["models_sleeping"] == ["m"]
+            assert detail["targets"]["vllm"]["models_not_ready"] == ["m"]
+            assert detail["targets"]["vllm"]["up"]  # not an outage: metrics still served
+            fake.awake = 1
+            await scraper.scrape_once()
+            ok, detail = readiness(scraper)
+            assert ok and detail["targets"]["vllm"]["models_sleeping"] == []
 
     asyncio.run(scenario())
 
