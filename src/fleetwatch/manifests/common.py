@@ -122,13 +122,6 @@ def startup_failure_threshold(seconds: int) -> int:
     return max(1, math.ceil(seconds / STARTUP_PERIOD_SECONDS))
 
 
-def prom_duration(seconds: float) -> str:
-    """A Prometheus duration: ``5s``, ``1500ms``."""
-    if float(seconds).is_integer():
-        return f"{int(seconds)}s"
-    return f"{round(seconds * 1000)}ms"
-
-
 def dump(docs: list[dict[str, Any]], sources: list[str]) -> str:
     """YAML text of ``docs`` (one document each, keys in insertion order), with a header."""
     body = yaml.dump_all(docs, Dumper=BlockDumper, sort_keys=False, allow_unicode=True,

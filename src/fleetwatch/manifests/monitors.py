@@ -24,8 +24,8 @@ from fleetwatch.manifests.common import (
     SIDECAR_LABEL,
     Deployment,
     Settings,
-    prom_duration,
 )
+from fleetwatch.slo.durations import format_duration
 
 
 def _meta_label(label: str) -> str:
@@ -35,7 +35,7 @@ def _meta_label(label: str) -> str:
 
 def scrape_interval(deployments: list[Deployment]) -> str:
     """The shortest scrape interval of the deployments' sidecars (Prometheus duration)."""
-    return prom_duration(min(d.sidecar.interval_seconds for d in deployments))
+    return format_duration(min(d.sidecar.interval_seconds for d in deployments))
 
 
 def namespaces(deployments: list[Deployment]) -> list[str]:
