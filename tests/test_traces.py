@@ -211,6 +211,45 @@ def test_trace_slis_land_in_the_band_of_their_own_load() -> None:
     assert dict(st.events) == {"4": 4, "all": 4}
 
 
+def test_trace_only_models_are_forgotten_by_the_no_data_timer() -> None:
+    """Models seen only in spans (no metric ever names them) get engine state through
+    add_events; after limits.forget_model_after without a request their SLO states and
+    window rows are freed by the engine's no-data timer — as a metric model's are — and
+    the receiver's histograms and load state for them go too: a stream of ever-new model
+    names keeps the state bounded."""
+    from fleetwatch.exporters.snapshot import Snapshot
+
+    slos = parse_slo_file({"limits": {"max_models_per_slo": 50, "forget_model_after": 60},
+                           "slos": [{"name": "e2e", "sli": {"source": "traces", "latency": {
+                               "metric": "request", "threshold_seconds": 1.0}},
+                               "objectives": [{"target": 0.9}],
+                               "timeWindow": [{"duration": "1d"}],
+                               "concurrency": {"envelope": 4}}]})
+    rec, engine = _receiver(slos)
+    t0 = 1_700_000_000.0  # triton_request's epoch
+    rows = engine.ledger.windows.rows
+
+    def models(first: int, n: int, at: float) -> None:
+        spans = [s for i in range(first, first + n)
+                 for s in triton_request(i, model=f"m{i}", start_ms=int((at - t0) * 1000))]
+        rec.ingest(body(spans), "application/x-protobuf", now=at)
+        rec.tick(now=at + 1)
+
+    models(0, 60, t0)
+    assert len(engine.states) == 50 and engine.models_refused["e2e"] == 10
+    assert len(rows) == 50 * 2  # per model: its band's row and "all"
+    assert len(rec.histograms.seen) == rec.estimator.models == 60
+    engine.update(Snapshot(t0 + 30, {}))  # a scrape cycle: 30 s of no data keeps them
+    assert len(engine.states) == 50
+    engine.update(Snapshot(t0 + 61, {}))  # 60 s without a request: forgotten
+    rec.tick(now=t0 + 61)
+    assert engine.states == {} and len(rows) == 0
+    assert rec.histograms.hists == {} and rec.histograms.seen == {}
+    assert rec.estimator.models == 0
+    models(1000, 50, t0 + 62)  # new models are tracked again, none refused
+    assert len(engine.states) == 50 and engine.models_refused["e2e"] == 10
+
+
 def test_spec_rules_for_trace_slis() -> None:
     with pytest.raises(SLOSpecError, match="goodput needs source: traces"):
         slo_file({"name": "x", "sli": {"goodput": [{"metric": "ttft", "threshold_seconds": 1}]}})

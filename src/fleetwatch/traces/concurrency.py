@@ -99,3 +99,16 @@ class LoadEstimator:
             if cut > 0:
                 del ends[:cut]
                 del self._occ[k][:cut]
+
+    def forget(self, horizon: float) -> None:
+        """Drop the models whose last occupancy ended before ``horizon`` (Unix seconds)
+        and that have no request waiting to settle."""
+        waiting = {_key(f) for _, f in self._waiting}
+        for k in [k for k, ends in self._ends.items()
+                  if (not ends or ends[-1] < horizon) and k not in waiting]:
+            del self._ends[k], self._occ[k]
+
+    @property
+    def models(self) -> int:
+        """Models whose occupancies are kept."""
+        return len(self._ends)

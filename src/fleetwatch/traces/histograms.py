@@ -77,6 +77,8 @@ class TraceHistograms:
         self.families = tuple(families)
         self.sources = frozenset(sources)
         self.hists: dict[tuple[str, ModelId], Histogram] = {}
+        #: model → end (Unix seconds) of its last request observed (:meth:`forget`)
+        self.seen: dict[ModelId, float] = {}
 
     def add(self, facts: Iterable[RequestFacts]) -> None:
         """Observe every request's values."""
@@ -84,10 +86,21 @@ class TraceHistograms:
             if f.source not in self.sources:
                 continue
             mk = (f.model, f.model_version, f.backend)
+            self.seen[mk] = max(self.seen.get(mk, f.end_unix_s), f.end_unix_s)
             for fam in self.families:
                 v = f.metric(FAMILIES[fam])
                 if v is not None:
                     self.hists.setdefault((fam, mk), Histogram()).observe(v)
+
+    def forget(self, horizon: float) -> list[ModelId]:
+        """Drop the histograms of the models whose last request ended before ``horizon``
+        (Unix seconds; the engine's ``limits.forget_model_after`` timer); return them."""
+        gone = [mk for mk, t in self.seen.items() if t < horizon]
+        for mk in gone:
+            del self.seen[mk]
+            for fam in self.families:
+                self.hists.pop((fam, mk), None)
+        return gone
 
     def models(self, family: str) -> set[ModelId]:
         """The models with a histogram of ``family``."""
