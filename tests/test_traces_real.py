@@ -120,8 +120,28 @@ def _metrics(url: str) -> str:
         return r.read().decode()
 
 
+#: Bound asserted on |HTTP_SEND_END − REQUEST_END| and on span e2e − client latency
+#: (measured ≤ 721 µs and ≤ 91 µs on 2 loaded cores; 5 ms leaves room for a descheduled
+#: server thread without hiding a wrong clock, which would be off by a whole request).
+RELEASE_BOUND_S = 0.005
+
+
 @pytest.mark.triton
 def test_triton_spans_equal_tritons_own_duration_counter(sidecar: Sidecar) -> None:
+    """Triton 2.51's span e2e (model span REQUEST_START → REQUEST_END, the clock of
+    ``nv_inference_request_duration_us``) sums to that counter's delta within 1 %
+    (measured 0.03–0.11 % over five runs), and real buckets appear for its models.
+
+    Honest deviation from the acceptance's "every client-measured latency is an upper
+    bound of it": the span e2e is *not* always below the client's latency. Triton stamps
+    REQUEST_END when it releases the request, on another thread than the one stamping the
+    response's HTTP_SEND_END; measured over five runs of 60 requests on 2 loaded cores,
+    HTTP_SEND_END → REQUEST_END was −721 … +408 µs (typically −50 … +90 µs), and the span
+    e2e exceeded the client latency for 0–7 of the 60 requests, by at most 91 µs (other
+    runs: 17 and 63 µs). What holds for every request, and is asserted, is the corrected
+    bound: client latency ≥ REQUEST_START → HTTP_SEND_END (the response is on the wire
+    before the client's clock stops), hence client latency ≥ span e2e − |HTTP_SEND_END −
+    REQUEST_END|, that gap < :data:`RELEASE_BOUND_S` (and so span e2e − client latency)."""
     port = sidecar.thread.port
     args = ["--trace-config=mode=opentelemetry",
             f"--trace-config=opentelemetry,url=127.0.0.1:{port}/v1/traces",
@@ -150,20 +170,24 @@ def test_triton_spans_equal_tritons_own_duration_counter(sidecar: Sidecar) -> No
               f"{abs(span_sum * 1e6 - d_us) / d_us:.3%}")
         assert abs(span_sum * 1e6 - d_us) <= 0.01 * d_us
         assert sum(h.count for h in spans) == len(client)
-    # the client's latency bounds the server's REQUEST_START → HTTP_SEND_END from above;
-    # Triton stamps REQUEST_END when it releases the request, after the response is sent,
-    # so REQUEST_START → REQUEST_END (its request_duration_us) may exceed what the client
-    # saw by that release tail: measured, and bounded here
+    # the acceptance's "every client-measured latency is an upper bound of the span e2e",
+    # corrected (see the docstring): REQUEST_END and HTTP_SEND_END come in either order,
+    # so the bound that holds is client latency ≥ REQUEST_START → HTTP_SEND_END
     timeline = _triton_timeline(sidecar, "ranker")
     assert len(timeline) == 60
     facts_e2e = [e2e for _, e2e, _ in timeline]
-    tails = []
+    releases, over = [], []
     for client, (_, e2e, to_send_end) in zip(unary.latencies_s, timeline, strict=True):
         assert client >= to_send_end
-        tails.append(e2e - client)
-    print(f"ranker: max(span e2e − client latency) = {max(tails) * 1e6:.0f} µs; "
-          f"{sum(t > 0 for t in tails)} of 60 requests had span e2e > client latency")
-    assert max(tails) < 0.005
+        releases.append(e2e - to_send_end)  # HTTP_SEND_END → REQUEST_END
+        over.append(e2e - client)
+    print(f"ranker: HTTP_SEND_END → REQUEST_END {min(releases) * 1e6:.0f}–"
+          f"{max(releases) * 1e6:.0f} µs; span e2e > client latency for "
+          f"{sum(o > 0 for o in over)} of 60 requests; max(span e2e − client) = "
+          f"{max(over) * 1e6:.0f} µs")
+    # the two stamps come from different threads, in either order, close together
+    assert max(abs(r) for r in releases) < RELEASE_BOUND_S
+    assert max(over) < RELEASE_BOUND_S  # client latency ≥ span e2e − RELEASE_BOUND_S
     # real buckets on /metrics for the Triton models, in place of the mean-only series
     part = Part(NORMALIZED, normalized_families([normalize(text, "triton")]))
     fam = next(f for f in sidecar.receiver.normalized(part).families
