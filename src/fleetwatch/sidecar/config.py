@@ -21,6 +21,8 @@ Example::
         kind: dcgm
         url: http://127.0.0.1:9400/metrics
         required: false
+    traces: {listen: {port: 4318}}    # optional OTLP trace receiver (docs/traces.md)
+    metrics_export: {endpoint: http://collector:4318/v1/metrics}   # optional OTLP metrics
 
 Two targets that could export the same series (the same ``kind``, or either ``auto``,
 with identical ``labels``) are rejected: give each a distinct ``labels:`` mapping, e.g.
@@ -49,6 +51,7 @@ from pydantic import (
 )
 
 from fleetwatch.exporters.sources import KINDS
+from fleetwatch.sidecar.otlp_config import MetricsExport
 from fleetwatch.sidecar.trace_config import TracesConfig
 from fleetwatch.specfile import read_yaml, validate
 
@@ -151,6 +154,7 @@ class SidecarConfig(_Strict):
     passthrough_unmapped: bool = False
     targets: list[Target] = Field(min_length=1)
     traces: TracesConfig | None = None  # the OTLP trace receiver (sidecar.trace_config)
+    metrics_export: MetricsExport | None = None  # OTLP metrics export (sidecar.otlp_config)
 
     @model_validator(mode="after")
     def _unique_names(self) -> SidecarConfig:

@@ -169,11 +169,12 @@ class TraceReceiver:
         self._judge(self.estimator.flush())
 
     def _process(self, facts: list[RequestFacts], now: float | None) -> None:
+        t = time.time() if now is None else now
         if facts:
-            self.histograms.add(facts)
+            self.histograms.add(facts, t)
             if self.on_facts is not None:
                 self.on_facts(facts)
-        self._judge(self.estimator.add(facts, time.time() if now is None else now))
+        self._judge(self.estimator.add(facts, t))
 
     def _judge(self, settled: list[RequestFacts]) -> None:
         if settled and self.engine is not None and self._selects is not None \
