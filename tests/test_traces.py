@@ -578,3 +578,24 @@ def test_default_join_buffer_maximum_is_reached() -> None:
         spans = [triton_request(i)[0] for i in range(start, start + 6000)]
         j.add(decode_spans(body(spans)), 0.0)
     assert (j.pending, j.stats.evicted) == (10_000, 2000) == (j.max_traces, 2000)
+
+
+def test_metrics_export_without_the_otel_extra_exits_naming_the_field(tmp_path,
+                                                                      monkeypatch) -> None:
+    import sys
+
+    import yaml
+
+    from tests.helpers import _free_port
+
+    monkeypatch.setitem(sys.modules, "fleetwatch.sidecar.otlp_metrics", None)  # not installed
+    cfg = tmp_path / "sidecar.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "listen": {"address": "127.0.0.1", "port": 0},
+        "targets": [{"name": "t", "kind": "vllm", "required": False,
+                     "url": f"http://127.0.0.1:{_free_port()}/metrics"}],
+        "metrics_export": {"endpoint": "http://127.0.0.1:4318/v1/metrics"}}))
+    r = CliRunner().invoke(main, ["serve", "--config", str(cfg)])
+    assert r.exit_code == 1, r.output
+    assert "sidecar.yaml: field 'metrics_export'" in r.output
+    assert "pip install 'fleetwatch[otel]'" in r.output
