@@ -11,6 +11,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
+import zlib
 
 import pytest
 from click.testing import CliRunner
@@ -134,6 +135,16 @@ def test_oversized_gzip_bomb_and_span_flood_are_refused_before_parsing() -> None
     with pytest.raises(OTLPDecodeError, match="exceeds") as e1:
         decode_request(gzip.compress(b"\0" * (5 << 20)), "application/x-protobuf", "gzip", lim)
     assert e1.value.reason == "too_large" and e1.value.status == 413
+    # 100 MiB of zeros in ~100 KiB of gzip, at the default limit: refused at 4 MiB inflated
+    z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    chunk = b"\0" * (1 << 20)
+    bomb = b"".join(z.compress(chunk) for _ in range(100)) + z.flush()
+    assert len(bomb) < 200_000
+    t0 = time.perf_counter()
+    with pytest.raises(OTLPDecodeError) as e100:
+        decode_request(bomb, "application/x-protobuf", "gzip",
+                       Limits(TracesConfig().max_body_bytes, 8192))
+    assert e100.value.reason == "too_large" and time.perf_counter() - t0 < 1.0
     # a million empty spans are 2 MB on the wire: counted on the wire, never parsed
     million = b"\x0a\x88\x84\x3d\x12\x84\x84\x3d" + b"\x12\x00" * 1_000_000
     t0 = time.perf_counter()
@@ -585,7 +596,6 @@ def test_metrics_export_without_the_otel_extra_exits_naming_the_field(tmp_path,
     import sys
 
     import yaml
-
     from tests.helpers import _free_port
 
     monkeypatch.setitem(sys.modules, "fleetwatch.sidecar.otlp_metrics", None)  # not installed
