@@ -1,9 +1,12 @@
-"""Traces from the real engines, sent to the sidecar's receiver (issue 11 acceptance).
+"""Traces from the real engines, sent to the sidecar's receiver (issue 11 acceptance),
+and the OTLP metrics export of a real sidecar.
 
-One extra Triton and one extra vLLM, started here with tracing (module-scoped: tracing
-flags need their own server), export to a :class:`TraceReceiver` that forwards every
-body to a downstream collector test double — whose copies the test decodes with
-opentelemetry-proto itself, independently of fleetwatch, to compute the expected figures.
+One extra Triton (module-scoped, shared by the span test and the export test) and one
+extra vLLM, started here with tracing (tracing flags need their own servers), export to a
+:class:`TraceReceiver` that forwards every body to a downstream collector test double —
+whose copies the test decodes with opentelemetry-proto itself, independently of
+fleetwatch, to compute the expected figures. The export test runs ``fleetwatch serve``
+on that Triton and the session's vLLM with ``metrics_export`` to another such double.
 """
 
 from __future__ import annotations

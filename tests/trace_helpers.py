@@ -121,8 +121,9 @@ class ReceiverThread:
 
 class DownstreamCollectorDouble:
     """A **test double** of the platform's OpenTelemetry Collector: an HTTP server on a
-    free loopback port that answers 200 to ``POST /v1/traces`` and records each body with
-    its headers (``received``)."""
+    free loopback port that answers 200 to any ``POST`` (``/v1/traces`` for forwarded
+    spans, ``/v1/metrics`` for the metrics export) and records each body with its headers
+    (``received``)."""
 
     def __init__(self) -> None:
         received: list[tuple[bytes, dict[str, str]]] = []
