@@ -369,6 +369,11 @@ def test_real_sidecar_exports_the_normalized_schema_over_otlp(triton: TritonServ
             counts = sorted(float(x.rsplit(" ", 1)[1]) for x in fam.lines
                             if x.startswith(fam.name + "_count"))
             assert sorted(float(p.count) for p in got) == counts, fam.name
+            sums = sorted(float(x.rsplit(" ", 1)[1]) for x in fam.lines
+                          if x.startswith(fam.name + "_sum"))
+            assert sorted(p.sum for p in got) == pytest.approx(sums), fam.name
+            assert all(sum(p.bucket_counts) == p.count
+                       and len(p.bucket_counts) == len(p.explicit_bounds) + 1 for p in got)
         else:
             values = sorted(float(x.rsplit(" ", 1)[1]) for x in fam.lines)
             assert sorted(p.as_double for p in got) == pytest.approx(values, nan_ok=True), \
