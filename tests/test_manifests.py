@@ -270,6 +270,10 @@ def test_configmap_files_start_a_sidecar(tmp_path):
     ({"name": "d", "model": "unselected"}, {}, None,
      "field 'deployment': no SLO in slos.yaml selects model 'unselected'"),
     ({"name": "d"}, {}, {"listen": {"port": 0}}, "field 'listen.port': 0 (any free port)"),
+    ({"name": "d"}, {}, {"traces": {"listen": {"port": 0}}},
+     "sidecar.yaml: field 'traces.listen.port': 0 (any free port)"),
+    ({"name": "d"}, {}, {"traces": {"listen": {"port": 9810}}},
+     "sidecar.yaml: field 'traces.listen.port': 9810 is also listen.port"),
 ])
 def test_bad_inputs_exit_2_naming_file_and_field(tmp_path, deployment, entry, config,
                                                  message):

@@ -11,17 +11,20 @@ import socket
 import time
 import urllib.error
 import urllib.request
+import zlib
 
 import pytest
 from click.testing import CliRunner
-from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
-    ExportMetricsServiceRequest,
-)
 from tests.trace_helpers import (
     OTLP,
     DownstreamCollectorDouble,
     ReceiverThread,
+    attrs,
     body,
+    check_names,
+    convention_names,
+    decode_metrics,
+    points,
     triton_request,
     vllm_request,
 )
@@ -35,7 +38,8 @@ from fleetwatch.slo.spec import SLOSpecError, parse_slo_file
 from fleetwatch.traces.histograms import BOUNDS, overlay
 from fleetwatch.traces.join import TraceJoiner
 from fleetwatch.traces.otlp import Limits, OTLPDecodeError, decode_request, decode_spans
-from fleetwatch.traces.semconv import GENAI_NAMES
+from fleetwatch.traces.semconv import GENAI_METRICS as GENAI_METRICS_
+from fleetwatch.traces.semconv import GENAI_NAMES, RECOMMENDED_BUCKETS
 
 RANKER = (OTLP / "triton-2.51-ranker-http.json").read_bytes()
 STREAMER = (OTLP / "triton-2.51-streamer-grpc.json").read_bytes()
@@ -131,6 +135,16 @@ def test_oversized_gzip_bomb_and_span_flood_are_refused_before_parsing() -> None
     with pytest.raises(OTLPDecodeError, match="exceeds") as e1:
         decode_request(gzip.compress(b"\0" * (5 << 20)), "application/x-protobuf", "gzip", lim)
     assert e1.value.reason == "too_large" and e1.value.status == 413
+    # 100 MiB of zeros in ~100 KiB of gzip, at the default limit: refused at 4 MiB inflated
+    z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    chunk = b"\0" * (1 << 20)
+    bomb = b"".join(z.compress(chunk) for _ in range(100)) + z.flush()
+    assert len(bomb) < 200_000
+    t0 = time.perf_counter()
+    with pytest.raises(OTLPDecodeError) as e100:
+        decode_request(bomb, "application/x-protobuf", "gzip",
+                       Limits(TracesConfig().max_body_bytes, 8192))
+    assert e100.value.reason == "too_large" and time.perf_counter() - t0 < 1.0
     # a million empty spans are 2 MB on the wire: counted on the wire, never parsed
     million = b"\x0a\x88\x84\x3d\x12\x84\x84\x3d" + b"\x12\x00" * 1_000_000
     t0 = time.perf_counter()
@@ -209,6 +223,45 @@ def test_trace_slis_land_in_the_band_of_their_own_load() -> None:
     rec.tick(now=1.0)
     (st,) = engine.states.values()
     assert dict(st.events) == {"4": 4, "all": 4}
+
+
+def test_trace_only_models_are_forgotten_by_the_no_data_timer() -> None:
+    """Models seen only in spans (no metric ever names them) get engine state through
+    add_events; after limits.forget_model_after without a request their SLO states and
+    window rows are freed by the engine's no-data timer — as a metric model's are — and
+    the receiver's histograms and load state for them go too: a stream of ever-new model
+    names keeps the state bounded."""
+    from fleetwatch.exporters.snapshot import Snapshot
+
+    slos = parse_slo_file({"limits": {"max_models_per_slo": 50, "forget_model_after": 60},
+                           "slos": [{"name": "e2e", "sli": {"source": "traces", "latency": {
+                               "metric": "request", "threshold_seconds": 1.0}},
+                               "objectives": [{"target": 0.9}],
+                               "timeWindow": [{"duration": "1d"}],
+                               "concurrency": {"envelope": 4}}]})
+    rec, engine = _receiver(slos)
+    t0 = 1_700_000_000.0  # triton_request's epoch
+    rows = engine.ledger.windows.rows
+
+    def models(first: int, n: int, at: float) -> None:
+        spans = [s for i in range(first, first + n)
+                 for s in triton_request(i, model=f"m{i}", start_ms=int((at - t0) * 1000))]
+        rec.ingest(body(spans), "application/x-protobuf", now=at)
+        rec.tick(now=at + 1)
+
+    models(0, 60, t0)
+    assert len(engine.states) == 50 and engine.models_refused["e2e"] == 10
+    assert len(rows) == 50 * 2  # per model: its band's row and "all"
+    assert len(rec.histograms.seen) == rec.estimator.models == 60
+    engine.update(Snapshot(t0 + 30, {}))  # a scrape cycle: 30 s of no data keeps them
+    assert len(engine.states) == 50
+    engine.update(Snapshot(t0 + 61, {}))  # 60 s without a request: forgotten
+    rec.tick(now=t0 + 61)
+    assert engine.states == {} and len(rows) == 0
+    assert rec.histograms.hists == {} and rec.histograms.seen == {}
+    assert rec.estimator.models == 0
+    models(1000, 50, t0 + 62)  # new models are tracked again, none refused
+    assert len(engine.states) == 50 and engine.models_refused["e2e"] == 10
 
 
 def test_spec_rules_for_trace_slis() -> None:
@@ -293,48 +346,160 @@ def test_receiver_answers_otlp_and_forwards_every_span_unchanged() -> None:
 
 # -- OTLP metrics export -------------------------------------------------------------------
 
-def test_otlp_metrics_carry_genai_names_attributes_and_buckets() -> None:
+GOLDEN = OTLP.parent.parent / "golden"
+VLLM_NORMALIZED = GOLDEN / "vllm" / "v0.32.0-cpu-real-engine-tiny-llm-under-load.prom.normalized.prom"
+TRITON_NORMALIZED = (GOLDEN / "triton" /
+                     "triton-2.51.0-pytriton-cpu-two-models-summaries.prom.normalized.prom")
+DCGM_NORMALIZED = GOLDEN / "dcgm" / "dcgm-exporter-2026-ericsson-T4-loaded-no-help-type.prom.normalized.prom"
+
+
+def _export(normalized: Part | None, facts: list) -> dict:
+    from fleetwatch.sidecar.otlp_config import MetricsExport
     from fleetwatch.sidecar.otlp_metrics import MetricsExporter
-    from fleetwatch.sidecar.trace_config import MetricsExport
 
     with DownstreamCollectorDouble() as collector:
         exp = MetricsExporter(MetricsExport(endpoint=collector.url.replace("traces", "metrics"),
-                                            interval_seconds=3600))
-        facts = TraceJoiner("tiny-llm").add(decode_spans(VLLM), 0.0)
-        facts += TraceJoiner().add(decode_spans(RANKER), 0.0)
+                                            headers={"x-tenant": "t1"}),
+                              (lambda: normalized) if normalized is not None else None)
         exp.record(facts)
-        exp.flush()
+        assert exp.export()
         exp.shutdown()
-        payloads = [b for b, _ in collector.received]
-    req = ExportMetricsServiceRequest()
-    req.ParseFromString(payloads[0])
-    metrics = {m.name: m for rm in req.resource_metrics for sm in rm.scope_metrics
-               for m in sm.metrics}
-    names = set(metrics)
-    attrs = {kv.key for m in metrics.values() for dp in m.histogram.data_points
-             for kv in dp.attributes}
-    for name in names | attrs:  # never an invented gen_ai.* name
-        assert not name.startswith("gen_ai.") or name in GENAI_NAMES, name
+    ((payload, headers),) = collector.received
+    assert headers["x-tenant"] == "t1" and headers["content-type"] == "application/x-protobuf"
+    return decode_metrics(payload)
+
+
+def test_otlp_metrics_of_trace_requests_carry_genai_names_attributes_and_buckets() -> None:
+    facts = TraceJoiner("tiny-llm").add(decode_spans(VLLM), 0.0)
+    facts += TraceJoiner().add(decode_spans(RANKER), 0.0)
+    metrics = _export(None, facts)
+    check_names(metrics, set(GENAI_NAMES))
     assert {"gen_ai.server.request.duration", "gen_ai.server.time_to_first_token",
             "gen_ai.server.time_per_output_token", "modelserver.request.duration",
-            "modelserver.queue.duration"} <= names
-    ttft = metrics["gen_ai.server.time_to_first_token"].histogram.data_points
-    (dp,) = ttft
-    assert list(dp.explicit_bounds)[:4] == [0.001, 0.005, 0.01, 0.02] and dp.count == 4
-    keys = {kv.key: kv.value.string_value for kv in dp.attributes}
-    assert keys["gen_ai.operation.name"] and keys["gen_ai.provider.name"] == "vllm"
-    # the ranking model has no GenAI metric
-    req_points = metrics["gen_ai.server.request.duration"].histogram.data_points
-    assert all({kv.key: kv.value.string_value for kv in p.attributes}
-               ["gen_ai.request.model"] == "tiny-llm" for p in req_points)
+            "modelserver.queue.duration"} <= set(metrics)
+    ((scope, ttft),) = metrics["gen_ai.server.time_to_first_token"]
+    (dp,) = points(ttft)
+    assert scope == "fleetwatch.traces" and dp.count == 4
+    assert tuple(dp.explicit_bounds) == RECOMMENDED_BUCKETS["gen_ai.server.time_to_first_token"]
+    assert attrs(dp) == {"gen_ai.operation.name": "text_completion",
+                         "gen_ai.provider.name": "vllm", "gen_ai.request.model": "tiny-llm"}
+    # the ranking model has no GenAI metric: its own namespace, the trace bounds
+    ((_, req),) = metrics["modelserver.request.duration"]
+    (rp,) = points(req)
+    assert attrs(rp) == {"modelserver.model": "ranker", "modelserver.model.version": "2",
+                         "modelserver.backend": "triton"}
+    assert tuple(rp.explicit_bounds) == BOUNDS and rp.count == 5
+
+
+def test_otlp_metrics_export_every_normalized_family() -> None:
+    """The normalized schema of a real vLLM 0.32, Triton 2.51 and dcgm-exporter exposition
+    (the goldens): every family but summaries, names and units from the schema table, counters
+    cumulative monotonic sums with the same values, histograms with the same counts in
+    the recommended GenAI bounds where those are a subset of vLLM's, else vLLM's own."""
+    from fleetwatch.exporters.assemble import parse_families
+    from fleetwatch.labels.schema import METRICS_BY_NAME
+    from fleetwatch.traces.semconv import metric_name, unit
+
+    fams = parse_families(VLLM_NORMALIZED.read_text() + TRITON_NORMALIZED.read_text()
+                          + DCGM_NORMALIZED.read_text())
+    metrics = _export(Part("normalized", fams), [])
+    check_names(metrics, set(GENAI_NAMES))
+    expected = set()
+    for fam in fams:
+        mdef = METRICS_BY_NAME[fam.name]
+        if mdef.type == "summary":
+            continue
+        llm = {'runtime="vllm"' in x for x in fam.lines}
+        expected |= {metric_name(mdef, v) for v in llm}
+        for v in llm:
+            ((_, m),) = metrics[metric_name(mdef, v)]
+            assert m.unit == unit(mdef) and m.description == mdef.help
+    assert set(metrics) == expected
+    assert not any(n.startswith("gen_ai.") for n in metrics if "summary" in n)
+    # a counter: the same value, cumulative and monotonic
+    ((_, reqs),) = metrics["modelserver.requests"]
+    assert reqs.sum.is_monotonic and reqs.sum.aggregation_temporality == 2
+    vllm_ok = [p for p in points(reqs) if attrs(p).get("gen_ai.request.model") == "tiny-llm"
+               and attrs(p).get("modelserver.finish_reason") == "length"]
+    line = next(x for f in fams if f.name == "modelserver_requests_total" for x in f.lines
+                if 'model="tiny-llm"' in x and 'finish_reason="length"' in x)
+    assert [p.as_double for p in vllm_ok] == [float(line.rsplit(" ", 1)[1])]
+    assert all(p.start_time_unix_nano > 0 for p in points(reqs))
+    # TTFT: recommended bounds, the same cumulative counts as vLLM's buckets there
+    ((_, ttft),) = metrics["gen_ai.server.time_to_first_token"]
+    (dp,) = points(ttft)
+    rec = RECOMMENDED_BUCKETS["gen_ai.server.time_to_first_token"]
+    assert tuple(dp.explicit_bounds) == rec
+    cum = {float(x.split('le="')[1].split('"')[0]): float(x.rsplit(" ", 1)[1])
+           for f in fams if f.name == "modelserver_time_to_first_token_seconds"
+           for x in f.lines if "_bucket" in x}
+    acc = 0
+    for le, c in zip([*rec, math.inf], dp.bucket_counts, strict=True):
+        acc += c
+        assert acc == cum[le], le
+    assert dp.count == cum[math.inf]
+    assert attrs(dp)["gen_ai.operation.name"] == "text_completion"
+    assert attrs(dp)["gen_ai.provider.name"] == "vllm"
+    # e2e: vLLM's bounds lack the recommended 0.01 … (they start at 0.3 s): kept as they are
+    ((_, e2e),) = metrics["gen_ai.server.request.duration"]
+    (ep,) = points(e2e)
+    assert ep.explicit_bounds[0] == 0.3 and sum(ep.bucket_counts) == ep.count
+    # Triton's models: their own namespace, mean-only histograms as one bucket
+    ((_, tri),) = metrics["modelserver.request.duration"]
+    tri_models = {x.split('model="')[1].split('"')[0] for f in fams
+                  if f.name == "modelserver_request_duration_seconds" for x in f.lines
+                  if 'backend="triton"' in x}
+    assert {attrs(p)["modelserver.model"] for p in points(tri)} == tri_models == {
+        "add", "identity_dyn"}
+    assert all(list(p.bucket_counts) == [p.count] and not p.explicit_bounds
+               for p in points(tri))
+    # a GPU family gets the hardware conventions' name, required hw.id and hw.type
+    ((_, gpu),) = metrics["hw.gpu.utilization"]
+    assert points(gpu) and all(attrs(p)["hw.type"] == "gpu" and attrs(p)["hw.id"]
+                               for p in points(gpu))
+
+
+def test_otlp_names_come_from_the_schema_table() -> None:
+    """Every normalized family has one OTLP name per kind of model, distinct across
+    families, a gen_ai.* one only where the conventions define that metric."""
+    from fleetwatch.labels.schema import METRICS
+    from fleetwatch.traces.semconv import GENAI_METRICS, metric_name
+
+    metric_names, attribute_names = convention_names()
+    seen: dict[str, str] = {}
+    for mdef in METRICS:
+        for llm in (True, False):
+            name = metric_name(mdef, llm)
+            assert seen.setdefault(name, mdef.name) == mdef.name, name
+            assert name.startswith("modelserver.") or name in metric_names, name
+            if not llm:
+                assert not name.startswith("gen_ai."), name
+    assert {"gen_ai.server.request.duration",
+                             "gen_ai.server.time_to_first_token",
+                             "gen_ai.server.time_per_output_token"} == GENAI_METRICS
+    # the cached-token family's schema name is a span attribute of the conventions
+    assert "gen_ai.usage.cache_read.input_tokens" in attribute_names
+    assert metric_name(next(m for m in METRICS if m.name ==
+                            "modelserver_cached_input_tokens_total"), True) \
+        == "modelserver.cached_input_tokens"
 
 
 def test_allow_list_is_the_conventions() -> None:
-    semconv = pytest.importorskip("opentelemetry.semconv._incubating.metrics.gen_ai_metrics")
-    attrs = pytest.importorskip("opentelemetry.semconv._incubating.attributes.gen_ai_attributes")
-    defined = {v for v in vars(semconv).values() if isinstance(v, str)} | \
-        {v for v in vars(attrs).values() if isinstance(v, str)}
-    assert defined >= GENAI_NAMES
+    metric_names, attribute_names = convention_names()
+    assert metric_names >= GENAI_METRICS_
+    assert attribute_names >= GENAI_NAMES - GENAI_METRICS_
+
+
+def test_a_failing_otlp_endpoint_is_counted_never_raised() -> None:
+    from tests.helpers import _free_port
+
+    from fleetwatch.sidecar.otlp_config import MetricsExport
+    from fleetwatch.sidecar.otlp_metrics import MetricsExporter
+
+    exp = MetricsExporter(MetricsExport(endpoint=f"http://127.0.0.1:{_free_port()}/v1/metrics",
+                                        timeout_seconds=1))
+    assert exp.export() is False and exp.results["error"] == 1
+    exp.shutdown()
 
 
 # -- fleetwatch traces ---------------------------------------------------------------------
@@ -424,3 +589,23 @@ def test_default_join_buffer_maximum_is_reached() -> None:
         spans = [triton_request(i)[0] for i in range(start, start + 6000)]
         j.add(decode_spans(body(spans)), 0.0)
     assert (j.pending, j.stats.evicted) == (10_000, 2000) == (j.max_traces, 2000)
+
+
+def test_metrics_export_without_the_otel_extra_exits_naming_the_field(tmp_path,
+                                                                      monkeypatch) -> None:
+    import sys
+
+    import yaml
+    from tests.helpers import _free_port
+
+    monkeypatch.setitem(sys.modules, "fleetwatch.sidecar.otlp_metrics", None)  # not installed
+    cfg = tmp_path / "sidecar.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "listen": {"address": "127.0.0.1", "port": 0},
+        "targets": [{"name": "t", "kind": "vllm", "required": False,
+                     "url": f"http://127.0.0.1:{_free_port()}/metrics"}],
+        "metrics_export": {"endpoint": "http://127.0.0.1:4318/v1/metrics"}}))
+    r = CliRunner().invoke(main, ["serve", "--config", str(cfg)])
+    assert r.exit_code == 1, r.output
+    assert "sidecar.yaml: field 'metrics_export'" in r.output
+    assert "pip install 'fleetwatch[otel]'" in r.output

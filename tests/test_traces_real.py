@@ -1,9 +1,12 @@
-"""Traces from the real engines, sent to the sidecar's receiver (issue 11 acceptance).
+"""Traces from the real engines, sent to the sidecar's receiver (issue 11 acceptance),
+and the OTLP metrics export of a real sidecar.
 
-One extra Triton and one extra vLLM, started here with tracing (module-scoped: tracing
-flags need their own server), export to a :class:`TraceReceiver` that forwards every
-body to a downstream collector test double — whose copies the test decodes with
-opentelemetry-proto itself, independently of fleetwatch, to compute the expected figures.
+One extra Triton (module-scoped, shared by the span test and the export test) and one
+extra vLLM, started here with tracing (tracing flags need their own servers), export to a
+:class:`TraceReceiver` that forwards every body to a downstream collector test double —
+whose copies the test decodes with opentelemetry-proto itself, independently of
+fleetwatch, to compute the expected figures. The export test runs ``fleetwatch serve``
+on that Triton and the session's vLLM with ``metrics_export`` to another such double.
 """
 
 from __future__ import annotations
@@ -115,27 +118,55 @@ def sidecar() -> Iterator[Sidecar]:
         yield s
 
 
-def _metrics(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as r:
-        return r.read().decode()
-
-
-@pytest.mark.triton
-def test_triton_spans_equal_tritons_own_duration_counter(sidecar: Sidecar) -> None:
+@pytest.fixture(scope="module")
+def triton(sidecar: Sidecar) -> Iterator[TritonServer]:
+    """The module's Triton, tracing every request to the receiver (one server for the
+    span test and the metrics-export test)."""
     port = sidecar.thread.port
     args = ["--trace-config=mode=opentelemetry",
             f"--trace-config=opentelemetry,url=127.0.0.1:{port}/v1/traces",
             "--trace-config=rate=1", "--trace-config=level=TIMESTAMPS",
             "--trace-config=opentelemetry,bsp_schedule_delay=200"]
-    with TritonServer(models=["ranker", "streamer"], extra_args=args) as triton:
-        before = upstream_samples(_metrics(triton.metrics_url))
-        # one client at a time: the i-th client latency is the i-th traced request
-        unary = send_requests(triton.http_address, "ranker", requests=60, concurrency=1)
-        stream = stream_requests(triton.grpc_address, "streamer", requests=6,
-                                 inputs=streamer_inputs(4))
-        assert unary.failed == stream.failed == 0
-        sidecar.wait_requests("triton", 66)
-        text = _metrics(triton.metrics_url)
+    with TritonServer(models=["ranker", "streamer"], extra_args=args) as server:
+        yield server
+
+
+def _metrics(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.read().decode()
+
+
+#: Bound asserted on |HTTP_SEND_END − REQUEST_END| and on span e2e − client latency
+#: (measured ≤ 721 µs and ≤ 91 µs on 2 loaded cores; 5 ms leaves room for a descheduled
+#: server thread without hiding a wrong clock, which would be off by a whole request).
+RELEASE_BOUND_S = 0.005
+
+
+@pytest.mark.triton
+def test_triton_spans_equal_tritons_own_duration_counter(sidecar: Sidecar,
+                                                        triton: TritonServer) -> None:
+    """Triton 2.51's span e2e (model span REQUEST_START → REQUEST_END, the clock of
+    ``nv_inference_request_duration_us``) sums to that counter's delta within 1 %
+    (measured 0.03–0.11 % over five runs), and real buckets appear for its models.
+
+    Honest deviation from the acceptance's "every client-measured latency is an upper
+    bound of it": the span e2e is *not* always below the client's latency. Triton stamps
+    REQUEST_END when it releases the request, on another thread than the one stamping the
+    response's HTTP_SEND_END; measured over five runs of 60 requests on 2 loaded cores,
+    HTTP_SEND_END → REQUEST_END was −721 … +408 µs (typically −50 … +90 µs), and the span
+    e2e exceeded the client latency for 0–7 of the 60 requests, by at most 91 µs (other
+    runs: 17 and 63 µs). What holds for every request, and is asserted, is the corrected
+    bound: client latency ≥ REQUEST_START → HTTP_SEND_END (the response is on the wire
+    before the client's clock stops), hence client latency ≥ span e2e − |HTTP_SEND_END −
+    REQUEST_END|, that gap < :data:`RELEASE_BOUND_S` (and so span e2e − client latency)."""
+    before = upstream_samples(_metrics(triton.metrics_url))
+    # one client at a time: the i-th client latency is the i-th traced request
+    unary = send_requests(triton.http_address, "ranker", requests=60, concurrency=1)
+    stream = stream_requests(triton.grpc_address, "streamer", requests=6,
+                             inputs=streamer_inputs(4))
+    assert unary.failed == stream.failed == 0
+    sidecar.wait_requests("triton", 66)
+    text = _metrics(triton.metrics_url)
     after = upstream_samples(text)
     hists = sidecar.thread.call(lambda: dict(sidecar.receiver.histograms.hists))
     for model, client in (("ranker", unary.latencies_s), ("streamer", stream.latencies_s)):
@@ -150,20 +181,24 @@ def test_triton_spans_equal_tritons_own_duration_counter(sidecar: Sidecar) -> No
               f"{abs(span_sum * 1e6 - d_us) / d_us:.3%}")
         assert abs(span_sum * 1e6 - d_us) <= 0.01 * d_us
         assert sum(h.count for h in spans) == len(client)
-    # the client's latency bounds the server's REQUEST_START → HTTP_SEND_END from above;
-    # Triton stamps REQUEST_END when it releases the request, after the response is sent,
-    # so REQUEST_START → REQUEST_END (its request_duration_us) may exceed what the client
-    # saw by that release tail: measured, and bounded here
+    # the acceptance's "every client-measured latency is an upper bound of the span e2e",
+    # corrected (see the docstring): REQUEST_END and HTTP_SEND_END come in either order,
+    # so the bound that holds is client latency ≥ REQUEST_START → HTTP_SEND_END
     timeline = _triton_timeline(sidecar, "ranker")
     assert len(timeline) == 60
     facts_e2e = [e2e for _, e2e, _ in timeline]
-    tails = []
+    releases, over = [], []
     for client, (_, e2e, to_send_end) in zip(unary.latencies_s, timeline, strict=True):
         assert client >= to_send_end
-        tails.append(e2e - client)
-    print(f"ranker: max(span e2e − client latency) = {max(tails) * 1e6:.0f} µs; "
-          f"{sum(t > 0 for t in tails)} of 60 requests had span e2e > client latency")
-    assert max(tails) < 0.005
+        releases.append(e2e - to_send_end)  # HTTP_SEND_END → REQUEST_END
+        over.append(e2e - client)
+    print(f"ranker: HTTP_SEND_END → REQUEST_END {min(releases) * 1e6:.0f}–"
+          f"{max(releases) * 1e6:.0f} µs; span e2e > client latency for "
+          f"{sum(o > 0 for o in over)} of 60 requests; max(span e2e − client) = "
+          f"{max(over) * 1e6:.0f} µs")
+    # the two stamps come from different threads, in either order, close together
+    assert max(abs(r) for r in releases) < RELEASE_BOUND_S
+    assert max(over) < RELEASE_BOUND_S  # client latency ≥ span e2e − RELEASE_BOUND_S
     # real buckets on /metrics for the Triton models, in place of the mean-only series
     part = Part(NORMALIZED, normalized_families([normalize(text, "triton")]))
     fam = next(f for f in sidecar.receiver.normalized(part).families
@@ -260,3 +295,126 @@ def test_vllm_ttft_buckets_and_goodput_from_spans(sidecar: Sidecar) -> None:
         fractions.append(got)
     assert any(0 < f < 1 for f in fractions), fractions
     print(f"TTFT buckets (Δ vLLM = spans): {delta}")
+
+
+@pytest.mark.triton
+@pytest.mark.vllm
+def test_real_sidecar_exports_the_normalized_schema_over_otlp(triton: TritonServer,
+                                                              vllm_server) -> None:  # type: ignore[no-untyped-def]
+    """A real ``fleetwatch serve`` scraping the module's Triton and the session's vLLM with
+    ``metrics_export`` to a collector test double: its bodies, decoded with
+    opentelemetry-proto, carry every normalized family of its ``/metrics`` but summaries,
+    with the same series and values; GenAI names, their required attributes and the
+    recommended buckets for the LLM only (TTFT counts in those bounds equal vLLM's own
+    buckets there; e2e keeps vLLM's bounds, which lack the recommended ones); no name
+    outside the conventions but ``modelserver.*``."""
+    from tests.hostile import Sidecar as ServeProcess
+    from tests.trace_helpers import attrs, check_names, decode_metrics, points
+
+    from fleetwatch.demo.llm_load import LLMRequest, make_prompt, run_load
+    from fleetwatch.exporters.assemble import parse_families
+    from fleetwatch.labels.schema import METRICS_BY_NAME
+    from fleetwatch.traces.semconv import GENAI_NAMES, RECOMMENDED_BUCKETS, metric_name
+
+    require_vllm()
+    reqs = [LLMRequest(max_tokens=m, prompt=make_prompt(24, random.Random(100 + i)))
+            for i, m in enumerate((2, 6, 12))]
+    results = run_load(vllm_server.url, vllm_server.served_model_name, 1, requests=reqs)
+    assert all(r.status == 200 for r in results)
+    time.sleep(1.5)  # vLLM's histograms are recorded by its stat logger
+    upstream = upstream_samples(_metrics(vllm_server.metrics_url))
+    with DownstreamCollectorDouble() as collector:
+        cfg = {"scrape": {"interval_seconds": 300, "timeout_seconds": 5},  # one scrape
+               "targets": [{"name": "triton", "kind": "triton", "url": triton.metrics_url,
+                            "api_url": triton.http_url},
+                           {"name": "vllm", "kind": "vllm", "url": vllm_server.metrics_url,
+                            "health_url": vllm_server.health_url}],
+               "metrics_export": {"endpoint": collector.url.replace("traces", "metrics"),
+                                  "interval_seconds": 0.5,
+                                  "headers": {"authorization": "Bearer t0ken"}}}
+        with ServeProcess(cfg) as serve:
+            deadline = time.time() + 30
+            text = ""
+            while time.time() < deadline and not ('backend="vllm"' in text
+                                                   and 'backend="triton"' in text):
+                time.sleep(0.2)
+                text = serve.get("/metrics")[1]
+            after_scrape = time.time_ns()
+            n = len(collector.received)
+            while len(collector.received) < n + 2 and time.time() < deadline:
+                time.sleep(0.1)
+            text2 = serve.get("/metrics")[1]
+        payload, headers = collector.received[-1]
+    assert len(collector.received) >= n + 2, serve.log()[-2000:]
+    now = upstream_samples(_metrics(vllm_server.metrics_url))
+    for name in ("vllm:time_to_first_token_seconds", "vllm:e2e_request_latency_seconds"):
+        assert buckets(now, name) == buckets(upstream, name)  # no request since
+    fams = [f for f in parse_families(text) if f.name.startswith("modelserver_")]
+    assert fams == [f for f in parse_families(text2) if f.name.startswith("modelserver_")]
+    assert headers["authorization"] == "Bearer t0ken"
+    assert headers["content-type"] == "application/x-protobuf"
+    metrics = decode_metrics(payload)
+    check_names(metrics, set(GENAI_NAMES))
+    assert all(p.time_unix_nano > after_scrape for ms in metrics.values() for _, m in ms
+               for p in points(m))
+    # every family but summaries, the same series, counters and gauges the same values
+    exported = 0
+    for fam in fams:
+        mdef = METRICS_BY_NAME[fam.name]
+        if mdef.type == "summary":
+            continue
+        names = {metric_name(mdef, True), metric_name(mdef, False)}
+        got = [p for name in names for _, m in metrics.get(name, []) for p in points(m)]
+        if mdef.type == "histogram":
+            counts = sorted(float(x.rsplit(" ", 1)[1]) for x in fam.lines
+                            if x.startswith(fam.name + "_count"))
+            assert sorted(float(p.count) for p in got) == counts, fam.name
+            sums = sorted(float(x.rsplit(" ", 1)[1]) for x in fam.lines
+                          if x.startswith(fam.name + "_sum"))
+            assert sorted(p.sum for p in got) == pytest.approx(sums), fam.name
+            assert all(sum(p.bucket_counts) == p.count
+                       and len(p.bucket_counts) == len(p.explicit_bounds) + 1 for p in got)
+        else:
+            values = sorted(float(x.rsplit(" ", 1)[1]) for x in fam.lines)
+            assert sorted(p.as_double for p in got) == pytest.approx(values, nan_ok=True), \
+                fam.name
+        exported += 1
+        if mdef.type == "counter":
+            for name in names & set(metrics):
+                ((_, m),) = metrics[name]
+                assert m.sum.is_monotonic and m.sum.aggregation_temporality == 2
+    assert exported >= 20, exported
+    # the LLM's GenAI metrics: required attributes, recommended TTFT buckets = vLLM's counts
+    model = vllm_server.served_model_name
+    ((_, ttft),) = metrics["gen_ai.server.time_to_first_token"]
+    (dp,) = points(ttft)
+    assert {k: v for k, v in attrs(dp).items() if k.startswith("gen_ai.")} == {
+        "gen_ai.operation.name": "text_completion", "gen_ai.provider.name": "vllm",
+        "gen_ai.request.model": model}
+    rec = RECOMMENDED_BUCKETS["gen_ai.server.time_to_first_token"]
+    assert tuple(dp.explicit_bounds) == rec
+    own = buckets(upstream, "vllm:time_to_first_token_seconds")
+    assert [sum(dp.bucket_counts[:i + 1]) for i in range(len(rec))] == [own[le] for le in rec]
+    assert dp.count == own[float("inf")] >= len(reqs)
+    ((_, e2e),) = metrics["gen_ai.server.request.duration"]
+    (ep,) = points(e2e)
+    own_e2e = buckets(upstream, "vllm:e2e_request_latency_seconds")
+    assert list(ep.explicit_bounds) == sorted(le for le in own_e2e if le != float("inf"))
+    assert ep.count == own_e2e[float("inf")]
+    ((_, tpot),) = metrics["gen_ai.server.time_per_output_token"]
+    assert tuple(points(tpot)[0].explicit_bounds) == \
+        RECOMMENDED_BUCKETS["gen_ai.server.time_per_output_token"]
+    # Triton's models: no GenAI metric nor attribute, their own namespace
+    for name, ms in metrics.items():
+        for _, m in ms:
+            for p in points(m):
+                a = attrs(p)
+                if a.get("modelserver.backend") == "triton" or "modelserver.model" in a:
+                    assert not name.startswith("gen_ai.") and not any(
+                        k.startswith("gen_ai.") for k in a), (name, a)
+    ((_, tri),) = metrics["modelserver.request.duration"]
+    assert {attrs(p)["modelserver.model"] for p in points(tri)} >= {"ranker", "streamer"}
+    ((_, first),) = metrics["modelserver.time_to_first_token"]  # the decoupled streamer's
+    assert {attrs(p)["modelserver.model"] for p in points(first)} == {"streamer"}
+    print(f"\nOTLP export: {len(metrics)} metrics, {exported} normalized families; "
+          f"TTFT count {dp.count} in {len(rec)} recommended bounds = vLLM's own")

@@ -10,7 +10,11 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric as PbMetric
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
 from fleetwatch.sidecar.otlp import TraceReceiver, receiver_runner
@@ -117,8 +121,9 @@ class ReceiverThread:
 
 class DownstreamCollectorDouble:
     """A **test double** of the platform's OpenTelemetry Collector: an HTTP server on a
-    free loopback port that answers 200 to ``POST /v1/traces`` and records each body with
-    its headers (``received``)."""
+    free loopback port that answers 200 to any ``POST`` (``/v1/traces`` for forwarded
+    spans, ``/v1/metrics`` for the metrics export) and records each body with its headers
+    (``received``)."""
 
     def __init__(self) -> None:
         received: list[tuple[bytes, dict[str, str]]] = []
@@ -151,3 +156,58 @@ def chunks(items: list[PbSpan], n: int) -> Iterator[list[PbSpan]]:
     """``items`` in lists of ``n``."""
     for i in range(0, len(items), n):
         yield items[i:i + n]
+
+
+def decode_metrics(payload: bytes) -> dict[str, list[tuple[str, PbMetric]]]:
+    """One OTLP metrics export body, decoded with opentelemetry-proto: metric name →
+    ``[(scope name, metric), …]``."""
+    req = ExportMetricsServiceRequest()
+    req.ParseFromString(payload)
+    out: dict[str, list[tuple[str, PbMetric]]] = {}
+    for rm in req.resource_metrics:
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                out.setdefault(m.name, []).append((sm.scope.name, m))
+    return out
+
+
+def points(m: PbMetric) -> list:
+    """The data points of a metric, whatever its type."""
+    return list(getattr(m, m.WhichOneof("data")).data_points)
+
+
+def attrs(point) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """A data point's attributes as strings."""
+    return {kv.key: kv.value.string_value for kv in point.attributes}
+
+
+def convention_names() -> tuple[set[str], set[str]]:
+    """``(metric names, attribute names)`` the semantic conventions define, read from the
+    ``opentelemetry-semantic-conventions`` package (stable and incubating modules)."""
+    import importlib
+    import pkgutil
+
+    found: dict[str, set[str]] = {"metrics": set(), "attributes": set()}
+    for kind, found_set in found.items():
+        for pkg in (f"opentelemetry.semconv.{kind}", f"opentelemetry.semconv._incubating.{kind}"):
+            for info in pkgutil.iter_modules(importlib.import_module(pkg).__path__, pkg + "."):
+                mod = importlib.import_module(info.name)
+                found_set |= {v for k, v in vars(mod).items() if isinstance(v, str)
+                              and k.isupper()}
+    return found["metrics"], found["attributes"]
+
+
+def check_names(metrics: dict[str, list[tuple[str, PbMetric]]], allowed_genai: set[str],
+                ) -> None:
+    """Fail on a metric or attribute name that is neither fleetwatch's own
+    (``modelserver.*``) nor defined by the conventions as such (a metric name among their
+    metrics, an attribute among their attributes), and on a ``gen_ai.*`` one outside
+    ``allowed_genai`` (the allow-list of :mod:`fleetwatch.traces.semconv`)."""
+    metric_names, attribute_names = convention_names()
+    keys = {k for ms in metrics.values() for _, m in ms for p in points(m) for k in attrs(p)}
+    for names, defined in ((set(metrics), metric_names), (keys, attribute_names)):
+        for name in sorted(names):
+            if name.startswith("modelserver."):
+                continue
+            assert name in defined, f"{name}: not defined by the semantic conventions"
+            assert not name.startswith("gen_ai.") or name in allowed_genai, name

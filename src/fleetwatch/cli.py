@@ -37,6 +37,7 @@ def main() -> None:
               type=click.Choice(["debug", "info", "warning", "error"]))
 def serve(config_path: str, slos_path: str | None, log_level: str) -> None:
     """Run the sidecar: scrape the targets, serve /metrics, /healthz, /readyz."""
+    from fleetwatch.sidecar.otlp_setup import OTLPExtraMissing
     from fleetwatch.sidecar.server import ListenError, run_sidecar
 
     _setup_logging(log_level)
@@ -50,6 +51,8 @@ def serve(config_path: str, slos_path: str | None, log_level: str) -> None:
         asyncio.run(run_sidecar(cfg, registry, slos=slos))
     except ListenError as exc:
         _fail(f"{exc} (listen: in {config_path})", code=1)
+    except OTLPExtraMissing as exc:
+        _fail(f"{config_path}: field 'metrics_export': {exc}", code=1)
 
 
 @main.group()

@@ -12,6 +12,7 @@ from collections import defaultdict
 from fleetwatch.exporters.sources import COMPONENT_TABLES, SOURCES
 from fleetwatch.exporters.table import Rule
 from fleetwatch.labels.schema import LABELS, METRICS, SELF_METRICS, LabelDef, series_labels
+from fleetwatch.traces import semconv
 from fleetwatch.traces.histograms import BOUNDS as TRACE_BOUNDS
 
 _SOURCE_NAMES = {kind: name for s in SOURCES for kind, name in s.component_names}
@@ -85,6 +86,33 @@ _TRACES_NOTE = (
     "they replace. vLLM models keep vLLM's own buckets.")
 
 
+def _otlp_section() -> list[str]:
+    """The OTLP names of every family (``metrics_export:``, :mod:`fleetwatch.traces.semconv`)."""
+    lines = ["### OTLP metrics export", "",
+             "With `metrics_export:` (docs/traces.md) every family below but summaries is also "
+             "exported over OTLP/HTTP, named after the OpenTelemetry semantic conventions "
+             f"v{semconv.SEMCONV_VERSION} where they define the metric — the GenAI names for "
+             "LLM models only (runtime " + ", ".join(f"`{r}`" for r in
+                                                     sorted(semconv.LLM_RUNTIMES)) + "), "
+             "with `gen_ai.operation.name` = `" + semconv.OPERATION + "` — and in "
+             "fleetwatch's `modelserver.*` namespace otherwise; labels become the attributes "
+             "the Labels table names (OTel), else `modelserver.<label>`.", "",
+             "| Metric | OTLP name, LLM models | OTLP name, other models | Unit | Buckets |",
+             "|---|---|---|---|---|"]
+    for m in METRICS:
+        if m.type == "summary":
+            continue
+        llm, other = semconv.metric_name(m, True), semconv.metric_name(m, False)
+        rec = semconv.RECOMMENDED_BUCKETS.get(llm)
+        if rec is not None:
+            bounds = ("recommended (" + ", ".join(format(b, "g") for b in rec) + ") when "
+                      "the source's bounds contain them, else the source's")
+        else:
+            bounds = "the source's" if m.type == "histogram" else ""
+        lines.append(f"| `{m.name}` | `{llm}` | `{other}` | `{semconv.unit(m)}` | {bounds} |")
+    return lines
+
+
 def metrics_markdown() -> str:
     """The whole ``docs/metrics.md`` text (deterministic)."""
     f = feeds()
@@ -112,6 +140,7 @@ def metrics_markdown() -> str:
         lines.append(f"| `{m.name}` | {m.type} | {m.unit} | {labels} | {m.stability} | "
                      f"{m.help}{otel} | {sources} |")
     lines += ["", "### Latency histograms from traces", "", _TRACES_NOTE]
+    lines += ["", *_otlp_section()]
     lines += ["", "## fleetwatch's own metrics", "",
               "| Metric | Type | Unit | Labels | Meaning |", "|---|---|---|---|---|"]
     for m in SELF_METRICS:

@@ -121,7 +121,8 @@ def load_inputs(config_paths: list[str], registry_path: str, slos_path: str,
 
 def sidecar_spec(f: SidecarFile) -> SidecarSpec:
     """The pod's view of one configuration: ``registry: models.yaml`` (the ConfigMap's
-    copy), listening on every address of the pod, at a fixed port."""
+    copy), listening on every address of the pod, at a fixed port (and so does the OTLP
+    trace receiver when ``traces:`` is configured, on a port of its own)."""
     name = dns_label(Path(f.source).stem)
     if not name:
         raise ManifestError(f"{f.source}: the file name gives no Kubernetes name; rename it "
@@ -133,10 +134,22 @@ def sidecar_spec(f: SidecarFile) -> SidecarSpec:
     data["listen"] = {**(data.get("listen") or {}), "address": "0.0.0.0",
                       "port": f.config.listen.port}
     data["registry"] = "models.yaml"
+    otlp_port = None
+    if f.config.traces is not None:  # the receiver is reached through the pod's port
+        otlp_port = f.config.traces.listen.port
+        if otlp_port == 0:
+            raise ManifestError(f"{f.source}: field 'traces.listen.port': 0 (any free port) "
+                                "cannot be sent to in a pod; give a fixed port, e.g. 4318")
+        if otlp_port == f.config.listen.port:
+            raise ManifestError(f"{f.source}: field 'traces.listen.port': {otlp_port} is "
+                                "also listen.port; give the trace receiver its own, e.g. 4318")
+        data["traces"] = {**(data.get("traces") or {}),
+                          "listen": {**((data.get("traces") or {}).get("listen") or {}),
+                                     "address": "0.0.0.0", "port": otlp_port}}
     text = (f"# {f.source} for the pod (fleetwatch manifests): registry and slos are the "
             "files beside it.\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     return SidecarSpec(name, f.source, text, f.config.listen.port,
-                       f.config.scrape.interval_seconds)
+                       f.config.scrape.interval_seconds, otlp_port)
 
 
 def _selected(slos: SLOFile, entry: ModelEntry, model: str) -> list[str]:

@@ -20,6 +20,8 @@ from fleetwatch.files import BlockDumper
 #: Name of the sidecar container, its port and its config volume in every pod.
 CONTAINER = "fleetwatch"
 PORT_NAME = "fleetwatch"
+#: Name of the OTLP/HTTP trace receiver's port (``traces:`` configured).
+OTLP_PORT_NAME = "otlp-http"
 VOLUME = "fleetwatch-config"
 CONFIG_DIR = "/etc/fleetwatch"
 #: Pod labels the patch adds: every sidecar pod, and the pods of one Deployment.
@@ -71,7 +73,9 @@ class SidecarSpec:
 
     ``name`` is a DNS label made from the file's stem; ``config_yaml`` is the file with
     ``registry: models.yaml`` and ``listen.address: 0.0.0.0``; ``port`` is its listen port
-    and ``interval_seconds`` its scrape interval.
+    and ``interval_seconds`` its scrape interval; ``otlp_port`` the OTLP/HTTP trace
+    receiver's port (``traces.listen.port``, address ``0.0.0.0`` in the pod) when the
+    configuration has a ``traces:`` section, else None.
     """
 
     name: str
@@ -79,6 +83,7 @@ class SidecarSpec:
     config_yaml: str
     port: int
     interval_seconds: float
+    otlp_port: int | None = None
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,10 @@
 The container runs the image's entrypoint (``fleetwatch serve``) with
 ``--config /etc/fleetwatch/sidecar.yaml --slos /etc/fleetwatch/slos.yaml`` from a
 ConfigMap mounted read-only at ``/etc/fleetwatch`` (``sidecar.yaml``, ``models.yaml``,
-``slos.yaml``). Probes, on the named port ``fleetwatch``:
+``slos.yaml``). With ``traces:`` in the configuration the container and the Service also
+expose the OTLP/HTTP trace receiver's port, named ``otlp-http`` (``traces.listen.port``,
+4318 by default): engines outside the pod can send their spans through the Service.
+Probes, on the named port ``fleetwatch``:
 
 * ``livenessProbe`` ``/healthz`` (the process answers; never depends on the engine);
 * ``readinessProbe`` ``/readyz`` (every required target up, its listed models ready), so
@@ -28,6 +31,7 @@ from fleetwatch.manifests.common import (
     CONTAINER,
     DEPLOYMENT_LABEL,
     MANAGED,
+    OTLP_PORT_NAME,
     PORT_NAME,
     SERVICE_LABELS,
     SIDECAR_LABEL,
@@ -75,6 +79,15 @@ def _probe(path: str, period: int, failures: int) -> dict[str, Any]:
             "timeoutSeconds": 2, "failureThreshold": failures}
 
 
+def _ports(dep: Deployment, key: str) -> list[dict[str, Any]]:
+    """The named ports (``key``: ``containerPort`` or ``port``): the sidecar's, and the
+    OTLP/HTTP trace receiver's when traces are enabled."""
+    ports = [(PORT_NAME, dep.sidecar.port)]
+    if dep.sidecar.otlp_port is not None:
+        ports.append((OTLP_PORT_NAME, dep.sidecar.otlp_port))
+    return [{"name": name, key: port, "protocol": "TCP"} for name, port in ports]
+
+
 def container(dep: Deployment, settings: Settings) -> dict[str, Any]:
     """The sidecar container of ``dep``'s pods."""
     return {
@@ -82,7 +95,7 @@ def container(dep: Deployment, settings: Settings) -> dict[str, Any]:
         "image": settings.image,
         "imagePullPolicy": "IfNotPresent",
         "args": ["--config", f"{CONFIG_DIR}/sidecar.yaml", "--slos", f"{CONFIG_DIR}/slos.yaml"],
-        "ports": [{"name": PORT_NAME, "containerPort": dep.sidecar.port, "protocol": "TCP"}],
+        "ports": _ports(dep, "containerPort"),
         "startupProbe": _probe("/readyz", STARTUP_PERIOD_SECONDS,
                                startup_failure_threshold(dep.startup_seconds)),
         "livenessProbe": _probe("/healthz", 10, 3),
@@ -127,13 +140,14 @@ def service_name(dep: Deployment) -> str:
 
 
 def service(dep: Deployment) -> dict[str, Any]:
-    """A ClusterIP Service in front of ``dep``'s sidecars (ServiceMonitor, metrics-api)."""
+    """A ClusterIP Service in front of ``dep``'s sidecars (ServiceMonitor, metrics-api;
+    the OTLP trace receiver when traces are enabled)."""
     return {
         "apiVersion": "v1", "kind": "Service",
         "metadata": {"name": service_name(dep), "namespace": dep.namespace,
                      "labels": {**SERVICE_LABELS, **MANAGED, DEPLOYMENT_LABEL: dep.name}},
         "spec": {"type": "ClusterIP",
                  "selector": {SIDECAR_LABEL: "true", DEPLOYMENT_LABEL: dep.name},
-                 "ports": [{"name": PORT_NAME, "port": dep.sidecar.port,
-                            "targetPort": PORT_NAME, "protocol": "TCP"}]},
+                 "ports": [{"name": p["name"], "port": p["port"], "targetPort": p["name"],
+                            "protocol": "TCP"} for p in _ports(dep, "port")]},
     }

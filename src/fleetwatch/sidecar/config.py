@@ -24,6 +24,8 @@ Example::
     placement:                        # optional: declared GPU placement
       - gpu_uuid: GPU-0               # (fleetwatch.labels.placement)
         models: [{model: ranker, instances: 2}, {model: streamer}]
+    traces: {listen: {port: 4318}}    # optional OTLP trace receiver (docs/traces.md)
+    metrics_export: {endpoint: http://collector:4318/v1/metrics}   # optional OTLP metrics
 
 Two targets that could export the same series (the same ``kind``, or either ``auto``,
 with identical ``labels``) are rejected: give each a distinct ``labels:`` mapping, e.g.
@@ -53,6 +55,7 @@ from pydantic import (
 
 from fleetwatch.exporters.sources import KINDS
 from fleetwatch.labels.placement import GPUPlacement, Placement, unique_gpus
+from fleetwatch.sidecar.otlp_config import MetricsExport
 from fleetwatch.sidecar.trace_config import TracesConfig
 from fleetwatch.specfile import read_yaml, validate
 
@@ -168,6 +171,7 @@ class SidecarConfig(_Strict):
     def declared_placement(self) -> Placement:
         """The ``placement:`` section as a :class:`~fleetwatch.labels.placement.Placement`."""
         return Placement(self.placement)
+    metrics_export: MetricsExport | None = None  # OTLP metrics export (sidecar.otlp_config)
 
     @model_validator(mode="after")
     def _unique_names(self) -> SidecarConfig:

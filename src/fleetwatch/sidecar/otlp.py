@@ -17,8 +17,10 @@ then
 A refused body gets the OTLP error response — a ``google.rpc.Status`` (code
 ``INVALID_ARGUMENT``, the reason in ``message``) in the request's encoding, HTTP 400, 413
 or 415 — and ``fleetwatch_traces_refused_bodies_total{trace_reason}``; a handler never
-raises. :meth:`TraceReceiver.tick` (every second) expires the join buffer and settles
-waiting requests.
+raises. :meth:`TraceReceiver.tick` (every second) expires the join buffer, settles
+waiting requests and forgets the models without a request for the SLO file's
+``limits.forget_model_after`` (the engine's own no-data timer, 1 h without an engine):
+their trace histograms and load estimator state go, as the engine's state for them does.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from fleetwatch.labels.schema import METRICS_BY_NAME
 from fleetwatch.sidecar.trace_config import Forward, TracesConfig
 from fleetwatch.slo.account import Selection
 from fleetwatch.slo.engine import SLOEngine
+from fleetwatch.slo.spec import EngineLimits
 from fleetwatch.traces.concurrency import LoadEstimator
 from fleetwatch.traces.facts import RequestFacts
 from fleetwatch.traces.histograms import TraceHistograms, overlay
@@ -135,6 +138,8 @@ class TraceReceiver:
         self.refused: Counter[str] = Counter()
         self._selects = Selection(engine.registry) if engine is not None else None
         self._sink = sink or (engine.add_events if engine is not None else None)
+        limits = engine.spec.limits if engine is not None else EngineLimits()
+        self._forget_after = limits.forget_model_after
 
     def ingest(self, body: bytes, content_type: str, content_encoding: str = "",
                now: float | None = None) -> int:
@@ -150,8 +155,13 @@ class TraceReceiver:
         return len(spans)
 
     def tick(self, now: float | None = None) -> None:
-        """Expire the join buffer and settle waiting requests (call every second)."""
-        self._process(self.joiner.expire(time.time() if now is None else now), now)
+        """Expire the join buffer, settle waiting requests and forget gone models (call
+        every second; see module docstring)."""
+        t = time.time() if now is None else now
+        self._process(self.joiner.expire(t), now)
+        horizon = t - self._forget_after
+        self.histograms.forget(horizon)
+        self.estimator.forget(horizon)
 
     def flush(self) -> None:
         """Emit and settle everything pending (shutdown, tests)."""
@@ -159,11 +169,12 @@ class TraceReceiver:
         self._judge(self.estimator.flush())
 
     def _process(self, facts: list[RequestFacts], now: float | None) -> None:
+        t = time.time() if now is None else now
         if facts:
-            self.histograms.add(facts)
+            self.histograms.add(facts, t)
             if self.on_facts is not None:
                 self.on_facts(facts)
-        self._judge(self.estimator.add(facts, time.time() if now is None else now))
+        self._judge(self.estimator.add(facts, t))
 
     def _judge(self, settled: list[RequestFacts]) -> None:
         if settled and self.engine is not None and self._selects is not None \

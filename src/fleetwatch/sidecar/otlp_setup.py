@@ -1,25 +1,69 @@
-"""Wiring of the trace receiver into the sidecar (``traces:`` in the configuration)."""
+"""Wiring of the OTLP parts into the sidecar: the trace receiver (``traces:``) and the
+metrics export (``metrics_export:``)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from fleetwatch.sidecar.otlp import TraceReceiver, receiver_metrics
+from fleetwatch.exporters.assemble import Part
+from fleetwatch.sidecar.otlp import TraceReceiver, receiver_metrics, run_receiver
+from fleetwatch.sidecar.otlp_config import MetricsExport
 from fleetwatch.sidecar.slo_worker import EngineWorker
 from fleetwatch.sidecar.trace_config import TracesConfig
+from fleetwatch.traces.facts import RequestFacts
+
+if TYPE_CHECKING:
+    from fleetwatch.sidecar.otlp_metrics import MetricsExporter
+
+
+class OTLPExtraMissing(RuntimeError):
+    """``metrics_export:`` is configured but opentelemetry-sdk is not installed."""
 
 
 def start_traces(cfg: TracesConfig, worker: EngineWorker | None,
                  extra: Callable[[], bytes] | None,
+                 on_facts: Callable[[list[RequestFacts]], None] | None = None,
                  ) -> tuple[TraceReceiver, Callable[[], bytes]]:
-    """The receiver (its events to the engine ``worker`` runs, and the OTLP metrics export
-    when configured) and the ``/metrics`` extra body: ``extra``'s families followed by
-    ``fleetwatch_traces_*``."""
-    on_facts = None
-    if cfg.metrics_export is not None:
-        from fleetwatch.sidecar.otlp_metrics import MetricsExporter  # the 'otel' extra
-        on_facts = MetricsExporter(cfg.metrics_export).record
+    """The receiver (its events to the engine ``worker`` runs, its joined requests to
+    ``on_facts``: the metrics export's per-request histograms) and the ``/metrics`` extra
+    body: ``extra``'s families followed by ``fleetwatch_traces_*``."""
     receiver = TraceReceiver(cfg, worker.engine if worker is not None else None, on_facts,
                              worker.add_events if worker is not None else None)
     own = receiver_metrics(receiver)
     return receiver, (lambda: (extra() if extra is not None else b"") + own())
+
+
+def metrics_exporter(cfg: MetricsExport) -> MetricsExporter:
+    """The OTLP metrics exporter; :class:`OTLPExtraMissing` without the ``otel`` extra."""
+    try:
+        from fleetwatch.sidecar.otlp_metrics import MetricsExporter
+    except ImportError as exc:
+        raise OTLPExtraMissing(f"metrics_export needs opentelemetry-sdk and "
+                               f"opentelemetry-exporter-otlp-proto-http: pip install "
+                               f"'fleetwatch[otel]' ({exc})") from None
+    return MetricsExporter(cfg)
+
+
+def start_otlp(traces: TracesConfig | None, export: MetricsExport | None,
+               normalized: Callable[[], Part], worker: EngineWorker | None,
+               extra: Callable[[], bytes] | None, stop: asyncio.Event,
+               ) -> tuple[TraceReceiver | None, Callable[[], bytes] | None,
+                          list[asyncio.Task[None]]]:
+    """Start what is configured, on the running loop, until ``stop``: ``(receiver, the
+    /metrics extra body, the tasks to await)``. The export reads ``normalized()`` (the
+    scraper's normalized part) with the receiver's Triton buckets overlaid, as ``/metrics``
+    serves it."""
+    exporter = metrics_exporter(export) if export is not None else None
+    receiver, tasks = None, []
+    if traces is not None:
+        receiver, extra = start_traces(traces, worker, extra,
+                                       exporter.record if exporter is not None else None)
+        tasks.append(asyncio.create_task(run_receiver(receiver, stop)))
+    if exporter is not None:
+        rec = receiver
+        exporter.normalized = (normalized if rec is None
+                               else (lambda: rec.normalized(normalized())))
+        tasks.append(asyncio.create_task(exporter.run(stop)))
+    return receiver, extra, tasks

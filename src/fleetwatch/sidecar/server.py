@@ -38,8 +38,7 @@ from fleetwatch.labels.registry import Registry
 from fleetwatch.sidecar.config import SidecarConfig
 from fleetwatch.sidecar.guard import ConnectionGuard, GuardedSite, install_exception_handler
 from fleetwatch.sidecar.metrics import MetricsAssembler
-from fleetwatch.sidecar.otlp import run_receiver
-from fleetwatch.sidecar.otlp_setup import start_traces
+from fleetwatch.sidecar.otlp_setup import start_otlp
 from fleetwatch.sidecar.page_route import page_routes
 from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.sidecar.slo_routes import Handler, slo_routes
@@ -163,10 +162,10 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
             scraper.subscribers.append(worker.submit)
             routes, extra = slo_routes(engine, worker)
         routes = {**(routes or {}), **page_routes(scraper, worker, routes)}
-        receiver = traces_task = None
-        if cfg.traces is not None:  # trace events reach the engine through its worker
-            receiver, extra = start_traces(cfg.traces, worker, extra)
-            traces_task = asyncio.create_task(run_receiver(receiver, stop))
+        # the OTLP receiver (trace events reach the engine through its worker), export
+        receiver, extra, otlp_tasks = start_otlp(cfg.traces, cfg.metrics_export,
+                                                 lambda: scraper.normalized_part, worker,
+                                                 extra, stop)
         app = make_app(scraper, routes, extra, guard,
                        receiver.normalized if receiver is not None else None)
         runner = web.AppRunner(app, access_log=None, lingering_time=2.0)
@@ -191,9 +190,9 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
             await scraper.run(stop)
         finally:
             await runner.cleanup()
-            if traces_task is not None:
+            if otlp_tasks:
                 stop.set()
-                await traces_task
+                await asyncio.gather(*otlp_tasks)
             if worker is not None:
                 worker.stop()
 

@@ -12,16 +12,13 @@
       vllm_model: tiny-llm                         # vLLM's spans do not name the model
       vllm_model_version: ""
       forward: {url: http://collector:4318/v1/traces, timeout_seconds: 5, headers: {}}
-      metrics_export:                              # opt-in, needs the 'otel' extra
-        endpoint: http://collector:4318/v1/metrics
-        interval_seconds: 30
-        headers: {}
-        provider_name: vllm                        # gen_ai.provider.name of LLM models
 
 Point Triton at it with ``--trace-config=mode=opentelemetry
 --trace-config=opentelemetry,url=HOST:4318/v1/traces --trace-config=rate=1
 --trace-config=level=TIMESTAMPS``, vLLM with ``--otlp-traces-endpoint
 http://HOST:4318/v1/traces`` and ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf``.
+The OTLP *metrics* export (the normalized schema and the per-request histograms) is the
+top-level ``metrics_export:`` section (:mod:`fleetwatch.sidecar.otlp_config`).
 """
 
 from __future__ import annotations
@@ -60,15 +57,6 @@ class Forward(_Strict):
     max_in_flight: int = Field(64, ge=1, le=10_000)
 
 
-class MetricsExport(_Strict):
-    """OTLP/HTTP metrics export of the trace-derived histograms (GenAI semconv names)."""
-
-    endpoint: HttpUrl
-    interval_seconds: float = Field(30.0, gt=0, le=3600)
-    headers: dict[str, str] = Field(default_factory=dict)
-    provider_name: str = Field("vllm", min_length=1)
-
-
 class TracesConfig(_Strict):
     """The trace receiver (see module docstring)."""
 
@@ -81,4 +69,3 @@ class TracesConfig(_Strict):
     vllm_model: str = "vllm"
     vllm_model_version: str = ""
     forward: Forward | None = None
-    metrics_export: MetricsExport | None = None

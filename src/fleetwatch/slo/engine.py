@@ -94,6 +94,7 @@ class SLOEngine:
         self._selects = Selection(self.registry)
         self._prev_ts: float | None = None
         self._model_seen: dict[ModelKey, float] = {}  # when each model last had data
+        self._trace_seen: dict[ModelKey, float] = {}  # … trace events (add_events)
         self._prev_in_system: dict[ModelKey, float] = {}
         #: model name → last measured cold start (seconds), set by the sidecar
         self.cold_starts: dict[str, float] = {}
@@ -133,7 +134,11 @@ class SLOEngine:
     def _forget_gone(self, ts: float) -> None:
         """Forget the models without data for ``limits.forget_model_after`` seconds."""
         horizon = ts - self.spec.limits.forget_model_after
-        gone = [mk for mk, seen in self._model_seen.items() if seen < horizon]
+        traced = self._trace_seen
+        gone = [mk for mk, seen in self._model_seen.items()
+                if seen < horizon and traced.get(mk, seen) < horizon]
+        if traced:  # trace-only models: the same timer
+            gone += [mk for mk, t in traced.items() if t < horizon and mk not in self._model_seen]
         if not gone:
             return
         gone_set = set(gone)
@@ -144,7 +149,8 @@ class SLOEngine:
             for band in st.rows:
                 windows.release((st.slo.name, st.model, band))
         for mk in gone:
-            del self._model_seen[mk]
+            self._model_seen.pop(mk, None)
+            traced.pop(mk, None)
             for d in (self._prev_in_system, self.gauges.concurrency, self.gauges.queue_wait,
                       self.gauges.kv_usage):
                 d.pop(mk, None)
@@ -262,6 +268,7 @@ class SLOEngine:
                     or not math.isfinite(conc) or not math.isfinite(t):
                 continue
             ts = max(ts, t)
+            self._trace_seen[mk] = ts
             st = self.states.get((name, mk)) or self._new_state(slo, mk, ts)
             if st is not None:
                 self._book(st, ts, conc, good, total, None, rows, goods, totals)

@@ -7,8 +7,9 @@ of one request by trace id in a bounded buffer; :mod:`.facts` turns a joined req
 estimates the load each request saw from the spans themselves; :mod:`.judge` judges each
 request against every latency or goodput objective of the SLOs selecting its model;
 :mod:`.histograms` accumulates the normalized latency histograms traces give; and
-:mod:`.semconv` names the OpenTelemetry GenAI metrics they are exported as.
+:mod:`.semconv` derives the OpenTelemetry names (GenAI semantic conventions for LLM models,
+``modelserver.*`` otherwise) of the whole normalized schema, for the OTLP metrics export.
 
-The sidecar's receiver (``/v1/traces``, forwarding, OTLP metrics export) lives in
-:mod:`fleetwatch.sidecar.otlp`.
+The sidecar's receiver (``/v1/traces``, forwarding) lives in :mod:`fleetwatch.sidecar.otlp`,
+the OTLP metrics export in :mod:`fleetwatch.sidecar.otlp_metrics`.
 """

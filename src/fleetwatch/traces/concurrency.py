@@ -50,6 +50,7 @@ class LoadEstimator:
         self._ends: dict[ModelId, list[float]] = {}
         self._occ: dict[ModelId, list[tuple[float, float]]] = {}
         self._waiting: deque[tuple[float, RequestFacts]] = deque()
+        self._seen: dict[ModelId, float] = {}  # per model: when its last request came
 
     def add(self, facts: list[RequestFacts], now: float) -> list[RequestFacts]:
         """Record finished requests (``now``: the caller's Unix seconds); return the
@@ -58,6 +59,7 @@ class LoadEstimator:
             k = _key(f)
             ends = self._ends.setdefault(k, [])
             occ = self._occ.setdefault(k, [])
+            self._seen[k] = now
             a, b = f.occupancy
             i = bisect.bisect_right(ends, b)
             ends.insert(i, b)
@@ -99,3 +101,15 @@ class LoadEstimator:
             if cut > 0:
                 del ends[:cut]
                 del self._occ[k][:cut]
+
+    def forget(self, horizon: float) -> None:
+        """Drop the models whose last request came before ``horizon`` (the caller's Unix
+        seconds, as ``add``'s ``now``) and that have no request waiting to settle."""
+        waiting = {_key(f) for _, f in self._waiting}
+        for k in [k for k, t in self._seen.items() if t < horizon and k not in waiting]:
+            del self._ends[k], self._occ[k], self._seen[k]
+
+    @property
+    def models(self) -> int:
+        """Models whose occupancies are kept."""
+        return len(self._ends)

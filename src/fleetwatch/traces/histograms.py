@@ -77,17 +77,32 @@ class TraceHistograms:
         self.families = tuple(families)
         self.sources = frozenset(sources)
         self.hists: dict[tuple[str, ModelId], Histogram] = {}
+        #: model → when its last request was added (Unix seconds, :meth:`forget`)
+        self.seen: dict[ModelId, float] = {}
 
-    def add(self, facts: Iterable[RequestFacts]) -> None:
-        """Observe every request's values."""
+    def add(self, facts: Iterable[RequestFacts], now: float | None = None) -> None:
+        """Observe every request's values (``now``: the caller's Unix seconds, when they
+        arrived; default each request's end)."""
         for f in facts:
             if f.source not in self.sources:
                 continue
             mk = (f.model, f.model_version, f.backend)
+            self.seen[mk] = f.end_unix_s if now is None else now
             for fam in self.families:
                 v = f.metric(FAMILIES[fam])
                 if v is not None:
                     self.hists.setdefault((fam, mk), Histogram()).observe(v)
+
+    def forget(self, horizon: float) -> list[ModelId]:
+        """Drop the histograms of the models whose last request was added before
+        ``horizon`` (Unix seconds; the engine's ``limits.forget_model_after`` timer);
+        return them."""
+        gone = [mk for mk, t in self.seen.items() if t < horizon]
+        for mk in gone:
+            del self.seen[mk]
+            for fam in self.families:
+                self.hists.pop((fam, mk), None)
+        return gone
 
     def models(self, family: str) -> set[ModelId]:
         """The models with a histogram of ``family``."""
