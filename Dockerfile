@@ -31,8 +31,8 @@ COPY src ./src
 COPY build/wheels* ./build/wheels/
 RUN python3 -m venv /opt/fleetwatch \
  && if [ -n "$PIP_FIND_LINKS" ]; then \
-      /opt/fleetwatch/bin/pip install --no-index --find-links "/src/$PIP_FIND_LINKS" fleetwatch; \
-    else /opt/fleetwatch/bin/pip install /src; fi \
+      /opt/fleetwatch/bin/pip install --no-index --find-links "/src/$PIP_FIND_LINKS" 'fleetwatch[otel]'; \
+    else /opt/fleetwatch/bin/pip install '/src[otel]'; fi \
  && /opt/fleetwatch/bin/fleetwatch --version \
  && /opt/fleetwatch/bin/pip uninstall -y pip \
  && find /opt/fleetwatch -name '__pycache__' -prune -exec rm -rf {} + \

@@ -337,6 +337,9 @@ def test_dockerfile_essentials():
                  "python3-dev"):
         assert not re.search(rf"(?<![\w-]){re.escape(tool)}(?![\w-])", installs), tool
     assert "pip uninstall -y pip" in " ".join(stages[0])  # no pip in the copied venv
+    # metrics_export: needs the otel extra; serve refuses to start without it
+    builder = " ".join(stages[0])
+    assert "'fleetwatch[otel]'" in builder and "'/src[otel]'" in builder
 
 
 def test_runtime_imports_are_declared():

@@ -54,7 +54,7 @@ if [ "$LOCAL_BASE" = 1 ]; then
 fi
 if [ "$OFFLINE" = 1 ]; then
   rm -rf build/wheels
-  python3 -m pip wheel -q --wheel-dir build/wheels .
+  python3 -m pip wheel -q --wheel-dir build/wheels '.[otel]'
   ARGS+=(--build-arg PIP_FIND_LINKS=build/wheels)
 else
   mkdir -p build/wheels  # the Dockerfile's COPY build/wheels* needs it to exist (empty)
