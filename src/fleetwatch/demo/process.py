@@ -33,7 +33,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import ClassVar, TypeVar
 
-from fleetwatch.demo.procs import LOOPBACK, free_ports, http_request, kill_group, wait_group_gone
+from fleetwatch.demo.procs import (
+    LOOPBACK,
+    free_ports,
+    group_listens,
+    http_request,
+    kill_group,
+    wait_group_gone,
+)
 
 __all__ = [
     "LOOPBACK",
@@ -312,7 +319,9 @@ class ServerProcess:
 
     def _wait_until(self, ready: Callable[[], bool], deadline: float, *,
                     before: Callable[[], str], late: Callable[[], str]) -> None:
-        """Poll ``ready()`` until it is true.
+        """Poll ``ready()`` until it is true and the server's own process group listens on
+        its ports (an answer from another process that took a chosen port is not the server
+        being ready: it then fails to bind and is retried on new ports).
 
         Raises:
             ServerStartError: (`start_error`) the process exited first ("… exited with code N
@@ -326,11 +335,18 @@ class ServerProcess:
                     f"{self.process_name} exited with code {code} before {before()}"
                     f"{self._exit_hint()}; {self.process_name} log:\n{self.log_tail()}"
                 )
-            if ready():
+            if ready() and self._owns_ports():
                 return
             if time.monotonic() >= deadline:
                 raise self.start_error(f"{late()}; {self.process_name} log:\n{self.log_tail()}")
             time.sleep(self.poll_interval_s)
+
+    def _owns_ports(self) -> bool:
+        """Whether this server's process group listens on all its ports (True when the
+        platform cannot say: see :func:`fleetwatch.demo.procs.group_listens`)."""
+        if self._process is None or self._ports is None:
+            return False
+        return group_listens(self._process.pid, self._ports) is not False
 
     # -- observation -------------------------------------------------------------------------
 
