@@ -36,6 +36,7 @@ from aiohttp import web
 from fleetwatch.exporters.assemble import Part
 from fleetwatch.labels.registry import Registry
 from fleetwatch.sidecar.config import SidecarConfig
+from fleetwatch.sidecar.gpu_facts import attach as attach_gpu_accounting
 from fleetwatch.sidecar.guard import ConnectionGuard, GuardedSite, install_exception_handler
 from fleetwatch.sidecar.metrics import MetricsAssembler
 from fleetwatch.sidecar.otlp import run_receiver
@@ -167,6 +168,8 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
         if cfg.traces is not None:  # trace events reach the engine through its worker
             receiver, extra = start_traces(cfg.traces, worker, extra)
             traces_task = asyncio.create_task(run_receiver(receiver, stop))
+        gpu = attach_gpu_accounting(cfg, registry, scraper)  # placement, quotas (gpu_facts)
+        extra = gpu.chain(extra)
         app = make_app(scraper, routes, extra, guard,
                        receiver.normalized if receiver is not None else None)
         runner = web.AppRunner(app, access_log=None, lingering_time=2.0)
@@ -187,10 +190,14 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
                  cfg.listen.address, port, len(cfg.targets), cfg.scrape.interval_seconds)
         if on_ready:
             on_ready(port)
+        gpu_task = asyncio.create_task(gpu.run(stop))
         try:
             await scraper.run(stop)
         finally:
             await runner.cleanup()
+            gpu_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await gpu_task
             if traces_task is not None:
                 stop.set()
                 await traces_task

@@ -1,0 +1,158 @@
+"""Placement and footprint facts the servers report, read from what the schema drops.
+
+* **Triton exposition**: per-model series of GPU model instances carry ``gpu_uuid``
+  (``nv_inference_count{gpu_uuid=…, model=…, version=…}``; METRIC_CATALOG §1: only
+  reporters of ``KIND_GPU`` instances, the model-level reporter has none). The normalizer
+  sums them over ``gpu_uuid``, so :func:`scan_exposition` reads those lines from the raw
+  body (a substring search for ``gpu_uuid="``: no second full parse).
+* **vLLM exposition**: ``vllm:cache_config_info`` (vLLM 0.4.3+, one series per engine,
+  no ``model_name``): ``gpu_memory_utilization`` (every version: the share of each GPU's
+  memory vLLM reserves for weights, activations and KV cache), ``num_gpu_blocks`` ×
+  ``block_size`` and ``kv_cache_memory_bytes`` (0.32+; ``None`` when vLLM computed it).
+* **Triton model configuration** (``GET /v2/models/<m>/config``): ``instance_group``
+  entries ``{kind, count, gpus}``: ``KIND_GPU`` with ``gpus: [0, 1]`` puts ``count``
+  instances on each listed GPU (all GPUs when empty); other kinds are not on a GPU.
+* **Triton model statistics** (``GET /v2/models/<m>/stats``, 23.x+): each version's
+  ``memory_usage: [{type: GPU, id: <index>, byte_size: N}]`` where the backend reports it
+  (TensorRT, ONNX Runtime do; the Python backend leaves it empty, as Triton 2.51 here does).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from fleetwatch.exporters.parser import ExpositionError, split_key
+
+_CACHE_CONFIG = ("vllm:cache_config_info{", "vllm_cache_config_info{")
+
+
+@dataclass
+class ExpositionFacts:
+    """What one raw body says: Triton ``(model, version) → {gpu_uuid}`` and the label sets
+    of vLLM's ``cache_config_info`` series (one per engine)."""
+
+    triton_gpus: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    vllm_cache: list[dict[str, str]] = field(default_factory=list)
+
+
+def scan_exposition(text: str, max_lines: int = 10_000) -> ExpositionFacts:
+    """The :class:`ExpositionFacts` of a raw exposition body (Triton or vLLM). At most
+    ``max_lines`` matching lines are read (bounded for a hostile body); a line that does not
+    parse is skipped."""
+    facts = ExpositionFacts()
+    seen = 0
+    pos = text.find('gpu_uuid="')
+    while pos >= 0 and seen < max_lines:
+        start = text.rfind("\n", 0, pos) + 1
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        line = text[start:end]
+        pos = text.find('gpu_uuid="', end)
+        if not line.startswith("nv_inference_"):
+            continue
+        seen += 1
+        labels = _labels(line)
+        if labels and labels.get("model") and labels.get("gpu_uuid"):
+            key = (labels["model"], labels.get("version", ""))
+            facts.triton_gpus.setdefault(key, set()).add(labels["gpu_uuid"])
+    for head in _CACHE_CONFIG:
+        pos = text.find(head)
+        while pos >= 0 and seen < max_lines:
+            if pos == 0 or text[pos - 1] == "\n":
+                end = text.find("\n", pos)
+                labels = _labels(text[pos:len(text) if end < 0 else end])
+                if labels is not None:
+                    facts.vllm_cache.append(labels)
+                seen += 1
+            pos = text.find(head, pos + 1)
+    return facts
+
+
+def _labels(line: str) -> dict[str, str] | None:
+    close = line.rfind("}")
+    if close < 0:
+        return None
+    try:
+        return dict(split_key(line[:close + 1])[1])
+    except ExpositionError:
+        return None
+
+
+@dataclass(frozen=True)
+class InstanceGroup:
+    """One ``instance_group`` entry of a Triton model configuration: ``kind``
+    (``KIND_GPU``, ``KIND_CPU``, ``KIND_MODEL``, ``KIND_AUTO``), ``count`` instances on each
+    of ``gpus`` (GPU indices; empty: every GPU for ``KIND_GPU``)."""
+
+    kind: str
+    count: int
+    gpus: tuple[int, ...]
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.kind == "KIND_GPU"
+
+
+def instance_groups(config: object) -> list[InstanceGroup] | None:
+    """The instance groups of a ``/v2/models/<m>/config`` JSON document, or ``None`` when
+    the document has none readable (not a mapping, no list, malformed entries skipped)."""
+    if not isinstance(config, Mapping) or not isinstance(config.get("instance_group"), list):
+        return None
+    groups = []
+    for g in config["instance_group"]:
+        if not isinstance(g, Mapping):
+            continue
+        count = g.get("count", 1)
+        gpus = g.get("gpus", [])
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            continue
+        if not isinstance(gpus, list) or not all(isinstance(i, int) and not isinstance(i, bool)
+                                                 for i in gpus):
+            continue
+        groups.append(InstanceGroup(str(g.get("kind", "KIND_AUTO")), count, tuple(gpus)))
+    return groups
+
+
+def gpu_instances(groups: list[InstanceGroup]) -> dict[int | None, int]:
+    """Instances per GPU index of ``KIND_GPU`` groups; key ``None`` means "on every GPU"
+    (a group without ``gpus``). Empty when no group is on a GPU."""
+    out: dict[int | None, int] = {}
+    for g in groups:
+        if not g.on_gpu:
+            continue
+        for i in g.gpus or (None,):
+            out[i] = out.get(i, 0) + g.count
+    return out
+
+
+def memory_usage(stats: object) -> dict[tuple[str, int], int]:
+    """``(version, GPU index) → bytes`` from a ``/v2/models/<m>/stats`` JSON document
+    (``model_stats[].memory_usage[]`` entries of ``type`` ``GPU``; other types, malformed
+    or zero entries are skipped). Empty when the backend reports none."""
+    out: dict[tuple[str, int], int] = {}
+    if not isinstance(stats, Mapping) or not isinstance(stats.get("model_stats"), list):
+        return out
+    for ms in stats["model_stats"]:
+        if not isinstance(ms, Mapping) or not isinstance(ms.get("memory_usage"), list):
+            continue
+        version = str(ms.get("version", ""))
+        for mu in ms["memory_usage"]:
+            if not isinstance(mu, Mapping) or mu.get("type") != "GPU":
+                continue
+            gid, size = mu.get("id"), mu.get("byte_size")
+            if isinstance(gid, int) and isinstance(size, int) and size > 0 \
+                    and not isinstance(size, bool):
+                out[(version, gid)] = out.get((version, gid), 0) + size
+    return out
+
+
+def label_number(labels: Mapping[str, str], name: str) -> float | None:
+    """A numeric label of ``cache_config_info`` (``None`` for ``"None"``, missing,
+    non-finite or negative values)."""
+    try:
+        v = float(labels.get(name, ""))
+    except ValueError:
+        return None
+    return v if math.isfinite(v) and v >= 0 else None
