@@ -80,9 +80,11 @@ def _json_by_model(paths: Sequence[str], what: str) -> dict[str, object]:
 
 def load_assessment(config_path: str | None, registry_path: str | None,
                     captures: Sequence[str], triton_configs: Sequence[str],
-                    triton_stats: Sequence[str], quotas_path: str | None = None
-                    ) -> Assessment:
-    """Read every input (exit 2 with the file on bad input) and assess them."""
+                    triton_stats: Sequence[str], quotas_path: str | None = None,
+                    served_only: bool = False) -> Assessment:
+    """Read every input (exit 2 with the file on bad input) and assess them; with
+    ``served_only`` the usage counts only the models the captures serve (as a sidecar with
+    those targets does), else every placed model (the fleet view of one file)."""
     from fleetwatch.exporters.normalize import Normalizer
     from fleetwatch.exporters.parser import describe_if_not_metrics
     from fleetwatch.exporters.sources import TABLES, detect_kind
@@ -115,4 +117,5 @@ def load_assessment(config_path: str | None, registry_path: str | None,
         targets.append(TargetFacts(kind, {(m[0], m[1]) for m in n.models},
                                    scan_exposition(text),
                                    configs if kind == "triton" else {}))
-    return assess(declared, states, targets, registry, quotas, stats)
+    served = {m for t in targets for m, _v in t.models} if served_only else None
+    return assess(declared, states, targets, registry, quotas, stats, served=served)

@@ -37,12 +37,15 @@ def check(file: str) -> None:
 @gpu_options
 @click.option("--quotas", "quotas_path", type=click.Path(dir_okay=False),
               help="Quota file (default: the configuration's quotas:).")
+@click.option("--served-only", is_flag=True,
+              help="Count only the models the captures serve (what a sidecar with these "
+                   "targets exports); default: every placed model.")
 def usage(config_path: str | None, registry_path: str | None, captures: tuple[str, ...],
           triton_configs: tuple[str, ...], triton_stats: tuple[str, ...],
-          quotas_path: str | None) -> None:
+          quotas_path: str | None, served_only: bool) -> None:
     """Print each team's usage against its quota (exit 1 when a team is over quota)."""
     a = load_assessment(config_path, registry_path, captures, triton_configs, triton_stats,
-                        quotas_path)
+                        quotas_path, served_only)
     click.echo(render_usage(a), nl=False)
     if over_quota(a):
         raise SystemExit(1)
