@@ -40,7 +40,9 @@ PLACEMENT_VIOLATION = "FleetwatchPlacementPolicyViolation"
 ROLLOUT_WOULD_NOT_FIT = "FleetwatchRolloutWouldNotFit"
 
 _FOOTPRINT = "modelserver_model_memory_footprint_bytes"
-ROLLOUT_EXPR = (
+#: Per GPU and model: the memory in use (measured, else Σ footprints) + the model's largest
+#: footprint there — the peak of a rollout of a next version as large as the current one.
+ROLLOUT_PEAK = (
     "(\n"
     f"  max by (gpu_uuid, model) ({_FOOTPRINT})\n"
     "  + on (gpu_uuid) group_left ()\n"
@@ -49,10 +51,9 @@ ROLLOUT_EXPR = (
     "    or\n"
     f"    sum by (gpu_uuid) (max by (gpu_uuid, model, model_version) ({_FOOTPRINT}))\n"
     "  )\n"
-    ")\n"
-    "> on (gpu_uuid) group_left ()\n"
-    "max by (gpu_uuid) (modelserver_gpu_memory_total_bytes)")
-
+    ")")
+GPU_MEMORY_TOTAL = "max by (gpu_uuid) (modelserver_gpu_memory_total_bytes)"
+ROLLOUT_EXPR = f"{ROLLOUT_PEAK}\n> on (gpu_uuid) group_left ()\n{GPU_MEMORY_TOTAL}"
 
 def gpu_alerts(registry: Registry, cfg: AlertingConfig) -> tuple[AlertRule, ...]:
     """The quota, ownership, placement-policy and rollout-memory rules, in that order."""
