@@ -3,8 +3,8 @@
 * **Triton exposition**: per-model series of GPU model instances carry ``gpu_uuid``
   (``nv_inference_count{gpu_uuid=…, model=…, version=…}``; METRIC_CATALOG §1: only
   reporters of ``KIND_GPU`` instances, the model-level reporter has none). The normalizer
-  sums them over ``gpu_uuid``, so :func:`scan_exposition` reads those lines from the raw
-  body (a substring search for ``gpu_uuid="``: no second full parse).
+  sums them over ``gpu_uuid``, so :func:`scan_exposition` reads the lines of two such
+  families from the raw body (found by substring search: no second full parse).
 * **vLLM exposition**: ``vllm:cache_config_info`` (vLLM 0.4.3+, one series per engine,
   no ``model_name``): ``gpu_memory_utilization`` (every version: the share of each GPU's
   memory vLLM reserves for weights, activations and KV cache), ``num_gpu_blocks`` ×
@@ -37,37 +37,48 @@ class ExpositionFacts:
     vllm_cache: list[dict[str, str]] = field(default_factory=list)
 
 
+#: Triton families whose per-GPU-instance series say where a model version runs (one line
+#: per model version and GPU each; ``nv_inference_count`` since 20.x,
+#: ``nv_inference_request_success`` in every version).
+_TRITON_PLACED = ("nv_inference_count{", "nv_inference_request_success{")
+
+
 def scan_exposition(text: str, max_lines: int = 10_000) -> ExpositionFacts:
-    """The :class:`ExpositionFacts` of a raw exposition body (Triton or vLLM). At most
-    ``max_lines`` matching lines are read (bounded for a hostile body); a line that does not
-    parse is skipped."""
+    """The :class:`ExpositionFacts` of a raw exposition body (Triton or vLLM). Only the
+    lines of :data:`_TRITON_PLACED` and ``cache_config_info`` are read (found by substring
+    search), at most ``max_lines`` of them (bounded for a hostile body); a line that does
+    not parse is skipped."""
     facts = ExpositionFacts()
     seen = 0
-    pos = text.find('gpu_uuid="')
-    while pos >= 0 and seen < max_lines:
-        start = text.rfind("\n", 0, pos) + 1
+    for head in _TRITON_PLACED:
+        for line in _lines(text, head, max_lines - seen):
+            seen += 1
+            if 'gpu_uuid="' not in line:
+                continue
+            labels = _labels(line)
+            if labels and labels.get("model") and labels.get("gpu_uuid"):
+                key = (labels["model"], labels.get("version", ""))
+                facts.triton_gpus.setdefault(key, set()).add(labels["gpu_uuid"])
+    for head in _CACHE_CONFIG:
+        for line in _lines(text, head, max_lines - seen):
+            seen += 1
+            labels = _labels(line)
+            if labels is not None:
+                facts.vllm_cache.append(labels)
+    return facts
+
+
+def _lines(text: str, head: str, limit: int) -> list[str]:
+    """The lines of ``text`` starting with ``head``, at most ``limit``."""
+    out: list[str] = []
+    pos = text.find(head)
+    while pos >= 0 and len(out) < limit:
         end = text.find("\n", pos)
         end = len(text) if end < 0 else end
-        line = text[start:end]
-        pos = text.find('gpu_uuid="', end)
-        if not line.startswith("nv_inference_"):
-            continue
-        seen += 1
-        labels = _labels(line)
-        if labels and labels.get("model") and labels.get("gpu_uuid"):
-            key = (labels["model"], labels.get("version", ""))
-            facts.triton_gpus.setdefault(key, set()).add(labels["gpu_uuid"])
-    for head in _CACHE_CONFIG:
-        pos = text.find(head)
-        while pos >= 0 and seen < max_lines:
-            if pos == 0 or text[pos - 1] == "\n":
-                end = text.find("\n", pos)
-                labels = _labels(text[pos:len(text) if end < 0 else end])
-                if labels is not None:
-                    facts.vllm_cache.append(labels)
-                seen += 1
-            pos = text.find(head, pos + 1)
-    return facts
+        if pos == 0 or text[pos - 1] == "\n":
+            out.append(text[pos:end])
+        pos = text.find(head, end)
+    return out
 
 
 def _labels(line: str) -> dict[str, str] | None:
