@@ -261,3 +261,27 @@ def test_rollout_plan_fits_on_measured_memory() -> None:
 def test_rollout_plan_errors(model: str, candidate: str, message: str) -> None:
     code, out = _plan("--model", model, "--candidate", candidate)
     assert code == 2 and f"fleetwatch: error: {message}" in out
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (True, "Input should be a valid integer"), (-1, "greater than 0"),
+    ("8GB", "Input should be a valid integer"), (1.5, "Input should be a valid integer")])
+def test_registry_footprint_is_strict(value: object, message: str) -> None:
+    from fleetwatch.labels.registry import RegistryError, parse_registry
+
+    entry = {"name": "m", "team": "t", "owner": "o", "oncall": "c", "gpu_memory_bytes": value}
+    with pytest.raises(RegistryError) as err:
+        parse_registry({"models": [entry]}, "r.yaml")
+    assert str(err.value).startswith("r.yaml: models[0] (name 'm'): field 'gpu_memory_bytes'")
+    assert message in str(err.value)
+
+
+def test_serve_and_validate_refuse_a_bad_quota_file(tmp_path: Path) -> None:
+    (tmp_path / "q.yaml").write_text("teams: {search: {gpus: 1, instances: 1}}\n")
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text("quotas: q.yaml\ntargets: [{name: t, url: 'http://127.0.0.1:1/metrics'}]\n")
+    for args in (["validate", "--config", str(cfg)], ["serve", "--config", str(cfg)]):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 2, r.output
+        assert (f"{cfg}: quotas: {tmp_path / 'q.yaml'}: team 'search': field "
+                "'gpu_memory_bytes': Field required") in r.output

@@ -17,7 +17,7 @@ from fleetwatch.commands.common import registry_or_fail as _registry
 from fleetwatch.commands.common import setup_logging as _setup_logging
 from fleetwatch.commands.common import slo_file_or_fail as _slo_file
 from fleetwatch.commands.generate import GENERATORS
-from fleetwatch.commands.quota import quota
+from fleetwatch.commands.quota import check_quota_file, quota
 from fleetwatch.commands.rollout import rollout
 from fleetwatch.exporters.sources import KINDS
 from fleetwatch.sidecar.config import ConfigError, load_config
@@ -47,6 +47,7 @@ def serve(config_path: str, slos_path: str | None, log_level: str) -> None:
     except ConfigError as exc:
         _fail(str(exc))
     registry = _registry(cfg.registry, f"{config_path}: registry")
+    check_quota_file(cfg, config_path)
     slos = _slo_file(slos_path) if slos_path else None
     try:
         asyncio.run(run_sidecar(cfg, registry, slos=slos))

@@ -106,14 +106,20 @@ def render_usage(a: Assessment) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check_config_gpus(cfg: SidecarConfig, registry: Registry, config_path: str) -> None:
-    """``fleetwatch validate``'s GPU part: the quota file loads (exit 2 naming it) and the
-    declared placement keeps the policy (each violation on stderr, exit 1)."""
+def check_quota_file(cfg: SidecarConfig, config_path: str) -> None:
+    """Exit 2 (naming the configuration, the quota file, team and field) when the
+    configuration's ``quotas:`` file does not load."""
     if cfg.quotas:
         try:
             load_quotas(cfg.quotas)
         except QuotaError as exc:
             fail("\n".join(f"{config_path}: quotas: {line}" for line in str(exc).splitlines()))
+
+
+def check_config_gpus(cfg: SidecarConfig, registry: Registry, config_path: str) -> None:
+    """``fleetwatch validate``'s GPU part: the quota file loads (exit 2 naming it) and the
+    declared placement keeps the policy (each violation on stderr, exit 1)."""
+    check_quota_file(cfg, config_path)
     found = violations(cfg.declared_placement(), registry)
     for x in found:
         click.echo(f"{config_path}: placement policy: {x.sentence()}", err=True)
