@@ -285,3 +285,47 @@ def test_serve_and_validate_refuse_a_bad_quota_file(tmp_path: Path) -> None:
         assert r.exit_code == 2, r.output
         assert (f"{cfg}: quotas: {tmp_path / 'q.yaml'}: team 'search': field "
                 "'gpu_memory_bytes': Field required") in r.output
+
+
+def test_footprint_measured_at_load_time() -> None:
+    """A version appearing on a GPU (Triton's gpu_uuid lines) while the GPU's memory in use
+    (the L4 capture's FB_USED, changed from 0 to 2048 MiB in a copy) rises: its footprint is
+    the delta, ahead of the registry's 1 GiB."""
+    from fleetwatch.gpu.loads import LoadDeltas
+
+    reg = load_registry(DATA / "registry.yaml")
+    dcgm = Normalizer(TABLES["dcgm"])
+    before = L4.read_text()
+    after = before.replace("DCGM_FI_DEV_FB_USED{", "DCGM_FI_DEV_FB_USED{").replace(
+        'DCGM_FI_DRIVER_VERSION="580.105.08"} 0\n', 'DCGM_FI_DRIVER_VERSION="580.105.08"} 2048\n')
+    assert after != before
+    placed = "\n".join(line for line in TRITON_UUID.read_text().replace(T_UUID, L4_UUID)
+                        .splitlines() if 'version="42"' not in line)  # one version appears
+    loads, figures = LoadDeltas(), []
+    for dcgm_text, triton_text in [(before, "")] + [(after, placed)] * 5:
+        triton = TargetFacts("triton", {("inception_v3", "43")}, scan_exposition(triton_text))
+        a = assess(Placement(), [dcgm.normalize(dcgm_text)], [triton], reg,
+                   load_deltas=loads.deltas)
+        loads.observe(((m, v, u) for m, v, u, _n in a.placement.rows()), a.gpus.used)
+        fig = a.feet.get(("inception_v3", "43", L4_UUID))
+        figures.append((fig.bytes, fig.code) if fig else None)
+    # no placement first; the registry's figure while the load settles; then the delta
+    assert figures == [None, (GIB, "registry"), (GIB, "registry"), (GIB, "registry"),
+                       (2 * GIB, "load_delta"), (2 * GIB, "load_delta")]
+    loads.observe([], a.gpus.used)  # the version is gone: its figure is forgotten
+    assert loads.deltas == {}
+
+
+def test_load_deltas_refuse_ambiguous_loads() -> None:
+    from fleetwatch.gpu.facts import Figure
+    from fleetwatch.gpu.loads import LoadDeltas
+
+    loads = LoadDeltas()
+    loads.observe([], {"G": Figure(100, "m")})  # first observation
+    two = [("a", "1", "G"), ("b", "1", "G")]
+    for _ in range(4):
+        loads.observe(two, {"G": Figure(300, "m")})
+    assert loads.deltas == {}  # two versions at once on one GPU: who took what?
+    for _ in range(4):
+        loads.observe([*two, ("c", "1", "G")], {"G": Figure(250, "m")})
+    assert loads.deltas == {}  # memory in use fell: no positive delta

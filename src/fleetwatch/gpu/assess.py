@@ -44,14 +44,17 @@ def assess(declared: Placement, states: Iterable[Normalized], targets: Iterable[
            registry: Registry, quotas: Quotas | None = None,
            triton_stats: Mapping[str, object] | None = None,
            pod: tuple[str, str] | None = None,
-           served: Collection[str] | None = None) -> Assessment:
+           served: Collection[str] | None = None,
+           load_deltas: Mapping[Key, int] | None = None) -> Assessment:
     """Assess normalized ``states`` (every live target, dcgm-exporter's included) and the
     ``targets``' raw facts against ``declared``; ``triton_stats`` are the Triton statistics
-    documents by model, ``served`` the model names whose usage counts (``None``: all)."""
+    documents by model, ``served`` the model names whose usage counts (``None``: all),
+    ``load_deltas`` footprints measured at load time (:mod:`fleetwatch.gpu.loads`)."""
     targets = list(targets)
     gpus = gpu_facts(states)
     placement = declared.overlaid(discovered_placement(targets, gpus, pod))
-    reports = ServerReports(triton_stats=dict(triton_stats or {}))
+    reports = ServerReports(triton_stats=dict(triton_stats or {}),
+                            load_deltas=dict(load_deltas or {}))
     for t in targets:
         if t.exposition.vllm_cache:
             for model, _version in t.models:

@@ -11,8 +11,8 @@ report or a declaration is needed):
 2. **vLLM's reservation**: ``cache_config_info`` ``gpu_memory_utilization`` × the GPU's
    memory (vLLM ≥ 0.4.3 pre-allocates that share of every GPU it runs on for weights,
    activations and KV cache: its real footprint);
-3. **GPU memory delta at load time** (used after − used before the model appeared, as the
-   caller measured it);
+3. **GPU memory delta at load time** (used after − used before the model appeared:
+   :mod:`fleetwatch.gpu.loads`, which the sidecar runs);
 4. **the registry's** ``gpu_memory_bytes`` (per GPU the entry's models are placed on);
 5. **vLLM's KV cache alone**: ``kv_cache_memory_bytes`` (vLLM 0.32+), a lower bound (the
    weights are not in any vLLM metric) — used only when nothing else knows.

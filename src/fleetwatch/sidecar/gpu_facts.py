@@ -1,15 +1,17 @@
 """The sidecar's shared-GPU accounting: placement, footprints, quota usage and placement
 policy on its node, served on ``/metrics`` (:func:`fleetwatch.gpu.assess.exposition`).
 
-Hooked into the scraper twice: a body observer (:attr:`Scraper.body_observers`) reads what
-the schema drops from each Triton and vLLM body (:func:`~fleetwatch.gpu.discover.scan_exposition`),
-a snapshot subscriber re-assesses after every cycle (a few dict walks: cheap next to a
-scrape). :meth:`GPUAccounting.run` asks each Triton target's API (``api_url``) every
-:attr:`GPUAccounting.REFRESH_SECONDS` for the model configuration (``instance_group``,
-once per model) and the model statistics (``memory_usage``) of the models it serves, at
-most :attr:`GPUAccounting.MAX_MODELS` per target, within the scrape timeout; an answer
-that does not come or does not parse is skipped (asked again next time). Models not
-served any more are forgotten, so memory stays bounded.
+Hooked into the scraper twice: a body observer (:attr:`Scraper.body_observers`) reads
+what the schema drops from each Triton and vLLM body
+(:func:`~fleetwatch.gpu.discover.scan_exposition`), a snapshot subscriber re-assesses after
+every cycle (a few dict walks: cheap next to a scrape) and measures the footprint of a
+model version that appears on a GPU from the memory in use before and after
+(:mod:`fleetwatch.gpu.loads`). :meth:`GPUAccounting.run` asks each Triton target's API
+(``api_url``) every :attr:`GPUAccounting.REFRESH_SECONDS` for the model configuration
+(``instance_group``, once per model) and the model statistics (``memory_usage``) of the
+models it serves, at most :attr:`GPUAccounting.MAX_MODELS` per target, within the scrape
+timeout; an answer that does not come or does not parse is skipped (asked again next
+time). Models not served any more are forgotten, so memory stays bounded.
 
 The sidecar's pod (for dcgm-exporter's pod mapping of standalone vLLM) is ``POD_NAME``
 and ``POD_NAMESPACE`` from the environment (Kubernetes' downward API), else ``HOSTNAME``.
@@ -30,6 +32,7 @@ from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.gpu.assess import Assessment, assess, exposition
 from fleetwatch.gpu.discover import ExpositionFacts, scan_exposition
 from fleetwatch.gpu.discovered import TargetFacts
+from fleetwatch.gpu.loads import LoadDeltas
 from fleetwatch.gpu.quota import Quotas, load_quotas
 from fleetwatch.labels.registry import Registry
 from fleetwatch.sidecar.config import SidecarConfig
@@ -66,6 +69,7 @@ class GPUAccounting:
         self._configs: dict[str, dict[str, object]] = {}  # target → model → config doc
         self._stats: dict[str, object] = {}  # model → statistics doc
         self.last: Assessment | None = None
+        self.loads = LoadDeltas()  # footprints measured when a model appears on a GPU
         self._text = b""
 
     # -- hooks -------------------------------------------------------------------------
@@ -87,7 +91,9 @@ class GPUAccounting:
                                        self._configs.get(name, {})))
         served = {m for t in targets for m, _v in t.models}
         self.last = assess(self.declared, live.values(), targets, self.registry,
-                           self.quotas, self._stats, self.pod, served)
+                           self.quotas, self._stats, self.pod, served, self.loads.deltas)
+        self.loads.observe(((m, v, u) for m, v, u, _n in self.last.placement.rows()),
+                           self.last.gpus.used)
         self._text = exposition(self.last).encode()
         for name in set(self._bodies) - set(live):
             del self._bodies[name]
