@@ -329,3 +329,10 @@ def test_load_deltas_refuse_ambiguous_loads() -> None:
     for _ in range(4):
         loads.observe([*two, ("c", "1", "G")], {"G": Figure(250, "m")})
     assert loads.deltas == {}  # memory in use fell: no positive delta
+
+
+def test_examples_validate() -> None:
+    ok = CliRunner().invoke(main, ["validate", "--config", str(ROOT / "examples" / "sidecar.yaml")])
+    assert ok.exit_code == 0, ok.output
+    q = CliRunner().invoke(main, ["quota", "check", str(ROOT / "examples" / "quotas.yaml")])
+    assert q.exit_code == 0 and "ok (2 teams, 1 per-model cap)" in q.output
