@@ -80,10 +80,14 @@ def test_quota_usage_matches_hand_computation() -> None:
     assert 'fleetwatch_quota_limit{team="search",resource="gpus"} 1\n' in text
     assert ('fleetwatch_quota_model_usage{team="search",model="ranker",resource="instances"} 2'
             in text)
+    # ranker is declared, served by no capture: no backend label
     assert (f'modelserver_model_placement{{model="ranker",model_version="1",gpu_uuid="{L4_UUID}",'
             'instances="2"} 1') in text
     assert (f'modelserver_model_memory_footprint_bytes{{model="tiny-llm",model_version="",'
-            f'gpu_uuid="{L4_UUID}",footprint_source="vllm_reservation"}} 22219702927') in text
+            f'backend="vllm",gpu_uuid="{L4_UUID}",footprint_source="vllm_reservation"}} '
+            '22219702927') in text
+    assert ('modelserver_model_placement{model="inception_v3",model_version="42",'
+            f'backend="triton",gpu_uuid="{T_UUID}",instances="1"}} 1') in text
     assert over_quota(a) == ["llm gpus", "search gpu_memory_bytes", "search ranker instances",
                              "vision instances"]
 
@@ -331,8 +335,6 @@ def test_load_deltas_refuse_ambiguous_loads() -> None:
     assert loads.deltas == {}  # memory in use fell: no positive delta
 
 
-def test_examples_validate() -> None:
-    ok = CliRunner().invoke(main, ["validate", "--config", str(ROOT / "examples" / "sidecar.yaml")])
-    assert ok.exit_code == 0, ok.output
+def test_example_quota_file() -> None:
     q = CliRunner().invoke(main, ["quota", "check", str(ROOT / "examples" / "quotas.yaml")])
     assert q.exit_code == 0 and "ok (2 teams, 1 per-model cap)" in q.output

@@ -180,10 +180,11 @@ def test_triton_api_refresh_reads_instance_groups_and_memory_usage() -> None:
             raise AssertionError("no footprint from the Triton statistics:\n" + text)
 
     text, asked = asyncio.run(run())
-    assert (f'modelserver_model_placement{{model="add",model_version="",'
+    assert (f'modelserver_model_placement{{model="add",model_version="",backend="triton",'
             f'gpu_uuid="{L4_UUID}",instances="2"}} 1') in text
     assert (f'modelserver_model_memory_footprint_bytes{{model="add",model_version="",'
-            f'gpu_uuid="{L4_UUID}",footprint_source="triton_statistics"}} {5 * 2**20}') in text
+            f'backend="triton",gpu_uuid="{L4_UUID}",footprint_source="triton_statistics"}} '
+            f'{5 * 2**20}') in text
     assert "modelserver_model_placement{model=\"identity_dyn\"" not in text  # no config
     # the config once by the runtime probe, once by the accounting; stats every refresh
     assert asked.count("/v2/models/add/config") == 2

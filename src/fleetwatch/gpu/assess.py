@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from fleetwatch.exporters.normalize import Normalized
+from fleetwatch.exporters.sources import SOURCES_BY_KIND
 from fleetwatch.gpu.discovered import TargetFacts, discovered_placement
 from fleetwatch.gpu.facts import Figure, GPUFacts, gpu_facts
 from fleetwatch.gpu.footprint import Key, ServerReports, footprints
@@ -37,7 +38,8 @@ class Assessment:
     violations: list[Violation]
     registry: Registry
     quotas: Quotas | None = None
-    notes: list[str] = field(default_factory=list)
+    #: The ``backend`` label of each model a target serves (``triton``, ``vllm``, …).
+    backends: dict[str, str] = field(default_factory=dict)
 
 
 def assess(declared: Placement, states: Iterable[Normalized], targets: Iterable[TargetFacts],
@@ -61,14 +63,23 @@ def assess(declared: Placement, states: Iterable[Normalized], targets: Iterable[
                 reports.vllm_cache[model] = t.exposition.vllm_cache
     feet = footprints(placement, gpus, reports, registry)
     usage = quota_usage(placement, feet, registry, served)
+    backends = {m: SOURCES_BY_KIND[t.kind].backend for t in targets
+                if t.kind in SOURCES_BY_KIND for m, _v in t.models}
     return Assessment(placement, gpus, feet, usage, violations(placement, registry), registry,
-                      quotas)
+                      quotas, backends)
 
 
 def _family(name: str, lines: list[str]) -> list[str]:
     m = metric(name)
     return [f"# HELP {name} {m.exposition_help}", f"# TYPE {name} {m.type}", *lines] \
         if lines else []
+
+
+def _model(a: Assessment, model: str, version: str) -> tuple[tuple[str, str], ...]:
+    """``model``, ``model_version`` and the ``backend`` serving it (left out when no target
+    of this assessment serves it: a declared neighbour)."""
+    b = a.backends.get(model)
+    return (("model", model), ("model_version", version)) + ((("backend", b),) if b else ())
 
 
 def _line(name: str, labels: tuple[tuple[str, str], ...], value: float) -> str:
@@ -83,13 +94,12 @@ def exposition(a: Assessment) -> str:
     """The assessment's families in the text format 0.0.4 (empty families left out)."""
     out: list[str] = []
     out += _family("modelserver_model_placement", [
-        _line("modelserver_model_placement", (("model", m), ("model_version", v),
-                                              ("gpu_uuid", u), ("instances", str(n))), 1)
+        _line("modelserver_model_placement", (*_model(a, m, v), ("gpu_uuid", u),
+                                              ("instances", str(n))), 1)
         for m, v, u, n in a.placement.rows()])
     out += _family("modelserver_model_memory_footprint_bytes", [
         _line("modelserver_model_memory_footprint_bytes",
-              (("model", m), ("model_version", v), ("gpu_uuid", u),
-               ("footprint_source", f.code)), f.bytes)
+              (*_model(a, m, v), ("gpu_uuid", u), ("footprint_source", f.code)), f.bytes)
         for (m, v, u), f in sorted(a.feet.items())])
     out += _family("fleetwatch_placement_violation", [
         _line("fleetwatch_placement_violation",
