@@ -163,13 +163,13 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
             worker = EngineWorker(engine, scraper.cold_starts.by_model)
             scraper.subscribers.append(worker.submit)
             routes, extra = slo_routes(engine, worker)
+        gpu = attach_gpu_accounting(cfg, registry, scraper)  # placement, quotas (gpu_facts)
+        extra = gpu.chain(extra)
         routes = {**(routes or {}), **page_routes(scraper, worker, routes)}
         receiver = traces_task = None
         if cfg.traces is not None:  # trace events reach the engine through its worker
             receiver, extra = start_traces(cfg.traces, worker, extra)
             traces_task = asyncio.create_task(run_receiver(receiver, stop))
-        gpu = attach_gpu_accounting(cfg, registry, scraper)  # placement, quotas (gpu_facts)
-        extra = gpu.chain(extra)
         app = make_app(scraper, routes, extra, guard,
                        receiver.normalized if receiver is not None else None)
         runner = web.AppRunner(app, access_log=None, lingering_time=2.0)
@@ -195,14 +195,14 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
             await scraper.run(stop)
         finally:
             await runner.cleanup()
-            gpu_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await gpu_task
             if traces_task is not None:
                 stop.set()
                 await traces_task
             if worker is not None:
                 worker.stop()
+            gpu_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await gpu_task
 
 
 #: File descriptors kept beyond the connection cap: the upstream scrapes, probes, logs
