@@ -338,3 +338,32 @@ def test_load_deltas_refuse_ambiguous_loads() -> None:
 def test_example_quota_file() -> None:
     q = CliRunner().invoke(main, ["quota", "check", str(ROOT / "examples" / "quotas.yaml")])
     assert q.exit_code == 0 and "ok (2 teams, 1 per-model cap)" in q.output
+
+
+@pytest.mark.parametrize(("files", "message"), [
+    ({"c.prom": "<html>login</html>\n"}, "c.prom: not a /metrics body of a known source"),
+    ({"c.prom": b"\xff\xfe"}, "c.prom: not UTF-8 text"),
+    ({"s.json": "{not json"}, "s.json: not JSON"),
+    ({"s.json": '{"model_stats": []}'}, "s.json: not a Triton model statistics document"),
+])
+def test_plan_inputs_errors_name_the_file(tmp_path: Path, files: dict[str, object],
+                                          message: str) -> None:
+    args = ["rollout", "plan", "--model", "m", "--candidate", "2"]
+    for name, body in files.items():
+        path = tmp_path / name
+        if isinstance(body, bytes):
+            path.write_bytes(body)
+        else:
+            path.write_text(str(body))
+        args += ["--triton-stats" if name.endswith(".json") else "--captures", str(path)]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2 and f"fleetwatch: error: {tmp_path}/{message}" in r.output, r.output
+    missing = CliRunner().invoke(main, [*args[:6], "--captures", str(tmp_path / "nope.prom")])
+    assert missing.exit_code == 2 and "nope.prom: cannot read" in missing.output
+
+
+def test_scan_is_bounded() -> None:
+    line = 'nv_inference_count{{gpu_uuid="GPU-{i}",model="m{i}",version="1"}} 1\n'
+    body = "".join(line.format(i=i) for i in range(30_000))
+    facts = scan_exposition(body, max_lines=10_000)
+    assert len(facts.triton_gpus) == 10_000

@@ -47,13 +47,16 @@ def assess(declared: Placement, states: Iterable[Normalized], targets: Iterable[
            triton_stats: Mapping[str, object] | None = None,
            pod: tuple[str, str] | None = None,
            served: Collection[str] | None = None,
-           load_deltas: Mapping[Key, int] | None = None) -> Assessment:
+           load_deltas: Mapping[Key, int] | None = None,
+           gpus: GPUFacts | None = None) -> Assessment:
     """Assess normalized ``states`` (every live target, dcgm-exporter's included) and the
     ``targets``' raw facts against ``declared``; ``triton_stats`` are the Triton statistics
     documents by model, ``served`` the model names whose usage counts (``None``: all),
-    ``load_deltas`` footprints measured at load time (:mod:`fleetwatch.gpu.loads`)."""
+    ``load_deltas`` footprints measured at load time (:mod:`fleetwatch.gpu.loads`);
+    ``gpus`` the GPU facts of ``states`` when the caller has them already."""
     targets = list(targets)
-    gpus = gpu_facts(states)
+    states = list(states)
+    gpus = gpus if gpus is not None else gpu_facts(states)
     placement = declared.overlaid(discovered_placement(targets, gpus, pod))
     reports = ServerReports(triton_stats=dict(triton_stats or {}),
                             load_deltas=dict(load_deltas or {}))

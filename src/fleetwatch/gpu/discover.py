@@ -43,29 +43,45 @@ class ExpositionFacts:
 _TRITON_PLACED = ("nv_inference_count{", "nv_inference_request_success{")
 
 
-def scan_exposition(text: str, max_lines: int = 10_000) -> ExpositionFacts:
+def scan_exposition(text: str, max_lines: int = 10_000,
+                    cache: dict[str, dict[str, str] | None] | None = None) -> ExpositionFacts:
     """The :class:`ExpositionFacts` of a raw exposition body (Triton or vLLM). Only the
-    lines of :data:`_TRITON_PLACED` and ``cache_config_info`` are read (found by substring
-    search), at most ``max_lines`` of them (bounded for a hostile body); a line that does
-    not parse is skipped."""
+    lines of :data:`_TRITON_PLACED` (``nv_inference_count``, else, when it carries no
+    ``gpu_uuid``, ``nv_inference_request_success``) and ``cache_config_info`` are read
+    (found by substring search), at most ``max_lines`` of them (bounded for a hostile
+    body); a line that does not parse is skipped. ``cache`` (the caller's, one per target)
+    remembers the labels of each series key: label sets repeat every scrape, so a steady
+    scrape parses nothing; it is cleared past 4 × ``max_lines`` keys."""
     facts = ExpositionFacts()
     seen = 0
+    memo: dict[str, dict[str, str] | None] = {} if cache is None else cache
+    if len(memo) > 4 * max_lines:
+        memo.clear()
     for head in _TRITON_PLACED:
         for line in _lines(text, head, max_lines - seen):
             seen += 1
             if 'gpu_uuid="' not in line:
                 continue
-            labels = _labels(line)
+            labels = _memo_labels(line, memo)
             if labels and labels.get("model") and labels.get("gpu_uuid"):
                 key = (labels["model"], labels.get("version", ""))
                 facts.triton_gpus.setdefault(key, set()).add(labels["gpu_uuid"])
+        if facts.triton_gpus:  # one family says it all
+            break
     for head in _CACHE_CONFIG:
         for line in _lines(text, head, max_lines - seen):
             seen += 1
-            labels = _labels(line)
+            labels = _memo_labels(line, memo)
             if labels is not None:
                 facts.vllm_cache.append(labels)
     return facts
+
+
+def _memo_labels(line: str, memo: dict[str, dict[str, str] | None]) -> dict[str, str] | None:
+    key = line[:line.rfind("}") + 1]
+    if key not in memo:
+        memo[key] = _labels(key)
+    return memo[key]
 
 
 def _lines(text: str, head: str, limit: int) -> list[str]:

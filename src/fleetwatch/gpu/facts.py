@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from fleetwatch.exporters.normalize import Normalized, value_of
 from fleetwatch.labels.placement import Placement
+from fleetwatch.labels.schema import METRICS
 
 TOTAL = "modelserver_gpu_memory_total_bytes"
 USED = "modelserver_gpu_memory_used_bytes"
@@ -94,10 +95,11 @@ def gpu_facts(states: Iterable[Normalized]) -> GPUFacts:
     return facts
 
 
-def _gpu_samples(n: Normalized) -> Iterable[tuple[str, float]]:
-    from fleetwatch.labels.schema import METRICS
+#: Indices of the two families in :attr:`Normalized.families` (schema order).
+_INDICES = tuple(i for i, m in enumerate(METRICS) if m.name in (TOTAL, USED))
 
-    for i, m in enumerate(METRICS):
-        if m.name in (TOTAL, USED):
-            for prefix, v in n.families[i].items():
-                yield prefix, value_of(v)
+
+def _gpu_samples(n: Normalized) -> Iterable[tuple[str, float]]:
+    for i in _INDICES:
+        for prefix, v in n.families[i].items():
+            yield prefix, value_of(v)

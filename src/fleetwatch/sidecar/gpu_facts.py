@@ -32,6 +32,7 @@ from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.gpu.assess import Assessment, assess, exposition
 from fleetwatch.gpu.discover import ExpositionFacts, scan_exposition
 from fleetwatch.gpu.discovered import TargetFacts
+from fleetwatch.gpu.facts import GPUFacts, gpu_facts
 from fleetwatch.gpu.loads import LoadDeltas
 from fleetwatch.gpu.quota import Quotas, load_quotas
 from fleetwatch.labels.registry import Registry
@@ -66,6 +67,8 @@ class GPUAccounting:
         self.pod = pod
         self.declared = cfg.declared_placement()
         self._bodies: dict[str, ExpositionFacts] = {}
+        self._scan_cache: dict[str, dict[str, dict[str, str] | None]] = {}  # per target
+        self._signature: object = None  # of the last assessment's inputs
         self._configs: dict[str, dict[str, object]] = {}  # target → model → config doc
         self._stats: dict[str, object] = {}  # model → statistics doc
         self.last: Assessment | None = None
@@ -73,10 +76,15 @@ class GPUAccounting:
         self._text = b""
 
     # -- hooks -------------------------------------------------------------------------
+    @staticmethod
+    def wants_body(st: TargetState) -> bool:
+        """Whether the body observer reads this target's bodies (Triton's and vLLM's)."""
+        return st.kind in _SCANNED
+
     def observe_body(self, st: TargetState, text: str) -> None:
-        """Body observer: remember what the raw Triton/vLLM body says."""
-        if st.kind in _SCANNED:
-            self._bodies[st.target.name] = scan_exposition(text)
+        """Body observer (in a worker thread): remember what the raw body says."""
+        cache = self._scan_cache.setdefault(st.target.name, {})
+        self._bodies[st.target.name] = scan_exposition(text, cache=cache)
 
     def on_snapshot(self, snap: Snapshot) -> None:
         """Snapshot subscriber: re-assess from the live targets."""
@@ -90,13 +98,19 @@ class GPUAccounting:
                                        self._bodies.get(name, ExpositionFacts()),
                                        self._configs.get(name, {})))
         served = {m for t in targets for m, _v in t.models}
-        self.last = assess(self.declared, live.values(), targets, self.registry,
-                           self.quotas, self._stats, self.pod, served, self.loads.deltas)
+        gpus = gpu_facts(live.values())
+        signature = _signature(targets, gpus, self._stats, self.loads.deltas)
+        if signature != self._signature or self.last is None:  # else: the same placement
+            self.last = assess(self.declared, live.values(), targets, self.registry,
+                               self.quotas, self._stats, self.pod, served, self.loads.deltas,
+                               gpus)
+            self._text = exposition(self.last).encode()
+            self._signature = signature
         self.loads.observe(((m, v, u) for m, v, u, _n in self.last.placement.rows()),
-                           self.last.gpus.used)
-        self._text = exposition(self.last).encode()
+                           gpus.used)
         for name in set(self._bodies) - set(live):
             del self._bodies[name]
+            self._scan_cache.pop(name, None)
 
     def metrics(self) -> bytes:
         """The families of the last assessment (text format 0.0.4; empty before one)."""
@@ -146,6 +160,20 @@ class GPUAccounting:
         self._stats = stats
 
 
+def _signature(targets: list[TargetFacts], gpus: GPUFacts, stats: object,
+               deltas: dict[tuple[str, str, str], int]) -> object:
+    """What an assessment depends on, comparable: unchanged, the last one still holds (the
+    memory in use is not in it: only load deltas, which are, read it)."""
+    return (tuple((t.kind, frozenset(t.models),
+                   frozenset((k, frozenset(v)) for k, v in t.exposition.triton_gpus.items()),
+                   tuple(tuple(sorted(c.items())) for c in t.exposition.vllm_cache),
+                   tuple(sorted((m, id(d)) for m, d in t.configs.items()))) for t in targets),
+            tuple(sorted((u, f.bytes) for u, f in gpus.total.items())),
+            tuple(sorted(gpus.index.items())),
+            tuple(sorted((u, frozenset(p)) for u, p in gpus.pods.items())),
+            id(stats), tuple(sorted(deltas.items())))
+
+
 async def _get_json(session: aiohttp.ClientSession, url: str) -> object | None:
     try:
         async with session.get(url) as resp:
@@ -163,6 +191,6 @@ def attach(cfg: SidecarConfig, registry: Registry | None, scraper: Scraper) -> G
     :class:`~fleetwatch.gpu.quota.QuotaError` for a bad quota file."""
     quotas = load_quotas(cfg.quotas) if cfg.quotas else None
     acc = GPUAccounting(cfg, registry or Registry(), quotas, scraper.states, own_pod())
-    scraper.body_observers.append(acc.observe_body)
+    scraper.body_observers.append((acc.wants_body, acc.observe_body))
     scraper.subscribers.append(acc.on_snapshot)
     return acc
