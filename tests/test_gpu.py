@@ -132,6 +132,11 @@ def test_unknown_footprint_splits_the_gpu_by_instances() -> None:
     ("teams: {}", "q.yaml: field 'teams': Dictionary should have at least 1 item"),
     ("- a", "q.yaml: expected a mapping with a 'teams:' mapping"),
     ("teams: [", "q.yaml: not valid YAML"),
+    ("a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+     "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c]\n"
+     "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e]\n"
+     "g: [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n",
+     "q.yaml: too many YAML nodes once aliases are expanded"),
 ])
 def test_bad_quota_files_name_file_team_and_field(tmp_path: Path, text: str,
                                                   message: str) -> None:
@@ -360,6 +365,20 @@ def test_plan_inputs_errors_name_the_file(tmp_path: Path, files: dict[str, objec
     assert r.exit_code == 2 and f"fleetwatch: error: {tmp_path}/{message}" in r.output, r.output
     missing = CliRunner().invoke(main, [*args[:6], "--captures", str(tmp_path / "nope.prom")])
     assert missing.exit_code == 2 and "nope.prom: cannot read" in missing.output
+
+
+def test_body_observer_wants_triton_and_vllm_only() -> None:
+    from fleetwatch.sidecar.config import parse_config
+    from fleetwatch.sidecar.gpu_facts import GPUAccounting
+    from fleetwatch.sidecar.targets import TargetState
+
+    cfg = parse_config({"targets": [{"name": "t", "url": "http://127.0.0.1:1/metrics"}]})
+    st = TargetState(cfg.targets[0])
+    wants = []
+    for kind in ("triton", "vllm", "dcgm", "sglang", None):
+        st.kind = kind
+        wants.append(GPUAccounting.wants_body(st))
+    assert wants == [True, True, False, False, False]
 
 
 def test_scan_is_bounded() -> None:
