@@ -128,6 +128,13 @@ ROUTES = [
     ({"alertname": "FleetwatchSLORegression", "team": "vision", "severity": "page"},
      "platform-pager"),
     ({"alertname": "FleetwatchSLONoData", "severity": "ticket"}, "platform-tickets"),
+    # shared GPUs: a quota ticket reaches the team over quota, policy tickets the platform
+    ({"alertname": "FleetwatchQuotaExceeded", "team": "search", "severity": "ticket",
+      "resource": "gpus"}, "search-tickets"),
+    ({"alertname": "FleetwatchModelWithoutTeam", "team": "platform", "severity": "ticket",
+      "model": "stray"}, "platform-tickets"),
+    ({"alertname": "FleetwatchPlacementPolicyViolation", "team": "platform",
+      "severity": "ticket", "model": "ranker"}, "platform-tickets"),
 ]
 
 

@@ -73,6 +73,8 @@ CONTRACT = {
     "model:modelserver_requests_active:sum", "model:modelserver_kv_cache_usage:max",
     "gpu:modelserver_gpu_memory_usage:ratio", "model:fleetwatch_slo_concurrency:sum",
     "model:fleetwatch_autoscaling_signal:sum",
+    "team:fleetwatch_quota_usage:sum", "team:fleetwatch_quota_limit:max",
+    "team_model:fleetwatch_quota_model_usage:sum", "team_model:fleetwatch_quota_model_limit:max",
     "slo_model:fleetwatch_slo_error_budget_remaining:ratio",
     *(f"model:{m}:{s}" for m in (
         "modelserver_request_duration_seconds", "modelserver_queue_duration_seconds",

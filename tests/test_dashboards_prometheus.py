@@ -23,7 +23,7 @@ from importlib import resources
 
 import pytest
 from tests.dashboard_inspect import query_panels, substitute
-from tests.helpers import GOLDEN, PrometheusProcess
+from tests.helpers import GOLDEN, ROOT, PrometheusProcess
 
 from fleetwatch.alerts import recording
 from fleetwatch.dashboards import build_dashboards, dashboard_dict
@@ -111,7 +111,13 @@ def stack(triton_server, vllm_server) -> Iterator[Stack]:
              "api_url": triton_server.http_url, "models": list(triton_server.models)},
             {"name": "vllm", "kind": "vllm", "url": vllm.metrics_url,
              "health_url": vllm.health_url},
-        ]})
+        ],
+        # the shared-GPU panels: the demo models declared on one (CPU-standing) GPU,
+        # the demo teams' quotas
+        "placement": [{"gpu_uuid": "GPU-demo-0", "memory_bytes": 8 * 2**30, "models": [
+            {"model": "ranker", "model_version": "1"}, {"model": "faulty"},
+            {"model": vllm.served_model_name}]}],
+        "quotas": str(ROOT / "tests" / "data" / "gpu" / "demo-quotas.yaml")})
     sidecar = SidecarThread(cfg, REGISTRY, SLOS).start()
     load = threading.Thread(target=run_demo_load, args=(triton_server, stop_load),
                             kwargs={"max_duration_s": 240, "pause_s": 0.2}, daemon=True)

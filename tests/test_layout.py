@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "slo": 3,
     "promql": 3,
     "alerts": 4,
+    "gpu": 4,  # shared GPUs: placement, footprints, quotas, the rollout plan (pure)
     "traces": 4,  # per-request facts from OTLP spans: pure, below the sidecar's receiver
     "dashboards": 5,
     "schema_doc": 5,

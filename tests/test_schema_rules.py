@@ -26,7 +26,10 @@ BASE_UNITS = {"seconds", "bytes", "ratio", "joules", "watts", "celsius", "boolea
               "preemptions", "events", "errors", "series", "families", "lines",
               "samples", "connections", "models", "replicas",
               "flop",  # flop: floating-point operations, a count (MFU numerator)
-              "spans", "traces", "bodies"}  # the OTLP trace receiver counts what it receives
+              "spans", "traces", "bodies",  # the OTLP trace receiver counts what it receives
+              # quota families: the unit is the resource label's (GPUs, bytes, instances),
+              # as issue 16 names them (fleetwatch_quota_usage{team, resource})
+              "resource"}
 #: Unit words that must not appear in a family name (not base units).
 #: Families named without their unit suffix, and why (renaming is a deprecation cycle).
 UNIT_SUFFIX_EXEMPT = {

@@ -17,6 +17,8 @@ from fleetwatch.commands.common import registry_or_fail as _registry
 from fleetwatch.commands.common import setup_logging as _setup_logging
 from fleetwatch.commands.common import slo_file_or_fail as _slo_file
 from fleetwatch.commands.generate import GENERATORS
+from fleetwatch.commands.quota import check_quota_file, quota
+from fleetwatch.commands.rollout import rollout
 from fleetwatch.exporters.sources import KINDS
 from fleetwatch.sidecar.config import ConfigError, load_config
 
@@ -46,6 +48,7 @@ def serve(config_path: str, slos_path: str | None, log_level: str) -> None:
     except ConfigError as exc:
         _fail(str(exc))
     registry = _registry(cfg.registry, f"{config_path}: registry")
+    check_quota_file(cfg, config_path)
     slos = _slo_file(slos_path) if slos_path else None
     try:
         asyncio.run(run_sidecar(cfg, registry, slos=slos))
@@ -135,12 +138,17 @@ def slo_replay(slos_path: str, registry_path: str | None, interval: float | None
 @click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
               help="Sidecar configuration YAML.")
 def validate(config_path: str) -> None:
-    """Validate a sidecar configuration and the registry it names."""
+    """Validate a sidecar configuration, the registry and quota file it names, and its
+    declared placement against the placement policy (an interactive model sharing a GPU
+    is reported, exit 1)."""
     try:
         cfg = load_config(config_path)
     except ConfigError as exc:
         _fail(str(exc))
     registry = _registry(cfg.registry, f"{config_path}: registry")
+    from fleetwatch.commands.quota import check_config_gpus
+
+    check_config_gpus(cfg, registry, config_path)
     click.echo(f"{config_path}: ok ({len(cfg.targets)} targets, "
                f"{len(registry.entries)} registry "
                f"{'entry' if len(registry.entries) == 1 else 'entries'})")
@@ -284,6 +292,8 @@ def demo(duration: float, port: int, log_level: str) -> None:
 
 for _command in GENERATORS:
     main.add_command(_command)
+main.add_command(quota)
+main.add_command(rollout)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -32,6 +32,13 @@ LINT_EXCEPTIONS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: Families the sidecar computes itself, and from what (the others: the model registry).
+_COMPUTED = {
+    "modelserver_model_placement": "fleetwatch GPU accounting (docs/gpus.md)",
+    "modelserver_model_memory_footprint_bytes": "fleetwatch GPU accounting (docs/gpus.md)",
+}
+
+
 def label_values(lab: LabelDef) -> tuple[str, ...]:
     """A label's documented values; ``backend`` and ``runtime`` are those of the
     registered sources."""
@@ -134,7 +141,7 @@ def metrics_markdown() -> str:
     ]
     for m in METRICS:
         sources = "<br>".join(f"**{s}**: {d}" for s, d in f.get(m.name, [])) or \
-            "fleetwatch (model registry)"
+            _COMPUTED.get(m.name, "fleetwatch (model registry)")
         labels = ", ".join(f"`{lab}`" for lab in series_labels(m))
         otel = f" OTel: `{m.otel}`." if m.otel else ""
         lines.append(f"| `{m.name}` | {m.type} | {m.unit} | {labels} | {m.stability} | "

@@ -9,7 +9,9 @@ per burn tier (:mod:`~fleetwatch.alerts.families.burn`), ``FleetwatchSLONoData``
 
 **Platform alerts**: sidecar down, upstream down (per model the target serves, so it can
 inhibit their SLO alerts), a model not ready longer than its latency tier's start-up
-allowance, mean queue wait high, KV cache near exhaustion, GPU memory headroom low.
+allowance, mean queue wait high, KV cache near exhaustion, GPU memory headroom low; shared
+GPUs (:mod:`~fleetwatch.alerts.families.gpus`): a team above its quota, a model without a
+team, an interactive model sharing a GPU, a rollout that would not fit.
 
 **Owners**: ``team``, ``owner``, ``oncall`` are joined *at query time* from the sidecars'
 ``modelserver_model_info`` (:func:`fleetwatch.alerts.owners.with_owner`): a registry edit

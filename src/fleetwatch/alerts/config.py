@@ -18,6 +18,10 @@ platform-alert settings and Alertmanager routing parameters.
       queue_wait: {seconds: 1, for: 10m, severity: ticket}
       kv_cache: {usage_ratio: 0.95, for: 10m, severity: ticket}
       gpu_memory: {usage_ratio: 0.95, for: 10m, severity: ticket}
+      quota: {for: 15m, severity: ticket}          # a team above its quota (fleetwatch.gpu)
+      unowned_model: {for: 15m, severity: ticket}  # policy: a model with no team
+      placement_policy: {for: 15m, severity: ticket}  # an interactive model sharing a GPU
+      rollout_memory: {for: 15m, severity: ticket}    # a second version would not fit
     slo_alerts: {absent_for: 15m, misconfigured_for: 15m}
     routing: {group_by: [team, model], group_wait: 30s, group_interval: 5m,
               repeat_interval: 4h, resolve_timeout: 5m}
@@ -147,6 +151,13 @@ class UsageRatio(Timed):
     usage_ratio: float = Field(0.95, gt=0, le=1)
 
 
+class Policy(Timed):
+    """A governance alert (quotas, ownership, placement, rollout memory): a ticket."""
+
+    for_: str = Field("15m", alias="for")
+    severity: Severity = "ticket"
+
+
 class Platform(_Strict):
     """Platform alerts: who owns them and their thresholds."""
 
@@ -158,6 +169,10 @@ class Platform(_Strict):
     queue_wait: QueueWait = QueueWait()
     kv_cache: UsageRatio = UsageRatio()
     gpu_memory: UsageRatio = UsageRatio()
+    quota: Policy = Policy()
+    unowned_model: Policy = Policy()
+    placement_policy: Policy = Policy()
+    rollout_memory: Policy = Policy()
 
 
 class SLOAlerts(_Strict):

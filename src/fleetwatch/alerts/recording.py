@@ -20,6 +20,11 @@ Per-model signals (5-minute windows):
   ``model:modelserver_requests_active:sum`` (+ ``state``),
   ``model:modelserver_kv_cache_usage:max``,
   ``gpu:modelserver_gpu_memory_usage:ratio`` (labels ``gpu_uuid, backend``: used ÷ total);
+* quotas (labels ``team, resource``, and ``model`` for the per-model caps):
+  ``team:fleetwatch_quota_usage:sum`` (summed over the sidecars, each of which counts the
+  models it serves), ``team:fleetwatch_quota_limit:max`` (every sidecar exports the same
+  limit), ``team_model:fleetwatch_quota_model_usage:sum``,
+  ``team_model:fleetwatch_quota_model_limit:max``;
 * ``model:fleetwatch_slo_concurrency:sum``, ``model:fleetwatch_autoscaling_signal:sum``.
 
 SLOs: ``slo_model_band:fleetwatch_slo_burn_rate:ratio_rate<W>`` for every window ``W`` of
@@ -59,6 +64,10 @@ REQUESTS_ACTIVE = "model:modelserver_requests_active:sum"
 KV_CACHE_USAGE = "model:modelserver_kv_cache_usage:max"
 GPU_MEMORY_USAGE = "gpu:modelserver_gpu_memory_usage:ratio"
 SLO_CONCURRENCY = "model:fleetwatch_slo_concurrency:sum"
+QUOTA_USAGE = "team:fleetwatch_quota_usage:sum"
+QUOTA_LIMIT = "team:fleetwatch_quota_limit:max"
+QUOTA_MODEL_USAGE = "team_model:fleetwatch_quota_model_usage:sum"
+QUOTA_MODEL_LIMIT = "team_model:fleetwatch_quota_model_limit:max"
 AUTOSCALING_SIGNAL = "model:fleetwatch_autoscaling_signal:sum"
 ERROR_BUDGET_REMAINING = "slo_model:fleetwatch_slo_error_budget_remaining:ratio"
 BURN_RATE_PREFIX = "slo_model_band:fleetwatch_slo_burn_rate:ratio_rate"
@@ -147,6 +156,19 @@ def _model_rules() -> tuple[RecordingRule, ...]:
                       ("gpu_uuid", "backend"),
                       "GPU memory used ÷ total per GPU (max: a GPU seen by several sidecars "
                       "counts once)."),
+        RecordingRule(QUOTA_USAGE, agg("sum", ("team", "resource"), "fleetwatch_quota_usage"),
+                      ("team", "resource"), "Quota usage per team and resource, over the "
+                      "fleet (each sidecar counts the models it serves)."),
+        RecordingRule(QUOTA_LIMIT, agg("max", ("team", "resource"), "fleetwatch_quota_limit"),
+                      ("team", "resource"), "Quota per team and resource (the same on every "
+                      "sidecar: max)."),
+        RecordingRule(QUOTA_MODEL_USAGE,
+                      agg("sum", ("team", "model", "resource"), "fleetwatch_quota_model_usage"),
+                      ("team", "model", "resource"), "Usage of the models with a per-model "
+                      "cap, over the fleet."),
+        RecordingRule(QUOTA_MODEL_LIMIT,
+                      agg("max", ("team", "model", "resource"), "fleetwatch_quota_model_limit"),
+                      ("team", "model", "resource"), "Per-model caps of the quota file."),
         RecordingRule(SLO_CONCURRENCY, agg("sum", MODEL, "fleetwatch_slo_concurrency"), MODEL,
                       "Observed concurrency summed over replicas."),
         RecordingRule(AUTOSCALING_SIGNAL,

@@ -1,10 +1,13 @@
-"""Dashboard 4 — GPUs and capacity: per-GPU utilization, memory, power and energy; which
-models share a sidecar's GPUs; capacity and load by team."""
+"""Dashboard 4 — GPUs and capacity: per-GPU utilization, memory, power and energy; shared
+GPUs (models per GPU, memory per model, usage against quota by team, the rollout memory
+plan, placement-policy violations); which models share a sidecar's GPUs; capacity and load
+by team."""
 
 from __future__ import annotations
 
 from grafanalib import core as g
 
+from fleetwatch.alerts.families.gpus import GPU_MEMORY_TOTAL, ROLLOUT_PEAK
 from fleetwatch.dashboards import names as n
 from fleetwatch.dashboards import panels as p
 from fleetwatch.dashboards.common import (
@@ -63,6 +66,68 @@ def _gpus(grid: p.Grid) -> None:
     grid.add(p.timeseries("Temperature", "GPU temperature (dcgm-exporter).",
                           [Q(_gpu("modelserver_gpu_temperature_celsius"), GL)], p.CELSIUS,
                           conditional=GPU_COND), 8)
+
+
+PLACEMENT_COND = ("needs a GPU placement: declared (the sidecar's placement:) or "
+                  "discovered (Triton's per-model gpu_uuid and KIND_GPU instance groups, "
+                  "dcgm-exporter's pod mapping).")
+QUOTA_COND = "needs a quota file (the sidecar's quotas:) and a placement."
+FOOTPRINT = "modelserver_model_memory_footprint_bytes"
+
+
+def _shared(grid: p.Grid) -> None:
+    grid.row("Shared GPUs: placement, quotas, rollout memory")
+    grid.add(p.table(
+        "Models per GPU", "Which model version runs on which GPU with how many instances "
+        "(modelserver_model_placement; docs/gpus.md says where each placement comes from).",
+        [Q(agg("max", ("gpu_uuid", "model", "model_version", "instances"),
+               "modelserver_model_placement"), instant=True, table=True)],
+        transformations=[{"id": "organize", "options": {
+            "excludeByName": {"Time": True, "Value": True},
+            "renameByName": {"model_version": "version", "gpu_uuid": "GPU"}}}],
+        overrides=[], conditional=PLACEMENT_COND), 8, 8)
+    grid.add(p.timeseries(
+        "Memory per model", "GPU memory each placed model version takes, per GPU, stacked "
+        "(its footprint: Triton statistics, vLLM's reservation, the load-time delta or the "
+        "registry's gpu_memory_bytes).",
+        [Q(agg("max", ("gpu_uuid", "model", "model_version"), FOOTPRINT),
+           "{{gpu_uuid}} {{model}} v{{model_version}}")], p.BYTES, stack=True,
+        conditional=PLACEMENT_COND), 8)
+    grid.add(p.timeseries(
+        "Quota usage ÷ limit by team", "Each team's fleet-wide usage of each resource (GPUs "
+        "split by memory footprint, GPU memory, instances) ÷ its quota; above 1 the team is "
+        "over quota (FleetwatchQuotaExceeded).",
+        [Q(sel(n.QUOTA_USAGE, re_=TEAM) + " / on (team, resource) " + n.QUOTA_LIMIT,
+           "{{team}} {{resource}}")], p.RATIO, min_=0,
+        thresholds=p.steps((p.GREEN, None), (p.RED, 1)), conditional=QUOTA_COND), 8)
+    grid.add(p.table(
+        "Quota usage and limit", "Usage and quota per team and resource, over the fleet.",
+        [Q(sel(n.QUOTA_USAGE, re_=TEAM), instant=True, table=True),
+         Q(sel(n.QUOTA_LIMIT, re_=TEAM), instant=True, table=True)],
+        transformations=[
+            {"id": "merge", "options": {}},
+            {"id": "organize", "options": {
+                "excludeByName": {"Time": True},
+                "renameByName": {"Value #A": "usage", "Value #B": "limit"}}}],
+        overrides=[], conditional=QUOTA_COND), 8, 8)
+    grid.add(p.timeseries(
+        "Rollout memory plan", "Per GPU and model: the predicted peak of loading a next "
+        "version as large as the current one beside it (memory in use + the model's "
+        "footprint) ÷ the GPU's memory; above 1 it would not fit (FleetwatchRolloutWouldNotFit"
+        "; `fleetwatch rollout plan` shows the arithmetic for a given candidate).",
+        [Q(f"{ROLLOUT_PEAK}\n/ on (gpu_uuid) group_left ()\n{GPU_MEMORY_TOTAL}",
+           "{{gpu_uuid}} {{model}}")], p.RATIO, min_=0,
+        thresholds=p.steps((p.GREEN, None), (p.RED, 1)),
+        conditional=PLACEMENT_COND + " And the GPU's memory (dcgm-exporter or Triton)."), 8)
+    grid.add(p.table(
+        "Placement policy violations", "Interactive models sharing a GPU with another "
+        "model (fleetwatch_placement_violation): they should get a GPU of their own.",
+        [Q(agg("max", ("gpu_uuid", "model", "model_version", "latency_tier"),
+               "fleetwatch_placement_violation") + " == 1", instant=True, table=True)],
+        transformations=[{"id": "organize", "options": {
+            "excludeByName": {"Time": True, "Value": True}}}],
+        overrides=[], conditional="needs an interactive model sharing a GPU (none: the "
+        "policy holds)."), 8, 8)
 
 
 def _sharing(grid: p.Grid) -> None:
@@ -152,11 +217,13 @@ def _teams(grid: p.Grid) -> None:
 def build_gpu_dashboard() -> g.Dashboard:
     grid = p.Grid()
     _gpus(grid)
+    _shared(grid)
     _sharing(grid)
     _capacity(grid)
     _teams(grid)
     return dashboard(
-        "gpus", "Per-GPU utilization, memory and headroom, power and energy; which models "
+        "gpus", "Per-GPU utilization, memory and headroom, power and energy; models per GPU, "
+        "memory per model, quota usage by team, the rollout memory plan; which models "
         "share a sidecar's GPUs; capacity at SLO, replicas and load by team. Generated by "
         "`fleetwatch dashboards`; do not edit.", grid.panels(),
         [datasource_variable(), team_variable()])

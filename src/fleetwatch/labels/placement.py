@@ -128,3 +128,22 @@ class Placement:
         """This placement with ``other``'s GPUs added; a GPU in both takes ``other``'s
         entry (pass discovered facts as ``other`` so they win over declarations)."""
         return Placement([*self._gpus.values(), *other._gpus.values()])
+
+    def overlaid(self, found: Placement) -> Placement:
+        """This (declared) placement with ``found`` (discovered) facts laid over it, model
+        by model: on each GPU, a model ``found`` places there replaces every declared
+        version of that model there; the other declared models stay (a neighbour on
+        another server is still a neighbour); a GPU's ``memory_bytes`` is ``found``'s,
+        else the declared one. GPUs only in ``found`` come after the declared ones."""
+        gpus: list[GPUPlacement] = []
+        for g in self._gpus.values():
+            f = found._gpus.get(g.gpu_uuid)
+            if f is None:
+                gpus.append(g)
+                continue
+            names = {m.model for m in f.models}
+            models = [m for m in g.models if m.model not in names] + list(f.models)
+            gpus.append(GPUPlacement(gpu_uuid=g.gpu_uuid, models=models,
+                                     memory_bytes=f.memory_bytes or g.memory_bytes))
+        gpus += [f for u, f in found._gpus.items() if u not in self._gpus]
+        return Placement(gpus)

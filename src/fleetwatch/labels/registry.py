@@ -13,6 +13,9 @@ A YAML file::
                                         # none, fp8, awq, gptq-int4); used when the server
                                         # does not report it (vLLM 0.32, Triton do not)
         description: Query ranking model
+        gpu_memory_bytes: 2147483648    # optional: GPU memory the version takes on each GPU
+                                        # it is placed on, bytes (when no server reports
+                                        # it; quotas and the rollout plan, docs/gpus.md)
         deployment:                     # optional: its Kubernetes Deployment (manifests)
           name: ranker                  # Deployment name (a DNS-1035 label, ≤ 52 chars)
           namespace: inference          # optional (default: fleetwatch manifests --namespace)
@@ -43,11 +46,13 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    Strict,
     ValidationError,
     field_validator,
     model_validator,
@@ -136,6 +141,7 @@ class ModelEntry(BaseModel):
     latency_tier: str = Field("standard", min_length=1)
     quantization: str | None = None
     description: str = ""
+    gpu_memory_bytes: Annotated[int, Strict()] | None = Field(None, gt=0)
     deployment: DeploymentSpec | None = None
 
     @field_validator("quantization", mode="before")

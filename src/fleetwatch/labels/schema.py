@@ -160,6 +160,16 @@ LABELS: tuple[LabelDef, ...] = (
     LabelDef("oncall", "On-call rotation or pager target (model registry)."),
     LabelDef("latency_tier", "Latency tier (model registry), e.g. interactive, batch."),
     LabelDef("target", "Upstream target name from the sidecar configuration."),
+    LabelDef("instances", "Model instances of a model version on one GPU (Triton "
+             "`instance_group` count; 1 for a vLLM server), as text."),
+    LabelDef("footprint_source", "Where a memory footprint came from (docs/gpus.md): "
+             "Triton model statistics `memory_usage`, vLLM `gpu_memory_utilization` × the "
+             "GPU's memory, the GPU memory delta at load time, the registry's "
+             "`gpu_memory_bytes`, vLLM's KV cache alone (`kv_cache_memory_bytes`, a lower "
+             "bound).", ("triton_statistics", "vllm_reservation", "load_delta", "registry",
+                         "vllm_kv_cache")),
+    LabelDef("resource", "A quota resource (quota file).", ("gpus", "gpu_memory_bytes",
+                                                           "instances")),
     LabelDef("slo", "SLO name (SLO file)."),
     LabelDef("band", "Per-replica concurrency band: its upper bound (\"1\", \"2\", \"4\", …, "
              "\"+Inf\"), or \"all\"."),
@@ -330,6 +340,16 @@ METRICS: tuple[MetricDef, ...] = (
               ("team", "owner", "oncall", "latency_tier", "engine_version", "quantization"),
               "stable"),
     # -- host and GPU ----------------------------------------------------------------
+    MetricDef("modelserver_model_placement", _G, "info",
+              "Which model version runs on which GPU, with how many instances: value 1. "
+              "From Triton's per-model gpu_uuid and instance_group, dcgm-exporter's pod "
+              "mapping, else the sidecar's declared placement (docs/gpus.md).",
+              ("model", "model_version", "gpu_uuid", "instances"), "alpha", per_model=False),
+    MetricDef("modelserver_model_memory_footprint_bytes", _G, "bytes",
+              "GPU memory a placed model version takes on one GPU (all its instances there), "
+              "from the first source that knows it (footprint_source; docs/gpus.md).",
+              ("model", "model_version", "gpu_uuid", "footprint_source"), "alpha",
+              per_model=False),
     MetricDef("modelserver_gpu_utilization_ratio", _G, "ratio",
               "GPU utilization, 0–1.", GPU_LABELS, "stable", per_model=False,
               otel="hw.gpu.utilization"),
@@ -410,6 +430,25 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "self > slo > passthrough) already served that family or series, by the "
               "origin of what was dropped; counted at every /metrics assembly.",
               ("origin",), "alpha", per_model=False),
+    # -- shared GPUs: quotas and the placement policy (fleetwatch.gpu) ---------------
+    MetricDef("fleetwatch_quota_usage", _G, "resource",
+              "What a team holds on this sidecar's GPUs, by resource: gpus (a shared GPU "
+              "split by memory footprint), gpu_memory_bytes (bytes), instances. Sum over "
+              "sidecars for the fleet.", ("team", "resource"), "alpha", per_model=False),
+    MetricDef("fleetwatch_quota_limit", _G, "resource",
+              "A team's quota by resource (quota file): the same on every sidecar.",
+              ("team", "resource"), "alpha", per_model=False),
+    MetricDef("fleetwatch_quota_model_usage", _G, "resource",
+              "What one model of a team holds, by resource, for the models the quota file "
+              "caps.", ("team", "model", "resource"), "alpha", per_model=False),
+    MetricDef("fleetwatch_quota_model_limit", _G, "resource",
+              "A per-model cap of the quota file, by resource.", ("team", "model", "resource"),
+              "alpha", per_model=False),
+    MetricDef("fleetwatch_placement_violation", _G, "boolean",
+              "1 for an interactive model version (registry latency_tier) that shares its "
+              "GPU with another model: the placement policy gives them a GPU of their own.",
+              ("model", "model_version", "gpu_uuid", "latency_tier"), "alpha",
+              per_model=False),
     # -- the SLO engine ------------------------------------------------------------
     MetricDef("fleetwatch_slo_events_total", _C, "events",
               "SLI events (all), by the concurrency band of the interval they happened in "

@@ -21,6 +21,7 @@ Example::
         kind: dcgm
         url: http://127.0.0.1:9400/metrics
         required: false
+    quotas: quotas.yaml               # optional: team quotas (fleetwatch.gpu.quota)
     placement:                        # optional: declared GPU placement
       - gpu_uuid: GPU-0               # (fleetwatch.labels.placement)
         models: [{model: ranker, instances: 2}, {model: streamer}]
@@ -161,6 +162,8 @@ class SidecarConfig(_Strict):
     #: Declared GPU placement (fleetwatch.labels.placement), the fallback for what the
     #: servers do not report.
     placement: list[GPUPlacement] = Field(default_factory=list)
+    #: A quota file (fleetwatch.gpu.quota): fleetwatch_quota_limit and the usage against it.
+    quotas: str | None = Field(None, min_length=1)
 
     @field_validator("placement")
     @classmethod
@@ -216,10 +219,12 @@ def parse_config(data: object, source: str = "<memory>") -> SidecarConfig:
 
 
 def load_config(path: str | Path) -> SidecarConfig:
-    """Read and validate a sidecar configuration file; a relative ``registry`` path is
-    resolved against the file's folder. Raises :class:`ConfigError`."""
+    """Read and validate a sidecar configuration file; a relative ``registry`` or
+    ``quotas`` path is resolved against the file's folder. Raises :class:`ConfigError`."""
     p = Path(path)
     cfg = parse_config(read_yaml(p, ConfigError, "configuration"), str(p))
-    if cfg.registry and not Path(cfg.registry).is_absolute():
-        cfg = cfg.model_copy(update={"registry": str(p.parent / cfg.registry)})
+    for key in ("registry", "quotas"):
+        value = getattr(cfg, key)
+        if value and not Path(value).is_absolute():
+            cfg = cfg.model_copy(update={key: str(p.parent / value)})
     return cfg

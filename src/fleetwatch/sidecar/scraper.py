@@ -72,6 +72,11 @@ class Scraper:
         self.body: bytes = b""
         self.snapshot: Snapshot | None = None
         self.subscribers: list[Callable[[Snapshot], None]] = []
+        #: ``(wants, observe)``: ``observe`` is called in a worker thread with each
+        #: successfully scraped target that ``wants(state)`` and its raw body (what the
+        #: schema drops: Triton's per-model gpu_uuid, vLLM's cache_config_info labels).
+        self.body_observers: list[tuple[Callable[[TargetState], bool],
+                                        Callable[[TargetState, str], None]]] = []
         self._session: aiohttp.ClientSession | None = None
         self._metrics_session: aiohttp.ClientSession | None = None
         self.probes = Prober(lambda: self._session)
@@ -169,6 +174,12 @@ class Scraper:
             self._mark_down(st, "internal", f"{type(exc).__name__}: {exc}")
         else:
             self._mark_up(st, normalized)
+            for wants, observe in self.body_observers:  # in a thread, like normalizing
+                try:
+                    if wants(st):
+                        await asyncio.to_thread(observe, st, text)
+                except Exception:  # a bug must not stop the scrape
+                    log.exception("body observer failed")
             await self._refresh_identity(st)
             await self._refresh_model_facts(st)
             self._forget_unseen_models(st)

@@ -36,6 +36,7 @@ from aiohttp import web
 from fleetwatch.exporters.assemble import Part
 from fleetwatch.labels.registry import Registry
 from fleetwatch.sidecar.config import SidecarConfig
+from fleetwatch.sidecar.gpu_facts import attach as attach_gpu_accounting
 from fleetwatch.sidecar.guard import ConnectionGuard, GuardedSite, install_exception_handler
 from fleetwatch.sidecar.metrics import MetricsAssembler
 from fleetwatch.sidecar.otlp_setup import start_otlp
@@ -161,6 +162,8 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
             worker = EngineWorker(engine, scraper.cold_starts.by_model)
             scraper.subscribers.append(worker.submit)
             routes, extra = slo_routes(engine, worker)
+        gpu = attach_gpu_accounting(cfg, registry, scraper)  # placement, quotas (gpu_facts)
+        extra = gpu.chain(extra)
         routes = {**(routes or {}), **page_routes(scraper, worker, routes)}
         # the OTLP receiver (trace events reach the engine through its worker), export
         receiver, extra, otlp_tasks = start_otlp(cfg.traces, cfg.metrics_export,
@@ -186,6 +189,7 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
                  cfg.listen.address, port, len(cfg.targets), cfg.scrape.interval_seconds)
         if on_ready:
             on_ready(port)
+        gpu_task = asyncio.create_task(gpu.run(stop))
         try:
             await scraper.run(stop)
         finally:
@@ -195,6 +199,9 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
                 await asyncio.gather(*otlp_tasks)
             if worker is not None:
                 worker.stop()
+            gpu_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await gpu_task
 
 
 #: File descriptors kept beyond the connection cap: the upstream scrapes, probes, logs

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fleetwatch.alerts.families import (
     burn,
+    gpus,
     misconfigured,
     no_data,
     not_ready,
@@ -21,4 +22,5 @@ from fleetwatch.alerts.family import PlatformFamily, SLOFamily
 SLO_FAMILIES: tuple[SLOFamily, ...] = (burn.FAMILY, no_data.FAMILY, misconfigured.FAMILY)
 #: Families in the platform group.
 PLATFORM_FAMILIES: tuple[PlatformFamily, ...] = (
-    sidecar_down.FAMILY, upstream_down.FAMILY, not_ready.FAMILY, saturation.FAMILY)
+    sidecar_down.FAMILY, upstream_down.FAMILY, not_ready.FAMILY, saturation.FAMILY,
+    gpus.FAMILY)

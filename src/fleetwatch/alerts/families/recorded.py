@@ -49,6 +49,13 @@ def recording_scenarios(suite: Suite) -> list[TestGroup]:
           linear(0, steps, 2**33))
     g.add("modelserver_gpu_memory_total_bytes", {"gpu_uuid": "GPU-1", "backend": "dcgm"},
           linear(0, steps, 2**34))
+    for inst, share in zip(reps, (0.25, 0.5), strict=True):  # two sidecars' shares of GPUs
+        quota = {"team": "search", "resource": "gpus", "instance": inst}
+        g.add("fleetwatch_quota_usage", quota, linear(0, steps, share))
+        g.add("fleetwatch_quota_limit", quota, linear(0, steps, 1))
+        cap = {**quota, "model": "model-a", "resource": "instances"}
+        g.add("fleetwatch_quota_model_usage", cap, linear(0, steps, 2))
+        g.add("fleetwatch_quota_model_limit", cap, linear(0, steps, 3))
 
     def expect(name: str, labels: dict[str, str], value: float, match: str = "") -> None:
         # round(1000 × …): promtool compares floats exactly, Prometheus' rate() is not exact
@@ -67,6 +74,12 @@ def recording_scenarios(suite: Suite) -> list[TestGroup]:
     expect(rec.REQUESTS_ACTIVE, {**mk, "state": "running"}, 6)
     expect(rec.KV_CACHE_USAGE, mk, 0.5)
     expect(rec.GPU_MEMORY_USAGE, {"gpu_uuid": "GPU-1", "backend": "dcgm"}, 0.5)
+    team = {"team": "search", "resource": "gpus"}
+    expect(rec.QUOTA_USAGE, team, 0.75)
+    expect(rec.QUOTA_LIMIT, team, 1)
+    cap = {"team": "search", "model": "model-a", "resource": "instances"}
+    expect(rec.QUOTA_MODEL_USAGE, cap, 4)
+    expect(rec.QUOTA_MODEL_LIMIT, cap, 3)
     expect(rec.SLO_CONCURRENCY, mk, 3)
     expect(rec.AUTOSCALING_SIGNAL, mk, 1.5)
 
