@@ -10,9 +10,12 @@ judgement:
    (:mod:`.gpu_health`) within the last long window ``L`` of the catalog's fastest window
    pair: the GPU is blamed, not A nor its neighbours.
 2. **interference** — a co-located model B (:meth:`Placement.neighbours`) whose load rose:
-   B's mean concurrency *during* the burn (over the last short window ``S``) is at least
-   :data:`RISE_RATIO` × its mean *before* the burn (over ``[onset − L, onset − S)``,
-   ``onset`` = the first judgement that saw A's regression) and at least
+   B's mean concurrency *during* the burn (over ``[onset − S, now]``, ``onset`` = the
+   first judgement that saw A's regression — kept until A has not burned for ``L``, so a
+   judgement or two without burn does not restart it —, ``S`` the pair's short window) is
+   at least
+   :data:`RISE_RATIO` × its mean *before* the burn (over ``[onset − L, onset − S)``) and at
+   least
    :data:`MIN_RISE` requests more, and A's per-interval bad-event ratio in its bands inside
    the envelope correlates with B's concurrency (Pearson r ≥ :data:`MIN_CORRELATION` over
    the intervals since ``onset − L``; with fewer than :data:`MIN_PAIRS` intervals or a
@@ -90,8 +93,9 @@ class Attributor:
         self.gpus = GPUHealth(2 * self.long)
         self._load: dict[str, deque[tuple[float, float]]] = {}
         self._inside: dict[_Key, deque[tuple[float, float, float]]] = {}
-        #: (SLO, model) → (onset, neighbour → its mean load before the onset or None)
-        self._onset: dict[_Key, tuple[float, dict[str, float | None]]] = {}
+        #: (SLO, model) → (onset, neighbour → its mean load before the onset or None,
+        #: last judgement in regression)
+        self._onset: dict[_Key, tuple[float, dict[str, float | None], float]] = {}
 
     def observe(self, snap: Snapshot) -> None:
         """Read the snapshot's GPU health (call for every snapshot, before judging)."""
@@ -110,7 +114,9 @@ class Attributor:
                 continue
             self._record_inside(ts, key, st)
             if st.state != "regression":
-                self._onset.pop(key, None)
+                onset = self._onset.get(key)
+                if onset is not None and ts - onset[2] > self.long:
+                    del self._onset[key]  # a new burn after a long window is a new onset
                 st.attribution = None
                 continue
             st.attribution = self._attribute(ts, key, st, ledger)
@@ -162,8 +168,9 @@ class Attributor:
                 q = self._load.get(b)
                 before[b] = (_mean(q, ts - self.long, ts - self.short - 1e-9)
                              if q else None)
-            onset = self._onset[key] = (ts, before)
-        since, before_load = onset
+            onset = (ts, before, ts)
+        self._onset[key] = (onset[0], onset[1], ts)
+        since, before_load, _ = onset
         env = st.slo.concurrency.envelope
         burn = {label: {w: ledger.burn_rate(st, label, w) for w in (self.long, self.short)}
                 for b, label in st.band_bounds() if b <= env and label in st.burning_bands}
@@ -175,7 +182,7 @@ class Attributor:
         found: list[Neighbour] = []
         for b, base in sorted(before_load.items()):
             q = self._load.get(b)
-            during = _mean(q, ts - self.short, ts) if q else None
+            during = _mean(q, since - self.short, ts) if q else None
             if base is None or during is None:
                 continue
             if during < RISE_RATIO * base or during - base < MIN_RISE:
