@@ -361,7 +361,8 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("modelserver_gpu_temperature_celsius", _G, "celsius",
               "GPU temperature.", GPU_LABELS, "beta", per_model=False),
     MetricDef("modelserver_gpu_memory_temperature_celsius", _G, "celsius",
-              "GPU memory (HBM) temperature.", GPU_LABELS, "beta", per_model=False),
+              "GPU memory temperature (dcgm reports 0 where the memory has no sensor, e.g. "
+              "a T4).", GPU_LABELS, "beta", per_model=False),
     MetricDef("modelserver_gpu_sm_clock_hertz", _G, "hertz",
               "GPU SM (graphics) clock frequency (dcgm: MHz × 10^6).", GPU_LABELS, "beta",
               per_model=False),
