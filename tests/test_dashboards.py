@@ -240,7 +240,7 @@ def test_slo_dashboard_has_one_row_per_slo_with_burn_by_band_and_capacity(dashbo
                     "availability: successful requests — 99.5% over 28d",
                     "ranker-p99: intervals whose p99 request latency ≤ 250 ms — 99% over 28d",
                     "llm-ttft: time to first token ≤ 500 ms — 99% over 28d",
-                    "Autoscaling"]
+                    "Co-location interference and GPU health", "Autoscaling"]
     per_row: dict[str, set[str]] = {}
     for ref in iter_panels(dash):
         per_row.setdefault(ref.row, set()).add(ref.title)
