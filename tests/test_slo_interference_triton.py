@@ -6,25 +6,24 @@ puts both on one GPU UUID, the logic does not care what the device is). ``cotena
 runs a closed loop of 1 (inside its SLO's envelope of 4); after a baseline, ``cotenant_b``
 is stepped up to 4 clients on its 4 instances and A's latency rises while it waits for
 the device: A's state is ``interference`` naming B. Then, with B idle, the slowed version
-2 of A is a ``regression``. One Triton for the module; windows shortened (20 s / 4 s);
-assertions count snapshots' states, not wall-clock figures.
+2 of A is a ``regression``. One Triton and one real sidecar (``run_sidecar``, its ``/slo``
+and ``/metrics`` over HTTP) for the module; windows shortened (20 s / 4 s); assertions
+count the polled states, not wall-clock figures.
 """
 
 from __future__ import annotations
 
-import asyncio
+import json
 import threading
 import time
+import urllib.request
 
 import pytest
-from prometheus_client import generate_latest
+from tests.helpers import SidecarThread
 
 from fleetwatch.demo.load import send_requests, slo_sim_inputs
 from fleetwatch.demo.triton import TritonServer
 from fleetwatch.sidecar.config import parse_config
-from fleetwatch.sidecar.scraper import Scraper
-from fleetwatch.slo.engine import SLOEngine
-from fleetwatch.slo.export import slo_registry
 from fleetwatch.slo.spec import parse_slo_file
 
 pytestmark = pytest.mark.triton
@@ -52,28 +51,24 @@ def _load(server: TritonServer, model: str, version: str, seconds: float, client
                   stop_event=stop)
 
 
+def _get(port: int, path: str) -> bytes:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+        return r.read()
+
+
 def _run(server: TritonServer):
-    cfg = parse_config({"scrape": {"interval_seconds": 1, "timeout_seconds": 1},
+    """The real sidecar (its engine gets the declared placement from the configuration)
+    scraping Triton every second; ``/slo`` polled every half second."""
+    cfg = parse_config({"listen": {"address": "127.0.0.1", "port": 0},
+                        "scrape": {"interval_seconds": 1, "timeout_seconds": 1},
                         "targets": [{"name": "triton", "kind": "triton",
                                      "url": server.metrics_url, "api_url": server.http_url}],
                         "placement": [{"gpu_uuid": GPU, "models": [{"model": A},
                                                                     {"model": B}]}]})
-    engine = SLOEngine(parse_slo_file(SLOS), placement=cfg.declared_placement())
-    history: list[dict[str, str]] = []  # A's state per version, per snapshot
+    history: list[dict[str, str]] = []  # A's state per version, per poll of /slo
     evidence: dict[str, object] = {}
     stop = threading.Event()
     done = threading.Event()
-
-    def record(_snap):
-        now = {s["model_version"]: s for s in engine.status() if s["slo"] == SLO}
-        history.append({v: s["state"] for v, s in now.items()})
-        a1 = now.get("1")
-        if a1 is not None and a1["state"] == "interference" and "interference" not in evidence:
-            evidence["interference"] = a1
-            evidence["metrics"] = generate_latest(slo_registry(engine)).decode()
-        a2 = now.get("2")
-        if a2 is not None and a2["state"] == "regression":
-            evidence["regression"] = a2
 
     def load():
         try:
@@ -88,25 +83,30 @@ def _run(server: TritonServer):
         finally:
             done.set()
 
-    async def scrape():
-        async with Scraper(cfg) as scraper:
-            scraper.subscribers.append(engine.update)
-            scraper.subscribers.append(record)
-            await scraper.scrape_once()
-            thread = threading.Thread(target=load, daemon=True)
-            thread.start()
-            try:
-                while not done.is_set():
-                    await asyncio.sleep(1.0)
-                    await scraper.scrape_once()
-                await asyncio.sleep(1.1)
-                await scraper.scrape_once()
-            finally:
-                stop.set()
-                thread.join(timeout=30)
-
-    asyncio.run(scrape())
-    return engine, history, evidence
+    sidecar = SidecarThread(cfg, None, parse_slo_file(SLOS)).start()
+    thread = threading.Thread(target=load, daemon=True)
+    try:
+        thread.start()
+        end = None
+        while end is None or time.monotonic() < end:
+            if end is None and done.is_set():
+                end = time.monotonic() + 2.0  # the last scrapes after the load
+            time.sleep(0.5)
+            rows = json.loads(_get(sidecar.port, "/slo"))["slos"]
+            now = {s["model_version"]: s for s in rows if s["slo"] == SLO}
+            history.append({v: s["state"] for v, s in now.items()})
+            a1, a2 = now.get("1"), now.get("2")
+            if a1 is not None and a1["state"] == "interference" \
+                    and "interference" not in evidence:
+                evidence["interference"] = a1
+                evidence["metrics"] = _get(sidecar.port, "/metrics").decode()
+            if a2 is not None and a2["state"] == "regression":
+                evidence["regression"] = a2
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+        sidecar.stop()
+    return history, evidence
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +116,7 @@ def scenario():
 
 
 def test_a_neighbours_load_makes_a_burn_inside_the_envelope_interference(scenario):
-    _, history, evidence = scenario
+    history, evidence = scenario
     v1 = [h["1"] for h in history if "1" in h]
     print(v1)
     assert v1.count("interference") >= 2, v1
@@ -142,7 +142,7 @@ def test_a_neighbours_load_makes_a_burn_inside_the_envelope_interference(scenari
 
 
 def test_a_slowed_a_with_its_neighbour_idle_is_a_regression(scenario):
-    _, history, evidence = scenario
+    history, evidence = scenario
     v2 = [h["2"] for h in history if "2" in h]
     print(v2)
     assert v2.count("regression") >= 2, v2
