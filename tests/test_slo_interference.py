@@ -183,6 +183,14 @@ def test_idle_or_clock_setting_reasons_do_not_degrade_a_gpu():
     assert f.states[-1] == "regression"
 
 
+def test_gpu_health_values_that_are_not_numbers_are_no_evidence():
+    f = Feed()
+    _baseline(f)
+    for _ in range(8):
+        f.step(a_bad=5, reasons=float("nan"), xid=float("inf"))  # type: ignore[arg-type]
+    assert f.states[-1] == "regression", f.states
+
+
 def test_an_old_xid_seen_at_start_ages_out():
     """A non-zero last XID at the first snapshot is an error then; it no longer counts
     once it is older than the long window and unchanged."""
