@@ -37,7 +37,8 @@ class Feed:
     """Cumulative Triton counters of models ``a`` and ``b`` (one 1 s step per call), and
     the captured T4 exposition with the health series given, into one engine."""
 
-    def __init__(self, placement: Placement | None = PLACEMENT) -> None:
+    def __init__(self, placement: Placement | None = PLACEMENT, a_concurrency: int = 1) -> None:
+        self.a_concurrency = a_concurrency
         self.engine = SLOEngine(parse_slo_file(SLOS), placement=placement)
         self.triton = Normalizer(TABLES["triton"])
         self.dcgm = Normalizer(TABLES["dcgm"])
@@ -50,7 +51,8 @@ class Feed:
         c = self.c
         c["a_ok"] += 10 - a_bad
         c["a_bad"] += a_bad
-        c["a_us"] += 10 * 100_000  # 10 requests of 0.1 s per second: concurrency 1
+        # 10 requests of 0.1 s (× a_concurrency) per second: concurrency 1 (× …)
+        c["a_us"] += 10 * 100_000 * self.a_concurrency
         pending = 6 if b_busy else 0
         if b_busy:
             c["b_ok"] += 10
@@ -128,6 +130,19 @@ def test_neighbour_load_rising_with_the_burn_is_interference():
     during = [v for n, lab, v in m if n == "fleetwatch_slo_interference_neighbour_concurrency"
               and lab["period"] == "during"]
     assert during == [b["concurrency_during"]]
+
+
+@pytest.mark.parametrize("b_busy", [False, True])
+def test_capacity_is_learned_from_a_regression_not_from_interference(b_busy):
+    """At concurrency 2 (band 2, not the lowest) a burn lowers capacity at SLO below the
+    envelope when it is the model's own; blamed on the neighbour it leaves capacity alone."""
+    f = Feed(a_concurrency=2)
+    _baseline(f)
+    for _ in range(10):
+        f.step(a_bad=5, b_busy=b_busy)
+    st = f.status()
+    assert st["state"] == ("interference" if b_busy else "regression"), f.states
+    assert (st["capacity"] == 4.0) is b_busy, st["capacity"]
 
 
 def test_a_burn_with_the_neighbour_idle_is_a_regression():

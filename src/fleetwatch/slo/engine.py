@@ -284,12 +284,13 @@ class SLOEngine:
         cap_cfg = self.spec.capacity
         cap_total = ledger.window_totals(cap_cfg.window)
         cap_burn = ledger.window_burn(cap_cfg.window)
-        for st in self.states.values():
+        self.attribution.record(ts, self.states, gauges.concurrency)
+        for key, st in self.states.items():
             _judge.judge(st, burning)
-            if st.state != "misconfigured" and st.state != "no_data":
+            self.attribution.attribute(ts, key, st, ledger)  # regression → interference …
+            if st.state in _judge.LEARNS_CAPACITY:
                 update_capacity(st, cap_cfg, cap_total, cap_burn,
                                 gauges.batch_limit.get(st.model))
-        self.attribution.judge(ts, self.states, gauges.concurrency, ledger)
 
     # -- outputs (see the modules named) -------------------------------------------
     def window_sums(self, st: SLOModelState, band: str, window: float,

@@ -29,6 +29,10 @@ versions; GPU utilization is not used: it cannot tell A's share from B's. The ev
 each B's load before and during, r) is on the state, in ``/slo`` and in
 ``fleetwatch_slo_interference*``/``fleetwatch_slo_gpu_degraded`` (docs/interference.md).
 
+The engine calls :meth:`Attributor.record` once per judgement and
+:meth:`Attributor.attribute` right after the judge sets each state, before capacity is
+learned (an attributed burn teaches nothing about A's capacity: ``judge.LEARNS_CAPACITY``).
+
 Bounded: per placed model one load sample per judgement, kept ``2 L`` seconds and at most
 :data:`MAX_SAMPLES`; per SLO and model the same for its inside-envelope event counts;
 state of forgotten models is dropped at the next judgement.
@@ -102,27 +106,38 @@ class Attributor:
         if self.placement:
             self.gpus.observe(snap)
 
-    def judge(self, ts: float, states: Mapping[_Key, SLOModelState],
-              concurrency: Mapping[ModelKey, float], ledger: Ledger) -> None:
-        """Record this judgement's loads, then re-judge every ``regression`` of a placed
-        model (sets ``st.state`` and ``st.attribution``)."""
+    def record(self, ts: float, states: Mapping[_Key, SLOModelState],
+               concurrency: Mapping[ModelKey, float]) -> None:
+        """Start a judgement at ``ts``: record every placed model's load and drop what is
+        older than the horizon (or of models no longer tracked). Then call
+        :meth:`attribute` for each state the judge has just set."""
         if not self.placement:
             return
-        self._record_loads(ts, concurrency)
-        for key, st in states.items():
-            if not self.placement.gpus_of(st.model[0]):
-                continue
-            self._record_inside(ts, key, st)
-            if st.state != "regression":
-                onset = self._onset.get(key)
-                if onset is not None and ts - onset[2] > self.long:
-                    del self._onset[key]  # a new burn after a long window is a new onset
-                st.attribution = None
-                continue
-            st.attribution = self._attribute(ts, key, st, ledger)
-            if st.attribution is not None:
-                st.state = st.attribution.kind
         self._expire(ts, states)
+        self._record_loads(ts, concurrency)
+
+    def attribute(self, ts: float, key: _Key, st: SLOModelState, ledger: Ledger) -> None:
+        """Re-judge one judged state: a ``regression`` of a placed model may become
+        ``interference`` or ``gpu_degraded`` (sets ``st.state`` and ``st.attribution``)."""
+        if not self.placement or not self.placement.gpus_of(st.model[0]):
+            return
+        self._record_inside(ts, key, st)
+        if st.state != "regression":
+            onset = self._onset.get(key)
+            if onset is not None and ts - onset[2] > self.long:
+                del self._onset[key]  # a new burn after a long window is a new onset
+            st.attribution = None
+            return
+        st.attribution = self._attribute(ts, key, st, ledger)
+        if st.attribution is not None:
+            st.state = st.attribution.kind
+
+    def judge(self, ts: float, states: Mapping[_Key, SLOModelState],
+              concurrency: Mapping[ModelKey, float], ledger: Ledger) -> None:
+        """:meth:`record`, then :meth:`attribute` every state."""
+        self.record(ts, states, concurrency)
+        for key, st in states.items():
+            self.attribute(ts, key, st, ledger)
 
     # -- evidence ---------------------------------------------------------------------
     def _record_loads(self, ts: float, concurrency: Mapping[ModelKey, float]) -> None:

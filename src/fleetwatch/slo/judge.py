@@ -17,6 +17,10 @@ from fleetwatch.slo.state import SLOModelState
 SEVERITY = ("regression", "gpu_degraded", "interference", "overload", "misconfigured", "ok",
             "no_data")
 
+#: States whose burns say something about the model's own capacity (capacity at SLO is
+#: learned in them; a burn blamed on a neighbour or the GPU is not the model's capacity).
+LEARNS_CAPACITY = ("ok", "regression", "overload")
+
 
 def judge(st: SLOModelState, burning_rows: list[bool]) -> None:
     """Set ``st.state`` and ``st.burning_bands`` from which window-store rows burn
