@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -215,3 +216,44 @@ class SLOReplay:
         from fleetwatch.slo.bands import burn_rate
 
         return burn_rate(good, total, objective)
+
+
+# -- the sidecar in a thread ---------------------------------------------------------------
+
+
+class SidecarThread:
+    """The sidecar (``run_sidecar`` with the SLO engine) on its own event loop in a thread."""
+
+    def __init__(self, cfg, registry, slos) -> None:
+        import asyncio
+
+        from fleetwatch.sidecar.server import run_sidecar
+
+        self.port = 0
+        self._ready = threading.Event()
+        self._box: dict = {}
+
+        async def main() -> None:
+            self._box["loop"] = asyncio.get_running_loop()
+            self._box["stop"] = asyncio.Event()
+            await run_sidecar(cfg, registry, stop=self._box["stop"], on_ready=self._on_ready,
+                              slos=slos)
+
+        self._thread = threading.Thread(target=lambda: asyncio.run(main()), daemon=True,
+                                        name="fleetwatch-sidecar")
+
+    def _on_ready(self, port: int) -> None:
+        self.port = port
+        self._ready.set()
+
+    def start(self) -> SidecarThread:
+        self._thread.start()
+        if not self._ready.wait(15):
+            raise RuntimeError("sidecar did not start within 15 s")
+        return self
+
+    def stop(self) -> None:
+        loop, stop = self._box.get("loop"), self._box.get("stop")
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(stop.set)
+        self._thread.join(15)

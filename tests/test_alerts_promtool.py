@@ -5,7 +5,9 @@ prometheus and prometheus-alertmanager packages, installed by .ci/run):
 * ``promtool test rules`` on the generated behaviour tests (per alert kind: fires above its
   threshold and not below, regression vs overload, multiwindow, inhibition labels);
 * ``amtool check-config`` and ``amtool config routes test``: a page of a team's model reaches
-  that team's pager, a ticket its ticket receiver, unowned alerts the default receivers.
+  that team's pager, a ticket its ticket receiver, unowned alerts the default receivers,
+  interference and GPU-degraded tickets the platform team's ticket receiver (not the
+  model team's pager).
 """
 
 from __future__ import annotations
@@ -135,6 +137,14 @@ ROUTES = [
       "model": "stray"}, "platform-tickets"),
     ({"alertname": "FleetwatchPlacementPolicyViolation", "team": "platform",
       "severity": "ticket", "model": "ranker"}, "platform-tickets"),
+    # a burn the engine attributes to a co-located model or the GPU: the platform's ticket,
+    # although the model's team (search) has receivers and its regression pages search
+    ({"alertname": "FleetwatchSLOInterference", "team": "platform", "severity": "ticket",
+      "model": "ranker", "model_team": "search", "neighbour": "llama-3-8b",
+      "slo": "ranker-availability"}, "platform-tickets"),
+    ({"alertname": "FleetwatchSLOGPUDegraded", "team": "platform", "severity": "ticket",
+      "model": "ranker", "model_team": "search", "gpu_uuid": "GPU-0",
+      "gpu_condition": "hw_thermal_slowdown"}, "platform-tickets"),
 ]
 
 

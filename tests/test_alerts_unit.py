@@ -123,6 +123,27 @@ def test_regression_and_overload_split_bands_at_the_envelope():
     assert 'band=~"0\\\\.25|0\\\\.5"' in al.regression_expr(p99, w)
 
 
+def test_attributed_burns_are_platform_tickets_not_regression_pages():
+    """A model the engine judges interference or gpu_degraded is left out of the
+    regression rule; its own alerts are tickets labelled with the platform team, the
+    model's team kept as model_team."""
+    slo = next(s for s in SLOS.slos if s.name == "llm-ttft")
+    reg = al.regression_expr(slo, SLOS.windows[0])
+    assert reg.endswith('unless on (slo, model, model_version, backend)\n(\n  max by (slo, '
+                        'model, model_version, backend) (fleetwatch_slo_state{slo="llm-ttft", '
+                        'state=~"interference|gpu_degraded"}) == 1\n)')
+    rules = {r.alert: r for r in al.slo_alerts(SLOS, slo, REGISTRY, CFG)}
+    for name, series, kept in (
+            (al.SLO_INTERFERENCE, "fleetwatch_slo_interference", "neighbour"),
+            (al.SLO_GPU_DEGRADED, "fleetwatch_slo_gpu_degraded", "gpu_condition")):
+        r = rules[name]
+        assert dict(r.labels) == {"severity": "ticket", "team": CFG.platform.team,
+                                  "slo": "llm-ttft"}
+        assert f'{series}{{slo="llm-ttft"}}) == 1' in r.expr and kept in r.expr
+        assert '"model_team", "$1", "team", "(.*)"' in r.expr
+    assert al.SLO_INTERFERENCE in al.SLO_ALERTS  # an upstream down mutes them too
+
+
 def test_every_alert_has_severity_and_burn_alerts_have_tier_labels():
     for gs in rule_groups(REGISTRY, SLOS, CFG).values():
         for g in gs:

@@ -240,7 +240,7 @@ def test_slo_dashboard_has_one_row_per_slo_with_burn_by_band_and_capacity(dashbo
                     "availability: successful requests — 99.5% over 28d",
                     "ranker-p99: intervals whose p99 request latency ≤ 250 ms — 99% over 28d",
                     "llm-ttft: time to first token ≤ 500 ms — 99% over 28d",
-                    "Autoscaling"]
+                    "Co-location interference and GPU health", "Autoscaling"]
     per_row: dict[str, set[str]] = {}
     for ref in iter_panels(dash):
         per_row.setdefault(ref.row, set()).add(ref.title)
@@ -256,6 +256,15 @@ def test_slo_dashboard_has_one_row_per_slo_with_burn_by_band_and_capacity(dashbo
     burn = next(ref.panel for ref in iter_panels(dash) if ref.title == "Burn rate by window")
     assert burn["fieldConfig"]["defaults"]["thresholds"]["steps"][-1]["value"] == pytest.approx(
         0.02 * 28 * 24)  # the 1h/5m page threshold for a 28-day period: 13.44
+    # interference events: who is blamed (neighbour, GPU and condition) and the evidence
+    row = "Co-location interference and GPU health"
+    exprs = {ref.title: [t["expr"] for t in ref.panel.get("targets", [])]
+             for ref in iter_panels(dash) if ref.row == row and ref.title != row}
+    assert set(exprs) == {"Interference events", "GPU-degraded burns",
+                          "Neighbour load before and during",
+                          "GPU clocks-event reasons and last XID"}
+    assert "neighbour) (fleetwatch_slo_interference{" in exprs["Interference events"][0]
+    assert "gpu_condition) (fleetwatch_slo_gpu_degraded{" in exprs["GPU-degraded burns"][0]
 
 
 def test_conditional_panels_say_why(dashboards):

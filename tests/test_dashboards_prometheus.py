@@ -13,7 +13,6 @@ panel and its result.
 
 from __future__ import annotations
 
-import asyncio
 import math
 import threading
 import time
@@ -23,7 +22,7 @@ from importlib import resources
 
 import pytest
 from tests.dashboard_inspect import query_panels, substitute
-from tests.helpers import GOLDEN, ROOT, PrometheusProcess
+from tests.helpers import GOLDEN, ROOT, PrometheusProcess, SidecarThread
 
 from fleetwatch.alerts import recording
 from fleetwatch.dashboards import build_dashboards, dashboard_dict
@@ -31,7 +30,6 @@ from fleetwatch.demo.llm_load import run_demo_llm_load
 from fleetwatch.demo.load import run_demo_load
 from fleetwatch.labels.registry import load_registry
 from fleetwatch.sidecar.config import parse_config
-from fleetwatch.sidecar.server import run_sidecar
 from fleetwatch.slo.spec import SLOFile, load_slo_file
 
 pytestmark = [pytest.mark.triton, pytest.mark.vllm]
@@ -55,40 +53,6 @@ def recording_rules(slos: SLOFile) -> list[tuple[str, str]]:
 
 
 # -- processes ---------------------------------------------------------------------------------
-
-
-class SidecarThread:
-    """The sidecar (``run_sidecar`` with the SLO engine) on its own event loop in a thread."""
-
-    def __init__(self, cfg, registry, slos) -> None:
-        self.port = 0
-        self._ready = threading.Event()
-        self._box: dict = {}
-
-        async def main() -> None:
-            self._box["loop"] = asyncio.get_running_loop()
-            self._box["stop"] = asyncio.Event()
-            await run_sidecar(cfg, registry, stop=self._box["stop"], on_ready=self._on_ready,
-                              slos=slos)
-
-        self._thread = threading.Thread(target=lambda: asyncio.run(main()), daemon=True,
-                                        name="fleetwatch-sidecar")
-
-    def _on_ready(self, port: int) -> None:
-        self.port = port
-        self._ready.set()
-
-    def start(self) -> SidecarThread:
-        self._thread.start()
-        if not self._ready.wait(15):
-            raise RuntimeError("sidecar did not start within 15 s")
-        return self
-
-    def stop(self) -> None:
-        loop, stop = self._box.get("loop"), self._box.get("stop")
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(stop.set)
-        self._thread.join(15)
 
 
 @dataclass

@@ -29,7 +29,9 @@ BASE_UNITS = {"seconds", "bytes", "ratio", "joules", "watts", "celsius", "boolea
               "spans", "traces", "bodies",  # the OTLP trace receiver counts what it receives
               # quota families: the unit is the resource label's (GPUs, bytes, instances),
               # as issue 16 names them (fleetwatch_quota_usage{team, resource})
-              "resource"}
+              "resource",
+              "hertz",  # GPU clocks (dcgm MHz × 10^6)
+              "bitmask", "code"}  # NVML clocks-event reasons bits, the last XID error code
 #: Unit words that must not appear in a family name (not base units).
 #: Families named without their unit suffix, and why (renaming is a deprecation cycle).
 UNIT_SUFFIX_EXEMPT = {
@@ -48,7 +50,7 @@ def test_counters_and_only_counters_end_in_total(m):
 def test_base_units(m):
     assert m.unit in BASE_UNITS, (m.name, m.unit)
     assert not any(bad in m.name + "_" for bad in (s + "_" for s in NOT_BASE)), m.name
-    if m.unit in ("seconds", "bytes", "ratio", "joules", "watts", "celsius") \
+    if m.unit in ("seconds", "bytes", "ratio", "joules", "watts", "celsius", "hertz") \
             and m.name not in UNIT_SUFFIX_EXEMPT:
         stem = m.name[:-6] if m.name.endswith("_total") else m.name
         assert stem.endswith("_" + m.unit) or (m.unit == "seconds" and "_seconds" in stem), \

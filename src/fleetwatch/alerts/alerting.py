@@ -5,7 +5,10 @@ family with its rules and its behaviour tests).
 **SLO alerts** (one set per SLO): ``FleetwatchSLORegression`` and ``FleetwatchSLOOverload``
 per burn tier (:mod:`~fleetwatch.alerts.families.burn`), ``FleetwatchSLONoData``
 (:mod:`~fleetwatch.alerts.families.no_data`), ``FleetwatchSLOMisconfigured``
-(:mod:`~fleetwatch.alerts.families.misconfigured`).
+(:mod:`~fleetwatch.alerts.families.misconfigured`), and ``FleetwatchSLOInterference`` /
+``FleetwatchSLOGPUDegraded`` — a burn inside the envelope the engine attributes to a
+co-located model or the GPU: platform tickets, never a regression page
+(:mod:`~fleetwatch.alerts.families.attribution`).
 
 **Platform alerts**: sidecar down, upstream down (per model the target serves, so it can
 inhibit their SLO alerts), a model not ready longer than its latency tier's start-up
@@ -31,6 +34,7 @@ from __future__ import annotations
 from fleetwatch.alerts import recording as rec
 from fleetwatch.alerts.config import AlertingConfig
 from fleetwatch.alerts.families import PLATFORM_FAMILIES, SLO_FAMILIES
+from fleetwatch.alerts.families.attribution import SLO_GPU_DEGRADED, SLO_INTERFERENCE
 from fleetwatch.alerts.families.burn import (
     BURN_ALERTS,
     SLO_OVERLOAD,
@@ -57,15 +61,17 @@ from fleetwatch.slo.spec import SLOFile, SLOSpec
 
 __all__ = [
     "BURN_ALERTS", "GPU_MEMORY_LOW", "KV_CACHE_FULL", "MODEL_NOT_READY", "MODEL_RECORDING_GROUP",
-    "PLATFORM_GROUP", "QUEUE_WAIT_HIGH", "SIDECAR_DOWN", "SLO_ALERTS", "SLO_MISCONFIGURED",
-    "SLO_NO_DATA", "SLO_OVERLOAD", "SLO_REGRESSION", "UPSTREAM_DOWN", "AlertRule", "Labels",
-    "RuleGroup", "inside_bands", "model_recording_groups", "not_ready_entries",
-    "ordered_tiers", "overload_expr", "platform_alerts", "platform_groups",
-    "regression_expr", "slo_alerts", "slo_groups", "tier_name",
+    "PLATFORM_GROUP", "QUEUE_WAIT_HIGH", "SIDECAR_DOWN", "SLO_ALERTS", "SLO_GPU_DEGRADED",
+    "SLO_INTERFERENCE", "SLO_MISCONFIGURED", "SLO_NO_DATA", "SLO_OVERLOAD", "SLO_REGRESSION",
+    "UPSTREAM_DOWN", "AlertRule", "Labels", "RuleGroup", "inside_bands",
+    "model_recording_groups", "not_ready_entries", "ordered_tiers", "overload_expr",
+    "platform_alerts", "platform_groups", "regression_expr", "slo_alerts", "slo_groups",
+    "tier_name",
 ]
 
 #: Alerts about SLOs (upstream-down inhibits these for the same model).
-SLO_ALERTS = (SLO_REGRESSION, SLO_OVERLOAD, SLO_MISCONFIGURED)
+SLO_ALERTS = (SLO_REGRESSION, SLO_OVERLOAD, SLO_INTERFERENCE, SLO_GPU_DEGRADED,
+              SLO_MISCONFIGURED)
 
 MODEL_RECORDING_GROUP = "fleetwatch-model-recording"
 PLATFORM_GROUP = "fleetwatch-platform-alerts"

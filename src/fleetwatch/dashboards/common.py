@@ -96,11 +96,12 @@ def with_team(expr: str) -> str:
 
 def slo_state_code(matchers: dict[str, str], labels: Sequence[str] = MODEL_KEY,
                    eq: dict[str, str] | None = None) -> str:
-    """The SLO state as one number (see ``panels.STATE_CODES``): 4 regression,
-    3 misconfigured, 2 overload, 1 ok, 0 no data; the highest over replicas and SLOs wins.
+    """The SLO state as one number (see ``panels.STATE_CODES``): 6 regression,
+    5 gpu_degraded, 4 interference, 3 misconfigured, 2 overload, 1 ok, 0 no data; the
+    highest over replicas and SLOs wins.
     ``matchers`` are regex matchers, ``eq`` exact ones."""
-    codes = (("regression", 4), ("misconfigured", 3), ("overload", 2), ("ok", 1),
-             ("no_data", 0))
+    codes = (("regression", 6), ("gpu_degraded", 5), ("interference", 4),
+             ("misconfigured", 3), ("overload", 2), ("ok", 1), ("no_data", 0))
     parts = [f"({sel('fleetwatch_slo_state', eq={**(eq or {}), 'state': s}, re_=matchers)}"
              f" * {c})" for s, c in codes]
     return agg("max", labels, " or ".join(parts))

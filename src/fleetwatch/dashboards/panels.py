@@ -36,6 +36,7 @@ PER_S = "suffix: /s"
 NONE = "none"
 
 GREEN, ORANGE, RED, GREY, PURPLE, BLUE = "green", "orange", "red", "text", "purple", "blue"
+YELLOW = "yellow"
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,8 @@ def value_map(mapping: dict[int, tuple[str, str]]) -> list[dict[str, Any]]:
 #: SLO state as one number per model (highest priority wins across replicas); see
 #: :func:`fleetwatch.dashboards.queries.slo_state_code`.
 STATE_CODES = {0: ("no data", GREY), 1: ("ok", GREEN), 2: ("overload", ORANGE),
-               3: ("misconfigured", PURPLE), 4: ("regression", RED)}
+               3: ("misconfigured", PURPLE), 4: ("interference", BLUE),
+               5: ("gpu_degraded", YELLOW), 6: ("regression", RED)}
 
 
 def timeseries(title: str, description: str, queries: Sequence[Q], unit: str, *,

@@ -18,6 +18,7 @@ from fleetwatch.dashboards.common import (
     slo_state_code,
     team_variable,
 )
+from fleetwatch.dashboards.interference import interference_row
 from fleetwatch.dashboards.names import window
 from fleetwatch.dashboards.panels import Q
 from fleetwatch.promql import agg, by, rate, sel
@@ -109,8 +110,10 @@ def _overview(grid: p.Grid, slos: SLOFile) -> None:
                     "The SLO file these dashboards were generated from."), 24, 8)
     grid.add(p.table(
         "State", "Current state of every SLO on every model and version: ok, regression "
-        "(burn inside the concurrency envelope: page), overload (burn only above it: scale "
-        "out), no_data, misconfigured (e.g. the threshold is not a bucket boundary).",
+        "(burn inside the concurrency envelope: page), interference / gpu_degraded (such a "
+        "burn blamed on a co-located model or the GPU: platform ticket), overload (burn "
+        "only above it: scale out), no_data, misconfigured (e.g. the threshold is not a "
+        "bucket boundary).",
         [Q(agg("max", ("slo", *MODEL_KEY, "state"),
                sel("fleetwatch_slo_state", re_=MODEL)) + " == 1", instant=True, table=True)],
         transformations=[{"id": "organize", "options": {
@@ -120,7 +123,10 @@ def _overview(grid: p.Grid, slos: SLOFile) -> None:
             {"type": "value", "options": {k: {"text": k, "color": c, "index": i}
                                           for i, (k, c) in enumerate((
                                               ("ok", p.GREEN), ("overload", p.ORANGE),
-                                              ("regression", p.RED), ("no_data", p.GREY),
+                                              ("regression", p.RED),
+                                              ("interference", p.BLUE),
+                                              ("gpu_degraded", p.YELLOW),
+                                              ("no_data", p.GREY),
                                               ("misconfigured", p.PURPLE)))}}])]), 12, 8)
     grid.add(p.bargauge(
         "Error budget remaining", "Share of each SLO's error budget left over its period "
@@ -264,6 +270,7 @@ def build_slo_dashboard(slos: SLOFile) -> g.Dashboard:
     _overview(grid, slos)
     for s in slos.slos:
         _slo_row(grid, slos, s)
+    interference_row(grid, MODEL)
     _autoscaling(grid)
     return dashboard(
         "slos", "Per SLO and model: objective, SLI, error budget, burn rate by window and by "

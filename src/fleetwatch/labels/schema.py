@@ -106,7 +106,8 @@ LABELS: tuple[LabelDef, ...] = (
              otel="gen_ai.token.type"),
     LabelDef("state", "Request state inside the server (modelserver_requests_active); SLO "
              "state (fleetwatch_slo_state).", ("running", "waiting", "ok", "regression",
-                                               "overload", "no_data", "misconfigured"),
+                                               "interference", "gpu_degraded", "overload",
+                                               "no_data", "misconfigured"),
              otel="modelserver.request.state"),
     LabelDef("phase", "Processing phase; different backends have different phase sets, "
              "compare within a backend. vLLM's `inference` (its RUNNING phase: from the most "
@@ -187,6 +188,16 @@ LABELS: tuple[LabelDef, ...] = (
              "already joined; span_overflow: too many spans in one trace).",
              ("too_large", "too_many_spans", "bad_gzip", "bad_protobuf", "bad_json",
               "unsupported_media_type", "evicted", "expired", "late", "span_overflow")),
+    LabelDef("neighbour", "A model co-located on the same GPU (sidecar `placement:`) whose "
+             "load rose while this model burned its budget inside its envelope "
+             "(fleetwatch_slo_interference)."),
+    LabelDef("period", "Before the burn began or during it (interference evidence).",
+             ("before", "during")),
+    LabelDef("gpu_condition", "Why a GPU is degraded: a slowing NVML clocks-event reason "
+             "of dcgm's clock-throttle bitmask, or a new XID error "
+             "(fleetwatch.exporters.sources.dcgm.CLOCK_EVENT_REASONS).",
+             ("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
+              "hw_power_brake_slowdown", "xid")),
     LabelDef("forward_result", "What became of an OTLP body forwarded downstream.",
              ("ok", "error", "dropped")),
 )
@@ -369,6 +380,25 @@ METRICS: tuple[MetricDef, ...] = (
               otel="hw.energy"),
     MetricDef("modelserver_gpu_temperature_celsius", _G, "celsius",
               "GPU temperature.", GPU_LABELS, "beta", per_model=False),
+    MetricDef("modelserver_gpu_memory_temperature_celsius", _G, "celsius",
+              "GPU memory temperature (dcgm reports 0 where the memory has no sensor, e.g. "
+              "a T4).", GPU_LABELS, "beta", per_model=False),
+    MetricDef("modelserver_gpu_sm_clock_hertz", _G, "hertz",
+              "GPU SM (graphics) clock frequency (dcgm: MHz × 10^6).", GPU_LABELS, "beta",
+              per_model=False),
+    MetricDef("modelserver_gpu_memory_clock_hertz", _G, "hertz",
+              "GPU memory clock frequency (dcgm: MHz × 10^6).", GPU_LABELS, "beta",
+              per_model=False),
+    MetricDef("modelserver_gpu_clock_event_reasons", _G, "bitmask",
+              "Why the GPU's clocks are below their maximum: NVML's clocks-event (formerly "
+              "clock-throttle) reasons bitmask, as dcgm reports it (bit 0x8 HW slowdown, 0x20 "
+              "SW thermal, 0x40 HW thermal, 0x80 power brake, …: decode with "
+              "`floor(x / bit) % 2`; fleetwatch.exporters.sources.dcgm.CLOCK_EVENT_REASONS).",
+              GPU_LABELS, "alpha", per_model=False),
+    MetricDef("modelserver_gpu_last_xid_code", _G, "code",
+              "The last XID error the GPU driver reported (dcgm DCGM_FI_DEV_XID_ERRORS; 0: none "
+              "since the exporter started). A change is a new error.", GPU_LABELS, "alpha",
+              per_model=False),
     MetricDef("modelserver_cpu_utilization_ratio", _G, "ratio",
               "Host CPU utilization, 0–1 (Triton).", (), "beta", per_model=False),
     MetricDef("modelserver_cpu_memory_used_bytes", _G, "bytes",
@@ -488,8 +518,22 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "capacity model's x).", (*_SLO_LABELS, "band"), "beta", per_model=False),
     MetricDef("fleetwatch_slo_state", _G, "boolean",
               "1 for the current state of the SLO on the model: ok, regression (burn inside "
-              "the concurrency envelope: page), overload (burn only above it: scale out), "
+              "the concurrency envelope: page), interference (such a burn while a co-located "
+              "model's load rose: platform ticket), gpu_degraded (such a burn on a throttling "
+              "or erroring GPU: platform ticket), overload (burn only above it: scale out), "
               "no_data, misconfigured.", (*_SLO_LABELS, "state"), "beta", per_model=False),
+    MetricDef("fleetwatch_slo_interference", _G, "boolean",
+              "1 per co-located model (sidecar placement) whose load rose while the SLO's "
+              "state on the model is interference (docs/interference.md).",
+              (*_SLO_LABELS, "neighbour"), "alpha", per_model=False),
+    MetricDef("fleetwatch_slo_interference_neighbour_concurrency", _G, "requests",
+              "The interfering neighbour's mean concurrency before the burn began and during "
+              "it (the evidence of fleetwatch_slo_interference).",
+              (*_SLO_LABELS, "neighbour", "period"), "alpha", per_model=False),
+    MetricDef("fleetwatch_slo_gpu_degraded", _G, "boolean",
+              "1 per GPU of the model (sidecar placement) and condition while the SLO's state "
+              "on the model is gpu_degraded.", (*_SLO_LABELS, "gpu_uuid", "gpu_condition"),
+              "alpha", per_model=False),
     MetricDef("fleetwatch_slo_concurrency", _G, "requests",
               "Observed per-replica concurrency of the last interval: time-averaged requests "
               "in the system (Little's law over request durations, cross-checked with "

@@ -51,6 +51,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 background:var(--muted)}
 .state-ok{background:var(--ok)}.state-regression{background:var(--bad)}
 .state-overload{background:var(--warn)}.state-misconfigured{background:#7c3aed}
+.state-interference{background:#2563eb}.state-gpu_degraded{background:#a16207}
 .yes{color:var(--ok);font-weight:600}.no{color:var(--bad);font-weight:600}
 .muted{color:var(--muted)}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:12px}

@@ -158,7 +158,7 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
         routes, extra = None, None
         worker: EngineWorker | None = None
         if slos is not None:  # the engine updates in its own thread (slo_worker)
-            engine = SLOEngine(slos, registry)
+            engine = SLOEngine(slos, registry, placement=cfg.declared_placement())
             worker = EngineWorker(engine, scraper.cold_starts.by_model)
             scraper.subscribers.append(worker.submit)
             routes, extra = slo_routes(engine, worker)

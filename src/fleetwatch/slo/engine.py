@@ -8,7 +8,9 @@ Fed every sidecar snapshot (typed, timestamped: see
    :attr:`CARRY_SECONDS`);
 2. **accounts** the interval's events by the concurrency band it ran at into sliding
    windows and computes burn rates (:mod:`.account`);
-3. **judges** ok / regression / overload / no_data / misconfigured (:mod:`.judge`);
+3. **judges** ok / regression / overload / no_data / misconfigured (:mod:`.judge`), and
+   with a placement re-judges a regression as interference or gpu_degraded
+   (:mod:`.interference`);
 4. learns **capacity at SLO** with hysteresis (:mod:`.capacity`);
 5. derives **autoscaling signals** per model (:mod:`.autoscaling`);
 6. answers :meth:`status` (``/slo``), :meth:`autoscaling` (``/autoscaling``) and
@@ -32,6 +34,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from fleetwatch.exporters.snapshot import Snapshot
+from fleetwatch.labels.placement import Placement
 from fleetwatch.labels.registry import Registry
 from fleetwatch.slo import autoscaling as _autoscaling
 from fleetwatch.slo import judge as _judge
@@ -43,6 +46,7 @@ from fleetwatch.slo.capacity import update_capacity
 from fleetwatch.slo.concurrency import estimate as estimate_concurrency
 from fleetwatch.slo.concurrency import in_system
 from fleetwatch.slo.decode import QUEUE, Decoder, Hist, Interval, needed_families
+from fleetwatch.slo.interference import Attributor
 from fleetwatch.slo.latency import BandLatency
 from fleetwatch.slo.sli import LATENCY_METRICS
 from fleetwatch.slo.spec import SLOFile, SLOSpec
@@ -65,7 +69,9 @@ class SLOEngine:
     Subscribe :meth:`update` to the scraper; read :meth:`status` and :meth:`autoscaling`
     (JSON-ready), or expose :meth:`iter_metrics` through
     :class:`fleetwatch.slo.export.SLOCollector`. ``buckets``: sub-intervals per sliding
-    window (memory and resolution, see :mod:`.windows`).
+    window (memory and resolution, see :mod:`.windows`). ``placement``: which models
+    share which GPU (the sidecar's ``placement:``), for co-location interference and GPU
+    health (:mod:`.interference`; without it a burn inside the envelope is a regression).
 
     Attributes read by callers: ``states`` ((SLO name, model) → :class:`SLOModelState`),
     ``concurrency``/``queue_wait``/``kv_usage`` (model → requests / seconds / ratio),
@@ -76,8 +82,9 @@ class SLOEngine:
     CARRY_SECONDS = Decoder.CARRY_SECONDS
 
     def __init__(self, slos: SLOFile, registry: Registry | None = None,
-                 buckets: int = 60) -> None:
+                 buckets: int = 60, placement: Placement | None = None) -> None:
         self.spec = slos
+        self.attribution = Attributor(slos, placement)
         self.registry = registry or Registry()
         self.ledger = Ledger(slos, buckets)
         self.window_lengths = self.ledger.window_lengths
@@ -118,6 +125,7 @@ class SLOEngine:
         if self._prev_ts is not None and ts <= self._prev_ts:
             return
         decoded = self._decoder.decode(snap)
+        self.attribution.observe(snap)
         self.gauges.gpu_memory_ratio = decoded.gpu_memory_ratio
         prev_ts, self._prev_ts = self._prev_ts, ts
         if prev_ts is not None:
@@ -283,9 +291,11 @@ class SLOEngine:
         cap_cfg = self.spec.capacity
         cap_total = ledger.window_totals(cap_cfg.window)
         cap_burn = ledger.window_burn(cap_cfg.window)
-        for st in self.states.values():
+        self.attribution.record(ts, self.states, gauges.concurrency)
+        for key, st in self.states.items():
             _judge.judge(st, burning)
-            if st.state != "misconfigured" and st.state != "no_data":
+            self.attribution.attribute(ts, key, st, ledger)  # regression → interference …
+            if st.state in _judge.LEARNS_CAPACITY:
                 update_capacity(st, cap_cfg, cap_total, cap_burn,
                                 gauges.batch_limit.get(st.model))
 

@@ -1,10 +1,12 @@
 """Judgement: the state of an SLO on a model, and the sentence that explains it.
 
 ``regression`` when a band inside the concurrency envelope burns faster than a window
-pair's threshold on both its windows (page the owner), ``overload`` when only bands above
-the envelope do (scale out), ``ok`` otherwise; ``no_data`` before any event,
-``misconfigured`` when the SLI cannot be measured (a latency threshold that is not a
-bucket boundary of the source).
+pair's threshold on both its windows (page the owner) — re-judged by
+:mod:`.interference` as ``interference`` (a co-located model's load rose: platform
+ticket) or ``gpu_degraded`` (the GPU throttles or errors: platform ticket) —,
+``overload`` when only bands above the envelope do (scale out), ``ok`` otherwise;
+``no_data`` before any event, ``misconfigured`` when the SLI cannot be measured (a
+latency threshold that is not a bucket boundary of the source).
 """
 
 from __future__ import annotations
@@ -12,7 +14,12 @@ from __future__ import annotations
 from fleetwatch.slo.state import SLOModelState
 
 #: Worst first: the state of a model over all its SLOs is the first one present.
-SEVERITY = ("regression", "overload", "misconfigured", "ok", "no_data")
+SEVERITY = ("regression", "gpu_degraded", "interference", "overload", "misconfigured", "ok",
+            "no_data")
+
+#: States whose burns say something about the model's own capacity (capacity at SLO is
+#: learned in them; a burn blamed on a neighbour or the GPU is not the model's capacity).
+LEARNS_CAPACITY = ("ok", "regression", "overload")
 
 
 def judge(st: SLOModelState, burning_rows: list[bool]) -> None:
@@ -51,6 +58,20 @@ def explain(st: SLOModelState) -> str:
     if st.state == "regression":
         return (f"budget burning in bands {', '.join(st.burning_bands)} — inside the "
                 f"envelope (≤ {env} concurrent requests per replica): page the owner")
+    att = st.attribution
+    if st.state == "interference" and att is not None:
+        who = "; ".join(
+            f"{n.model} (concurrency {n.before:.3g} before, {n.during:.3g} during"
+            + (f", r = {n.correlation:.2f}" if n.correlation is not None else "") + ")"
+            for n in att.neighbours)
+        return (f"budget burning in bands {', '.join(st.burning_bands)} inside the envelope "
+                f"(≤ {env}) while co-located {who} got busier on the shared GPU: "
+                f"interference, a ticket to the platform team, not a page")
+    if st.state == "gpu_degraded" and att is not None:
+        gpus = "; ".join(f"{u} ({', '.join(c)})" for u, c in att.gpus.items())
+        return (f"budget burning in bands {', '.join(st.burning_bands)} inside the envelope "
+                f"(≤ {env}) on a degraded GPU {gpus}: the GPU, not the model — a ticket "
+                f"to the platform team")
     if st.state == "overload":
         return (f"budget burning only in bands {', '.join(st.burning_bands)}, above the "
                 f"envelope (≤ {env}): scale out, do not page")

@@ -18,9 +18,41 @@ from fleetwatch.slo.spec import SLOSpec
 #: ``(model, model_version, backend)`` — the identity of a served model.
 ModelKey = tuple[str, str, str]
 #: Every value of the ``state`` label, in exposition order.
-STATES = ("ok", "regression", "overload", "no_data", "misconfigured")
+STATES = ("ok", "regression", "interference", "gpu_degraded", "overload", "no_data",
+          "misconfigured")
 #: The ``band`` label of the overall (all bands) counts.
 ALL = "all"
+
+
+@dataclass
+class Neighbour:
+    """Evidence that a co-located model interferes (:mod:`.interference`): its mean
+    concurrency ``before`` the burn began and ``during`` it (requests, summed over its
+    versions), and the Pearson correlation of this model's per-interval bad-event ratio
+    (bands inside the envelope) with the neighbour's concurrency (None: too few intervals,
+    or one of them constant)."""
+
+    model: str
+    before: float
+    during: float
+    correlation: float | None
+
+
+@dataclass
+class Attribution:
+    """Why a burn inside the envelope is not the model's fault: ``kind`` is
+    ``interference`` (``neighbours``, largest rise first) or ``gpu_degraded`` (``gpus``:
+    GPU UUID → conditions, e.g. ``hw_thermal_slowdown``, ``xid``); ``since`` the Unix time
+    the burn was first seen, ``long``/``short`` the window pair judged (seconds),
+    ``burn`` band → window seconds → burn rate of the bands inside the envelope."""
+
+    kind: str
+    since: float
+    long: float
+    short: float
+    burn: dict[str, dict[float, float]]
+    neighbours: list[Neighbour] = field(default_factory=list)
+    gpus: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -37,7 +69,8 @@ class SLOModelState:
     distribution of a latency SLI);
     ``burning_bands`` the band labels burning on a window pair at the last update;
     ``rows`` maps a band label (or :data:`ALL`) to its row in the window store;
-    ``events``/``good`` are the cumulative event counts per band label since start.
+    ``events``/``good`` are the cumulative event counts per band label since start;
+    ``attribution`` says whom an ``interference`` or ``gpu_degraded`` state blames.
     """
 
     slo: SLOSpec
@@ -56,6 +89,7 @@ class SLOModelState:
     good: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     last_band: str | None = None
     latency: dict[str, BandLatency] = field(default_factory=dict)
+    attribution: Attribution | None = None
 
     def band_edges(self) -> list[tuple[float, float, str]]:
         """``(lower, upper, label)`` of every band (lower edge of the first: 0)."""

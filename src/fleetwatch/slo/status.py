@@ -43,6 +43,26 @@ class BandLatencyStatus(TypedDict):
     concurrency: float | None  # observation-weighted mean concurrency (requests)
 
 
+class NeighbourStatus(TypedDict):
+    """A co-located model blamed for interference, with its load before and during."""
+
+    model: str
+    concurrency_before: float  # requests (mean before the burn began)
+    concurrency_during: float  # requests (mean over the last short window)
+    correlation: float | None  # Pearson r of the bad ratio and this load (None: not computed)
+
+
+class AttributionStatus(TypedDict):
+    """Whom an ``interference`` or ``gpu_degraded`` state blames, and the evidence."""
+
+    kind: str  # interference | gpu_degraded
+    since: float  # Unix seconds: the burn first seen
+    windows: dict[str, str]  # {"long": "5m", "short": "30s"}: the pair judged
+    burn_rates: dict[str, dict[str, float | None]]  # band inside the envelope → window → burn
+    neighbours: list[NeighbourStatus]
+    gpus: dict[str, list[str]]  # gpu_uuid → conditions (hw_thermal_slowdown, xid, …)
+
+
 class SLOStatus(TypedDict):
     """One SLO on one model (JSON-ready)."""
 
@@ -67,6 +87,7 @@ class SLOStatus(TypedDict):
     band_latency: dict[str, BandLatencyStatus]  # band → evidence (latency: latency SLIs)
     burn_rates: dict[str, dict[str, float | None]]  # window label → band → burn (None: no data)
     events: dict[str, float]  # band → events since start
+    attribution: AttributionStatus | None  # interference / gpu_degraded evidence
 
 
 def _num(v: float | None) -> float | None:
@@ -78,6 +99,35 @@ def _band_latency(st: SLOModelState) -> dict[str, BandLatencyStatus]:
     return {label: {"quantile": q, "latency_seconds": _num(bl.quantile(q)),
                     "concurrency": _num(bl.concurrency())}
             for label, bl in sorted(st.latency.items(), key=lambda kv: band_sort(kv[0]))}
+
+
+def _attribution(st: SLOModelState) -> AttributionStatus | None:
+    a = st.attribution
+    if a is None:
+        return None
+    return {"kind": a.kind, "since": a.since,
+            "windows": {"long": format_duration(a.long), "short": format_duration(a.short)},
+            "burn_rates": {b: {format_duration(w): _num(v) for w, v in ws.items()}
+                           for b, ws in a.burn.items()},
+            "neighbours": [{"model": n.model, "concurrency_before": n.before,
+                            "concurrency_during": n.during, "correlation": n.correlation}
+                           for n in a.neighbours],
+            "gpus": {u: list(c) for u, c in a.gpus.items()}}
+
+
+def _attribution_samples(base: dict[str, str], st: SLOModelState) -> Iterator[Sample]:
+    a = st.attribution
+    if a is None:
+        return
+    for n in a.neighbours:
+        lab = {**base, "neighbour": n.model}
+        yield "fleetwatch_slo_interference", lab, 1.0
+        for period, v in (("before", n.before), ("during", n.during)):
+            yield ("fleetwatch_slo_interference_neighbour_concurrency",
+                   {**lab, "period": period}, v)
+    for u, conds in a.gpus.items():
+        for c in conds:
+            yield "fleetwatch_slo_gpu_degraded", {**base, "gpu_uuid": u, "gpu_condition": c}, 1.0
 
 
 def status(ledger: Ledger, states: States, gauges: ModelGauges) -> list[SLOStatus]:
@@ -105,6 +155,7 @@ def status(ledger: Ledger, states: States, gauges: ModelGauges) -> list[SLOStatu
             "batch_limit": gauges.batch_limit.get(mk),
             "band_latency": _band_latency(st), "burn_rates": burn,
             "events": dict(st.events),
+            "attribution": _attribution(st),
         })
     return out
 
@@ -141,6 +192,7 @@ def iter_metrics(ledger: Ledger, states: States,
                 yield "fleetwatch_slo_band_concurrency", lab, conc
         for s in STATES:
             yield "fleetwatch_slo_state", {**base, "state": s}, 1.0 if st.state == s else 0.0
+        yield from _attribution_samples(base, st)
     for obj in signals:
         base = {"model": obj["model"], "model_version": obj["model_version"],
                 "backend": obj["backend"]}

@@ -7,6 +7,7 @@ document (the golden files pin both).
 from __future__ import annotations
 
 from fleetwatch.alerts.families import (
+    attribution,
     burn,
     gpus,
     misconfigured,
@@ -19,7 +20,8 @@ from fleetwatch.alerts.families import (
 from fleetwatch.alerts.family import PlatformFamily, SLOFamily
 
 #: Families with rules per SLO (in the SLO's group, after its burn-rate recording rules).
-SLO_FAMILIES: tuple[SLOFamily, ...] = (burn.FAMILY, no_data.FAMILY, misconfigured.FAMILY)
+SLO_FAMILIES: tuple[SLOFamily, ...] = (burn.FAMILY, attribution.FAMILY, no_data.FAMILY,
+                                       misconfigured.FAMILY)
 #: Families in the platform group.
 PLATFORM_FAMILIES: tuple[PlatformFamily, ...] = (
     sidecar_down.FAMILY, upstream_down.FAMILY, not_ready.FAMILY, saturation.FAMILY,

@@ -4,6 +4,8 @@ each per SLO and window pair (*burn tier*) of the catalog, with their behaviour 
 * ``FleetwatchSLORegression`` — a concurrency band **inside** the SLO's envelope burns
   faster than the tier's threshold over both its windows: the model got worse at a load it
   promises to handle. Severity is the tier's (``page``/``ticket``).
+  A model the SLO engine judges ``interference`` or ``gpu_degraded`` is left out (those
+  are platform tickets, :mod:`.attribution`).
 * ``FleetwatchSLOOverload`` — only bands **above** the envelope burn: the model is asked
   more than it promises; a ``ticket`` whose annotations point at the autoscaler.
 
@@ -31,6 +33,7 @@ from fleetwatch.alerts.config import AlertingConfig
 from fleetwatch.alerts.families.slo_context import (
     SLOContext,
     actual_burn,
+    attributed_expr,
     bad_per_step,
     margin_ok,
     slo_context,
@@ -83,9 +86,12 @@ def _max_by_slo_model(expr: str) -> str:
 
 
 def regression_expr(slo: SLOSpec, w: BurnWindow) -> str:
-    """Bands inside the envelope burn over both windows (value: the long-window burn)."""
+    """Bands inside the envelope burn over both windows (value: the long-window burn),
+    unless the engine attributes the burn to a co-located model or the GPU
+    (:mod:`.attribution`: a platform ticket instead)."""
     inside = string(alternation([regex_escape(b) for b in inside_bands(slo)]))
-    return _max_by_slo_model(_burning(slo, w, f"band=~{inside}"))
+    return (f"{_max_by_slo_model(_burning(slo, w, f'band=~{inside}'))}\n"
+            f"unless on ({', '.join(rec.SLO_MODEL)})\n(\n{block(attributed_expr(slo))}\n)")
 
 
 def overload_expr(slo: SLOSpec, w: BurnWindow) -> str:

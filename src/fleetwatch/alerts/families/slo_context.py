@@ -9,6 +9,7 @@ from decimal import Decimal
 from fleetwatch.alerts.config import AlertingConfig
 from fleetwatch.alerts.numbers import burn_factor, error_budget
 from fleetwatch.alerts.owners import slo_team
+from fleetwatch.alerts.recording import SLO_MODEL
 from fleetwatch.alerts.rules import inside_bands
 from fleetwatch.alerts.scenarios import (
     BACKEND,
@@ -22,8 +23,22 @@ from fleetwatch.alerts.scenarios import (
     piecewise,
 )
 from fleetwatch.labels.registry import ModelEntry, Registry
+from fleetwatch.promql import string
 from fleetwatch.slo.bands import band_label
 from fleetwatch.slo.spec import BurnWindow, SLOFile, SLOSpec
+
+#: The engine states that take a burn inside the envelope away from the model's owner
+#: (:mod:`fleetwatch.slo.interference`; alerts in :mod:`.attribution`).
+ATTRIBUTED_STATES = ("interference", "gpu_degraded")
+
+
+def attributed_expr(slo: SLOSpec) -> str:
+    """The SLO's models whose burn the engine attributes to a neighbour or a GPU (the
+    right-hand side of the regression rule's ``unless``)."""
+    states = "|".join(ATTRIBUTED_STATES)
+    return (f"max by ({', '.join(SLO_MODEL)}) (fleetwatch_slo_state"
+            f"{{slo={string(slo.name)}, state=~\"{states}\"}}) == 1")
+
 
 #: Events per step and band (at least; see :attr:`SLOContext.per_step`).
 EVENTS_PER_STEP = 100_000
