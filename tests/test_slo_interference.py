@@ -215,3 +215,21 @@ def test_an_old_xid_seen_at_start_ages_out():
     for _ in range(8):
         f.step(a_bad=5, xid=13)
     assert f.states[-1] == "regression", f.states
+
+
+def test_a_discovered_placement_replaces_the_declared_one() -> None:
+    """The sidecar hands the engine each new placement (gpu_facts.placement_listeners):
+    neighbours follow it, and an empty placement keeps no attribution state."""
+    from collections import deque
+
+    from fleetwatch.labels.placement import GPUPlacement, Placement
+    from fleetwatch.slo.interference import Attributor
+
+    att = Attributor(parse_slo_file(SLOS))
+    assert not att.placement
+    att.set_placement(Placement([GPUPlacement(gpu_uuid="G", models=[  # type: ignore[list-item]
+        {"model": "a"}, {"model": "b"}])]))
+    assert att.placement.neighbours("a") == {"b"}
+    att._load["b"] = deque([(0.0, 1.0)])
+    att.set_placement(Placement())
+    assert not att.placement and att._load == {}

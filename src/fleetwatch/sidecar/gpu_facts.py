@@ -35,6 +35,7 @@ from fleetwatch.gpu.discovered import TargetFacts
 from fleetwatch.gpu.facts import GPUFacts, gpu_facts
 from fleetwatch.gpu.loads import LoadDeltas
 from fleetwatch.gpu.quota import Quotas, load_quotas
+from fleetwatch.labels.placement import Placement
 from fleetwatch.labels.registry import Registry
 from fleetwatch.sidecar.config import SidecarConfig
 from fleetwatch.sidecar.scraper import Scraper
@@ -74,6 +75,9 @@ class GPUAccounting:
         self.last: Assessment | None = None
         self.loads = LoadDeltas()  # footprints measured when a model appears on a GPU
         self._text = b""
+        #: Called with each new placement (declared overlaid with discovered facts): the
+        #: SLO engine's attribution (co-location interference) reads the same placement.
+        self.placement_listeners: list[Callable[[Placement], None]] = []
 
     # -- hooks -------------------------------------------------------------------------
     @staticmethod
@@ -106,6 +110,8 @@ class GPUAccounting:
                                gpus)
             self._text = exposition(self.last).encode()
             self._signature = signature
+            for listener in self.placement_listeners:
+                listener(self.last.placement)
         self.loads.observe(((m, v, u) for m, v, u, _n in self.last.placement.rows()),
                            gpus.used)
         for name in set(self._bodies) - set(live):

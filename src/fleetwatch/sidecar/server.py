@@ -163,6 +163,8 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
             scraper.subscribers.append(worker.submit)
             routes, extra = slo_routes(engine, worker)
         gpu = attach_gpu_accounting(cfg, registry, scraper)  # placement, quotas (gpu_facts)
+        if worker is not None:  # attribution sees discovered placement too, not only declared
+            gpu.placement_listeners.append(worker.engine.attribution.set_placement)
         extra = gpu.chain(extra)
         routes = {**(routes or {}), **page_routes(scraper, worker, routes)}
         # the OTLP receiver (trace events reach the engine through its worker), export

@@ -101,6 +101,15 @@ class Attributor:
         #: last judgement in regression)
         self._onset: dict[_Key, tuple[float, dict[str, float | None], float]] = {}
 
+    def set_placement(self, placement: Placement) -> None:
+        """Replace the placement (the sidecar's discovered placement overlaid on the
+        declared one, whenever it changes). The loads of models no longer placed age out
+        over two long windows; an empty placement keeps nothing. Called from another
+        thread: one reference assignment (the engine reads ``placement`` once per use)."""
+        self.placement = placement
+        if not placement:
+            self._load, self._inside, self._onset = {}, {}, {}
+
     def observe(self, snap: Snapshot) -> None:
         """Read the snapshot's GPU health (call for every snapshot, before judging)."""
         if self.placement:
