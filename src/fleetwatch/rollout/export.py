@@ -1,0 +1,80 @@
+"""The sidecar's continuous rollout comparison: ``fleetwatch_rollout_verdict``.
+
+For every model of which the SLO engine tracks two or more versions (of one backend), the
+*baseline* is the oldest version — the smallest number (versions that are not whole
+numbers sort as text, after the numbers) — and each other version is a *candidate*
+compared with it (:func:`fleetwatch.rollout.compare.compare` on the engine's per-band
+counts since start, :func:`fleetwatch.rollout.summary.from_engine`). Each pair is a
+one-hot state set ``fleetwatch_rollout_verdict{model, baseline, candidate, verdict} 1``
+with ``verdict`` one of ``better``, ``same``, ``worse``, ``not_enough_data`` (the others
+0), as ``fleetwatch_slo_state`` is. The work per scrape is one pass over the engine's
+states; pairs are bounded by the engine's own model limit.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from fleetwatch.labels.schema import METRICS_BY_NAME
+from fleetwatch.rollout.compare import DEFAULT, VERDICTS, Comparison, Settings, compare
+from fleetwatch.rollout.summary import from_engine
+from fleetwatch.slo.engine import SLOEngine
+
+VERDICT = "fleetwatch_rollout_verdict"
+
+
+def verdict_label(verdict: str) -> str:
+    """The ``verdict`` label value of a verdict (``not enough data`` → ``not_enough_data``)."""
+    return verdict.replace(" ", "_")
+
+
+def version_order(version: str) -> tuple[int, int, str]:
+    """Sort key of versions: whole numbers ascending, then the rest as text."""
+    return (0, int(version), "") if version.isdigit() else (1, 0, version)
+
+
+def live_pairs(engine: SLOEngine) -> list[tuple[str, str, str, str]]:
+    """``(model, backend, baseline version, candidate version)`` of every model with two
+    or more versions in the engine (see the module doc), sorted."""
+    versions: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for _, (model, version, backend) in engine.states:
+        versions[(model, backend)].add(version)
+    out: list[tuple[str, str, str, str]] = []
+    for (model, backend), vs in sorted(versions.items()):
+        ordered = sorted(vs, key=version_order)
+        out.extend((model, backend, ordered[0], v) for v in ordered[1:])
+    return out
+
+
+def live_comparisons(engine: SLOEngine, settings: Settings = DEFAULT) -> list[Comparison]:
+    """The comparison of each pair of :func:`live_pairs`."""
+    out = []
+    for model, backend, base, cand in live_pairs(engine):
+        try:
+            out.append(compare(model, base, cand, from_engine(engine, model, base, backend),
+                               from_engine(engine, model, cand, backend), settings))
+        except ValueError:  # the versions share no SLO (selectors by version)
+            continue
+    return out
+
+
+class RolloutCollector(Collector):
+    """Collects ``fleetwatch_rollout_verdict`` from the engine at render time (call from
+    the thread that updates the engine)."""
+
+    def __init__(self, engine: SLOEngine, settings: Settings = DEFAULT) -> None:
+        self.engine = engine
+        self.settings = settings
+
+    def collect(self) -> Iterator[Metric]:
+        mdef = METRICS_BY_NAME[VERDICT]
+        fam = GaugeMetricFamily(VERDICT, mdef.help, labels=list(mdef.labels))
+        for c in live_comparisons(self.engine, self.settings):
+            for v in VERDICTS:
+                fam.add_metric([c.model, c.baseline, c.candidate, verdict_label(v)],
+                               1.0 if c.verdict == v else 0.0)
+        yield fam
