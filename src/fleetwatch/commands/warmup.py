@@ -86,6 +86,12 @@ def _exact_models(entry: ModelEntry, cfg: SidecarConfig) -> list[str]:
                    if fnmatch.fnmatchcase(m, entry.name)})
 
 
+def _exact_version(entry: ModelEntry) -> str:
+    """The entry's version when it names one exactly (else "": the server's default)."""
+    v = entry.version or ""
+    return "" if set("*?[") & set(v) else v
+
+
 def _host(url: str) -> str:
     parts = urllib.parse.urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
@@ -122,18 +128,26 @@ def server_url(spec: WarmupSpec, model: str, cfg: SidecarConfig) -> str:
 def plans(cfg: SidecarConfig, registry: Registry, model: str | None,
           version: str = "") -> list[Plan]:
     """The warm-ups to run: ``model``'s (raises :class:`WarmupInputError` when the
-    registry does not know it or it has no spec), else every entry's with a spec."""
+    registry does not know it or it has no spec), else every entry's with a spec. The
+    version is ``version``, else the entry's when it names one exactly, else "" (the
+    server's default: Triton's version policy)."""
     where = registry.source
     if model is not None:
-        entry = registry.lookup(model, version)
+        if version:
+            entry = registry.lookup(model, version)
+        else:  # no version given: the first entry of the name with a spec, else the first
+            named = [e for e in registry.entries if fnmatch.fnmatchcase(model, e.name)]
+            entry = next((e for e in named if e.warmup is not None), named[0] if named
+                         else None)
         if entry is None:
             v = f" version {version!r}" if version else ""
             raise WarmupInputError(f"model {model}{v}: not in the registry {where}")
         if entry.warmup is None:
             raise WarmupInputError(f"model {model}: its registry entry (in {where}) has no "
                                    "warmup: spec")
-        return [Plan(model, version, entry.warmup, server_url(entry.warmup, model, cfg))]
-    out = [Plan(m, version, e.warmup, server_url(e.warmup, m, cfg))
+        return [Plan(model, version or _exact_version(entry), entry.warmup,
+                     server_url(entry.warmup, model, cfg))]
+    out = [Plan(m, version or _exact_version(e), e.warmup, server_url(e.warmup, m, cfg))
            for e in registry.entries if e.warmup is not None for m in _exact_models(e, cfg)]
     if not out:
         raise WarmupInputError(f"no registry entry (in {where or 'the configuration'}) has "
