@@ -163,7 +163,7 @@ def _cli(*args: str):
 def _cli_results(tmp: Path, prom: str) -> dict:
     """Every command the tests check, run while Prometheus is up."""
     model = ("--model", "slo_sim")
-    live = ("--prometheus", prom, *model)
+    live = ("--prometheus", prom, "--slos", str(tmp / "slos.yaml"), *model)
     offline = ("--slos", str(tmp / "slos.yaml"), "--captures", str(tmp / "captures"), *model)
     r = {}
     for name, src in (("prom", live), ("offline", offline)):

@@ -245,7 +245,8 @@ def _source_options(f: Any) -> Any:
         click.option("--timeout", type=float, default=10.0, show_default=True,
                      help="Seconds per Prometheus query."),
         click.option("--slos", "slos_path", type=click.Path(dir_okay=False), default=None,
-                     help="SLO file to replay captures with."),
+                     help="SLO file: replay captures with it; with --prometheus, the "
+                          "objectives."),
         click.option("--registry", "registry_path", type=click.Path(dir_okay=False),
                      default=None, help="Model registry (for the SLOs' selectors)."),
         click.option("--interval", type=float, default=None,

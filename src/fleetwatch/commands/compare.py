@@ -6,7 +6,8 @@ Where each side comes from:
 * ``--prometheus URL`` — a Prometheus that scrapes the sidecars (as ``slo report``): the
   per-band event counters summed over instances, since the sidecars started or, with
   ``--range 1h``, their increase over that range (:data:`~fleetwatch.rollout.summary.
-  QUERIES`);
+  QUERIES`); ``--slos FILE`` adds the objectives (the default margin is half the error
+  budget; without them, 1 percentage point);
 * ``--slos FILE`` with captured ``/metrics`` bodies, replayed offline through the
   normalizer and the SLO engine exactly as ``fleetwatch slo replay`` reads them
   (:func:`fleetwatch.commands.slo_replay.replay`): ``--captures PATH…`` holds both versions
@@ -116,6 +117,18 @@ def pick(summaries: Sequence[SLOSummary], model: str, version: str,
     return found
 
 
+def with_objectives(summaries: list[SLOSummary], slos: SLOFile | None) -> list[SLOSummary]:
+    """``summaries`` with each SLO's objective and SLI kind from ``slos`` (Prometheus has
+    neither: without them the margin is 1 percentage point)."""
+    if slos is not None:
+        specs = {s.name: s for s in slos.slos}
+        for s in summaries:
+            spec = specs.get(s.slo)
+            if spec is not None:
+                s.objective, s.sli = spec.objective, spec.sli.kind
+    return summaries
+
+
 # -- output ---------------------------------------------------------------------------
 def _ratio(side: BandSLI | None, interval: tuple[float, float] | None) -> str:
     if side is None:
@@ -205,6 +218,8 @@ class Sources:
         offline = bool(captures or baseline_captures or candidate_captures)
         if prometheus and offline:
             raise CompareInputError("give --prometheus or captures, not both")
+        if not prometheus and not offline:
+            raise CompareInputError("give --prometheus URL, or --slos FILE with captures")
         if offline and slos is None:
             raise CompareInputError("captures need --slos FILE (the SLOs to replay them with)")
         if captures and (baseline_captures or candidate_captures):
@@ -230,7 +245,7 @@ class Sources:
                 check_target(self.prometheus, self.timeout)
                 self._prom = prometheus_summaries(self.prometheus, self.model, self.rng,
                                                   self.timeout, query)
-            return pick(self._prom, self.model, version, where)
+            return with_objectives(pick(self._prom, self.model, version, where), self.slos)
         paths = tuple(self.captures or self.side_captures[side])
         if not paths:
             raise CompareInputError(f"no source for the {side}: give --prometheus URL, "
