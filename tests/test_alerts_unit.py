@@ -73,6 +73,7 @@ CONTRACT = {
     "model:modelserver_requests_active:sum", "model:modelserver_kv_cache_usage:max",
     "gpu:modelserver_gpu_memory_usage:ratio", "model:fleetwatch_slo_concurrency:sum",
     "model:fleetwatch_autoscaling_signal:sum",
+    "model_rollout:fleetwatch_rollout_verdict:max",
     "slo_model:fleetwatch_slo_error_budget_remaining:ratio",
     *(f"model:{m}:{s}" for m in (
         "modelserver_request_duration_seconds", "modelserver_queue_duration_seconds",

@@ -18,6 +18,7 @@ platform-alert settings and Alertmanager routing parameters.
       queue_wait: {seconds: 1, for: 10m, severity: ticket}
       kv_cache: {usage_ratio: 0.95, for: 10m, severity: ticket}
       gpu_memory: {usage_ratio: 0.95, for: 10m, severity: ticket}
+      rollout_worse: {for: 15m, severity: ticket}   # a candidate version worse by band
     slo_alerts: {absent_for: 15m, misconfigured_for: 15m}
     routing: {group_by: [team, model], group_wait: 30s, group_interval: 5m,
               repeat_interval: 4h, resolve_timeout: 5m}
@@ -147,6 +148,13 @@ class UsageRatio(Timed):
     usage_ratio: float = Field(0.95, gt=0, le=1)
 
 
+class RolloutWorse(Timed):
+    """A rollout candidate worse than its baseline (``fleetwatch_rollout_verdict``)."""
+
+    for_: str = Field("15m", alias="for")
+    severity: Severity = "ticket"
+
+
 class Platform(_Strict):
     """Platform alerts: who owns them and their thresholds."""
 
@@ -158,6 +166,7 @@ class Platform(_Strict):
     queue_wait: QueueWait = QueueWait()
     kv_cache: UsageRatio = UsageRatio()
     gpu_memory: UsageRatio = UsageRatio()
+    rollout_worse: RolloutWorse = RolloutWorse()
 
 
 class SLOAlerts(_Strict):

@@ -20,7 +20,9 @@ Per-model signals (5-minute windows):
   ``model:modelserver_requests_active:sum`` (+ ``state``),
   ``model:modelserver_kv_cache_usage:max``,
   ``gpu:modelserver_gpu_memory_usage:ratio`` (labels ``gpu_uuid, backend``: used ÷ total);
-* ``model:fleetwatch_slo_concurrency:sum``, ``model:fleetwatch_autoscaling_signal:sum``.
+* ``model:fleetwatch_slo_concurrency:sum``, ``model:fleetwatch_autoscaling_signal:sum``;
+* ``model_rollout:fleetwatch_rollout_verdict:max`` (labels ``model, baseline, candidate,
+  verdict``): a verdict any replica's sidecar gives (:mod:`fleetwatch.rollout`).
 
 SLOs: ``slo_model_band:fleetwatch_slo_burn_rate:ratio_rate<W>`` for every window ``W`` of
 :func:`burn_windows` (``band="all"`` is the overall burn):
@@ -60,6 +62,8 @@ KV_CACHE_USAGE = "model:modelserver_kv_cache_usage:max"
 GPU_MEMORY_USAGE = "gpu:modelserver_gpu_memory_usage:ratio"
 SLO_CONCURRENCY = "model:fleetwatch_slo_concurrency:sum"
 AUTOSCALING_SIGNAL = "model:fleetwatch_autoscaling_signal:sum"
+ROLLOUT_VERDICT = "model_rollout:fleetwatch_rollout_verdict:max"
+ROLLOUT = ("model", "baseline", "candidate", "verdict")
 ERROR_BUDGET_REMAINING = "slo_model:fleetwatch_slo_error_budget_remaining:ratio"
 BURN_RATE_PREFIX = "slo_model_band:fleetwatch_slo_burn_rate:ratio_rate"
 
@@ -152,6 +156,9 @@ def _model_rules() -> tuple[RecordingRule, ...]:
         RecordingRule(AUTOSCALING_SIGNAL,
                       agg("sum", MODEL, "fleetwatch_autoscaling_signal_ratio"), MODEL,
                       "Autoscaling signal summed over replicas: desired replicas = ceil(this)."),
+        RecordingRule(ROLLOUT_VERDICT, agg("max", ROLLOUT, "fleetwatch_rollout_verdict"),
+                      ROLLOUT, "Rollout verdict of each candidate version over the replicas "
+                               "(1 when any replica's sidecar gives that verdict)."),
     ]
     return tuple(rules)
 

@@ -36,7 +36,7 @@ from typing import Any
 from fleetwatch.demo.llm_load import LLMRequest, make_prompt, send_request
 from fleetwatch.demo.load.bounds import loopback_address
 from fleetwatch.labels.registry import ModelEntry, Registry
-from fleetwatch.labels.warmup import WarmupSpec
+from fleetwatch.labels.warmup import NUMPY_DTYPES, WarmupSpec
 from fleetwatch.sidecar.config import SidecarConfig, Target
 
 #: Token ids of ``unit: tokens`` prompts are drawn from this range (inside any real
@@ -200,7 +200,6 @@ def triton_latencies(plan: Plan) -> list[float]:
     """Send a classic model's warm-up to Triton (HTTP or gRPC, ``tritonclient``); the
     latency of each request (seconds). Raises :class:`WarmupError` when one fails."""
     import numpy as np
-    from tritonclient.utils import triton_to_np_dtype
 
     from fleetwatch.demo.load import send_requests
 
@@ -209,7 +208,7 @@ def triton_latencies(plan: Plan) -> list[float]:
 
     def make(index: int) -> dict[str, Any]:
         batch = [spec.batch_sizes[index % len(spec.batch_sizes)]] if spec.batch_sizes else []
-        return {t.name: np.zeros([*batch, *t.shape], dtype=triton_to_np_dtype(t.datatype))
+        return {t.name: np.zeros([*batch, *t.shape], dtype=NUMPY_DTYPES[t.datatype])
                 for t in spec.inputs or ()}
 
     try:

@@ -8,7 +8,8 @@ windows): :data:`REQUESTS_RATE` (+ ``outcome``), :data:`ERROR_RATIO`, :func:`lat
 where the source has no buckets, e.g. Triton), :data:`TOKENS_RATE` (+ ``token_type``),
 :data:`PREFIX_CACHE_HIT_RATIO`, :data:`REQUESTS_ACTIVE` (+ ``state``),
 :data:`KV_CACHE_USAGE`, :data:`GPU_MEMORY_USAGE` (``gpu_uuid, backend``),
-:data:`SLO_CONCURRENCY`, :data:`AUTOSCALING_SIGNAL`. SLOs: :func:`burn_rate` for every
+:data:`SLO_CONCURRENCY`, :data:`AUTOSCALING_SIGNAL`; rollouts: :data:`ROLLOUT_VERDICT`
+(``model, baseline, candidate, verdict``). SLOs: :func:`burn_rate` for every
 window of :func:`burn_windows` (labels ``slo, model, model_version, backend, band``;
 ``band="all"`` is the overall burn) and :data:`ERROR_BUDGET_REMAINING`.
 """
@@ -26,6 +27,7 @@ from fleetwatch.alerts.recording import (
     PREFIX_CACHE_HIT_RATIO,
     REQUESTS_ACTIVE,
     REQUESTS_RATE,
+    ROLLOUT_VERDICT,
     SLO_CONCURRENCY,
     TOKENS_RATE,
     LatencyStat,
@@ -39,6 +41,7 @@ from fleetwatch.slo.sli import LATENCY_HISTOGRAMS
 __all__ = [
     "AUTOSCALING_SIGNAL", "ERROR_BUDGET_REMAINING", "ERROR_RATIO", "GPU_MEMORY_USAGE",
     "KV_CACHE_USAGE", "LATENCY_HISTOGRAMS", "LATENCY_STATS", "PREFIX_CACHE_HIT_RATIO",
-    "REQUESTS_ACTIVE", "REQUESTS_RATE", "SLO_CONCURRENCY", "TOKENS_RATE", "LatencyStat",
+    "REQUESTS_ACTIVE", "REQUESTS_RATE", "ROLLOUT_VERDICT", "SLO_CONCURRENCY", "TOKENS_RATE",
+    "LatencyStat",
     "burn_rate", "burn_windows", "latency", "recorded_names", "window",
 ]

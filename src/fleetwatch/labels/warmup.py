@@ -40,9 +40,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-#: Triton tensor data types a warm-up input may have (Triton's ``TYPE_*`` without it).
-DATATYPES = ("BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
-             "INT64", "FP16", "FP32", "FP64")
+#: Triton tensor data types a warm-up input may have (Triton's ``TYPE_*`` without it,
+#: docs/user_guide/model_configuration.md) and the numpy dtype of each.
+NUMPY_DTYPES = {"BOOL": "bool", "UINT8": "uint8", "UINT16": "uint16", "UINT32": "uint32",
+                "UINT64": "uint64", "INT8": "int8", "INT16": "int16", "INT32": "int32",
+                "INT64": "int64", "FP16": "float16", "FP32": "float32", "FP64": "float64"}
+DATATYPES = tuple(NUMPY_DTYPES)
 #: Most requests one warm-up may send.
 MAX_COUNT = 10_000
 
@@ -81,12 +84,13 @@ class TensorSpec(_Strict):
     batch dimension is not included when ``batch_sizes`` is given)."""
 
     name: str = Field(min_length=1)
-    datatype: Literal["BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16",
-                      "INT32", "INT64", "FP16", "FP32", "FP64"]
+    datatype: str
     shape: list[int] = Field(max_length=8)
 
     @model_validator(mode="after")
     def _positive(self) -> TensorSpec:
+        if self.datatype not in NUMPY_DTYPES:
+            raise ValueError(f"datatype {self.datatype!r}: one of {', '.join(DATATYPES)}")
         if any(d < 1 for d in self.shape):
             raise ValueError(f"shape {self.shape}: every dimension is a positive size "
                              "(write the warm-up's concrete shape, not -1)")
@@ -124,4 +128,4 @@ class WarmupSpec(_Strict):
         return self.gate == "required"
 
 
-__all__ = ["DATATYPES", "MAX_COUNT", "LLMWarmup", "TensorSpec", "WarmupSpec"]
+__all__ = ["DATATYPES", "MAX_COUNT", "NUMPY_DTYPES", "LLMWarmup", "TensorSpec", "WarmupSpec"]

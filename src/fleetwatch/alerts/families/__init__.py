@@ -11,6 +11,7 @@ from fleetwatch.alerts.families import (
     misconfigured,
     no_data,
     not_ready,
+    rollout,
     saturation,
     sidecar_down,
     upstream_down,
@@ -21,4 +22,5 @@ from fleetwatch.alerts.family import PlatformFamily, SLOFamily
 SLO_FAMILIES: tuple[SLOFamily, ...] = (burn.FAMILY, no_data.FAMILY, misconfigured.FAMILY)
 #: Families in the platform group.
 PLATFORM_FAMILIES: tuple[PlatformFamily, ...] = (
-    sidecar_down.FAMILY, upstream_down.FAMILY, not_ready.FAMILY, saturation.FAMILY)
+    sidecar_down.FAMILY, upstream_down.FAMILY, not_ready.FAMILY, saturation.FAMILY,
+    rollout.FAMILY)
