@@ -37,9 +37,11 @@ from tests.helpers import PrometheusProcess
 from tests.test_dashboards_prometheus import SidecarThread
 
 from fleetwatch.cli import main
+from fleetwatch.commands.warmup import Plan, triton_latencies
 from fleetwatch.demo.load import step_load
 from fleetwatch.demo.triton import DEFAULT_MODEL_REPOSITORY, TritonServer
 from fleetwatch.labels.registry import parse_registry
+from fleetwatch.labels.warmup import WarmupSpec
 from fleetwatch.sidecar.config import parse_config
 from fleetwatch.slo.spec import parse_slo_file
 
@@ -140,6 +142,10 @@ def rollout(tmp_path_factory):
                 print(res.output)
                 out["after"] = _wait(lambda: (s := _get(f"{base}/readyz"))[0] == 200 and s,
                                      "/readyz 200 after the warm-up")
+                # the gRPC client path (tritonclient.grpc), on version 1
+                spec = WarmupSpec.model_validate({**WARMUP, "protocol": "grpc", "count": 5})
+                out["grpc"] = triton_latencies(
+                    Plan("slo_sim", "1", spec, f"127.0.0.1:{triton.grpc_port}"))
                 capturer.thread.start()
                 for version, conc in PHASES:
                     step_load(triton.http_address, "slo_sim", steps=(conc,),
@@ -203,6 +209,9 @@ def test_readiness_waits_for_the_required_warm_up(rollout):
     assert status == 200 and json.loads(after)["targets"]["triton"]["models_not_warm"] == []
     assert 'fleetwatch_model_warm{model="slo_sim",model_version="3",target="triton"} 1.0' \
         in rollout["metrics"]
+    grpc = rollout["grpc"]
+    print("gRPC warm-up of version 1, ms:", [round(1000 * x, 1) for x in grpc])
+    assert len(grpc) == 5 and all(x > 0.008 for x in grpc)  # ≥ the 8 ms service time
 
 
 @pytest.mark.parametrize("source", ["prom", "offline"])

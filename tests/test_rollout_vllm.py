@@ -24,7 +24,9 @@ from click.testing import CliRunner
 from tests.test_dashboards_prometheus import SidecarThread
 
 from fleetwatch.cli import main
+from fleetwatch.commands.warmup import Plan, draw_lengths, llm_latencies
 from fleetwatch.labels.registry import parse_registry
+from fleetwatch.labels.warmup import WarmupSpec
 from fleetwatch.sidecar.config import parse_config
 
 pytestmark = pytest.mark.vllm
@@ -55,6 +57,17 @@ def _wait(pred, what: str, seconds: float = 20.0):
             return got
         time.sleep(0.25)
     pytest.fail(f"{what}: not within {seconds:g} s")
+
+
+def _prompt_tokens(s) -> float:
+    """vLLM's own count of prompt tokens (``vllm:prompt_tokens_total``)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    total = 0.0
+    for fam in text_string_to_metric_families(_get(s.metrics_url)[1]):
+        if fam.name == "vllm:prompt_tokens":
+            total += sum(x.value for x in fam.samples if x.name.endswith("_total"))
+    return total
 
 
 WARM = 'fleetwatch_model_warm{model="tiny-llm",model_version="",target="vllm"}'
@@ -107,6 +120,15 @@ def test_readiness_flips_only_after_the_warm_up(vllm_server, tmp_path):
         _wait(lambda: readyz()[0] == 200, "ready after the warm-up")
         assert f"{WARM} 1.0" in _get(f"{base}/metrics")[1]
         assert readyz()[1]["targets"]["vllm"]["models_not_warm"] == []
+
+        # unit tokens: token-id prompts of exactly the drawn lengths (vLLM counts them)
+        spec = WarmupSpec.model_validate({**REGISTRY["models"][0]["warmup"], "count": 4,
+                                          "llm": {"unit": "tokens", "lengths": [20, 33],
+                                                  "max_tokens": 4}})
+        before = _prompt_tokens(s)
+        lat = llm_latencies(Plan("tiny-llm", "", spec, s.url))
+        assert len(lat) == 4
+        assert _prompt_tokens(s) - before == sum(draw_lengths(spec))
     finally:
         sidecar.stop()
         if not s.running:

@@ -155,7 +155,9 @@ def plans(cfg: SidecarConfig, registry: Registry, model: str | None,
     return out
 
 
-def _draw_lengths(spec: WarmupSpec, seed: int = 0) -> list[int]:
+def draw_lengths(spec: WarmupSpec, seed: int = 0) -> list[int]:
+    """The prompt length of each of an LLM warm-up's requests (in its ``unit``), drawn
+    with ``seed`` from its lengths and weights (so a warm-up is repeatable)."""
     assert spec.llm is not None
     rng = random.Random(seed)
     return rng.choices(spec.llm.lengths, weights=spec.llm.weights, k=spec.count)
@@ -170,7 +172,7 @@ def llm_latencies(plan: Plan) -> list[float]:
     assert llm is not None
     rng = random.Random(1)
     requests: list[LLMRequest] = []
-    for n in _draw_lengths(plan.spec):
+    for n in draw_lengths(plan.spec):
         if llm.unit == "tokens":
             requests.append(TokenRequest(max_tokens=llm.max_tokens, stream=False,
                                          token_ids=tuple(rng.randrange(*TOKEN_IDS)
