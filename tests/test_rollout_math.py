@@ -157,3 +157,25 @@ def test_warm_up_gate_counts_successes_since_the_server_started(caplog):
 def test_verdict_labels_and_version_order():
     assert verdict_label(NO_DATA) == "not_enough_data" and verdict_label(WORSE) == "worse"
     assert sorted(["10", "2", "b", "1", "a"], key=version_order) == ["1", "2", "10", "a", "b"]
+
+
+def test_sidecar_verdict_per_candidate_against_the_oldest_version():
+    from fleetwatch.rollout.export import RolloutCollector, live_pairs
+    from fleetwatch.slo.engine import SLOEngine, SLOModelState
+    from fleetwatch.slo.spec import parse_slo_file
+
+    spec = parse_slo_file({"slos": [{
+        "name": "avail", "sli": {"availability": {}}, "objectives": [{"target": 0.99}],
+        "timeWindow": [{"duration": "28d"}], "concurrency": {"envelope": 4, "bands": [1, 4]}}]})
+    engine = SLOEngine(spec)
+    for model, version, good in (("m", "10", 900), ("m", "2", 1000), ("m", "3", 1000),
+                                 ("solo", "1", 1000)):
+        st = SLOModelState(spec.slos[0], (model, version, "triton"))
+        for band in ("1", "all"):
+            st.events[band], st.good[band] = 1000, good
+        engine.states[("avail", st.model)] = st
+    assert live_pairs(engine) == [("m", "triton", "2", "3"), ("m", "triton", "2", "10")]
+    (fam,) = RolloutCollector(engine).collect()
+    on = {(s.labels["candidate"], s.labels["verdict"]) for s in fam.samples if s.value == 1}
+    assert on == {("3", "same"), ("10", "worse")}
+    assert len(fam.samples) == 2 * 4  # one-hot over the four verdicts

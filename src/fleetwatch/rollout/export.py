@@ -7,8 +7,8 @@ compared with it (:func:`fleetwatch.rollout.compare.compare` on the engine's per
 counts since start, :func:`fleetwatch.rollout.summary.from_engine`). Each pair is a
 one-hot state set ``fleetwatch_rollout_verdict{model, baseline, candidate, verdict} 1``
 with ``verdict`` one of ``better``, ``same``, ``worse``, ``not_enough_data`` (the others
-0), as ``fleetwatch_slo_state`` is. The work per scrape is one pass over the engine's
-states; pairs are bounded by the engine's own model limit.
+0), as ``fleetwatch_slo_state`` is. The work per render is one pass over the engine's
+states and one comparison per pair; pairs are bounded by the engine's own model limit.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from prometheus_client.registry import Collector
 
 from fleetwatch.labels.schema import METRICS_BY_NAME
 from fleetwatch.rollout.compare import DEFAULT, VERDICTS, Comparison, Settings, compare
-from fleetwatch.rollout.summary import from_engine
-from fleetwatch.slo.engine import SLOEngine
+from fleetwatch.rollout.summary import from_states
+from fleetwatch.slo.engine import SLOEngine, SLOModelState
 
 VERDICT = "fleetwatch_rollout_verdict"
 
@@ -37,28 +37,39 @@ def version_order(version: str) -> tuple[int, int, str]:
     return (0, int(version), "") if version.isdigit() else (1, 0, version)
 
 
+def _by_model(engine: SLOEngine) -> dict[tuple[str, str], dict[str, list[SLOModelState]]]:
+    """(model, backend) → version → its states, in one pass over the engine's states."""
+    out: dict[tuple[str, str], dict[str, list[SLOModelState]]] = defaultdict(
+        lambda: defaultdict(list))
+    for (_, (model, version, backend)), st in sorted(engine.states.items()):
+        out[(model, backend)][version].append(st)
+    return out
+
+
 def live_pairs(engine: SLOEngine) -> list[tuple[str, str, str, str]]:
     """``(model, backend, baseline version, candidate version)`` of every model with two
     or more versions in the engine (see the module doc), sorted."""
-    versions: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for _, (model, version, backend) in engine.states:
-        versions[(model, backend)].add(version)
     out: list[tuple[str, str, str, str]] = []
-    for (model, backend), vs in sorted(versions.items()):
-        ordered = sorted(vs, key=version_order)
+    for (model, backend), versions in sorted(_by_model(engine).items()):
+        ordered = sorted(versions, key=version_order)
         out.extend((model, backend, ordered[0], v) for v in ordered[1:])
     return out
 
 
 def live_comparisons(engine: SLOEngine, settings: Settings = DEFAULT) -> list[Comparison]:
-    """The comparison of each pair of :func:`live_pairs`."""
+    """The comparison of each pair of :func:`live_pairs` (one pass over the states)."""
     out = []
-    for model, backend, base, cand in live_pairs(engine):
-        try:
-            out.append(compare(model, base, cand, from_engine(engine, model, base, backend),
-                               from_engine(engine, model, cand, backend), settings))
-        except ValueError:  # the versions share no SLO (selectors by version)
+    for (model, _backend), versions in sorted(_by_model(engine).items()):
+        if len(versions) < 2:
             continue
+        ordered = sorted(versions, key=version_order)
+        base = from_states(versions[ordered[0]])
+        for cand in ordered[1:]:
+            try:
+                out.append(compare(model, ordered[0], cand, base,
+                                   from_states(versions[cand]), settings))
+            except ValueError:  # the versions share no SLO (selectors by version)
+                continue
     return out
 
 

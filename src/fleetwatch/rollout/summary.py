@@ -36,7 +36,7 @@ from typing import Any
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.latency import BandLatency
 from fleetwatch.slo.report import Sample, sample_labels, sample_value
-from fleetwatch.slo.state import ALL, band_sort
+from fleetwatch.slo.state import ALL, SLOModelState, band_sort
 
 #: z of a two-sided 95 % interval.
 Z95 = 1.959964
@@ -94,10 +94,16 @@ def from_engine(engine: SLOEngine, model: str, version: str,
                 backend: str | None = None) -> list[SLOSummary]:
     """Every SLO the engine tracks on ``model`` at ``version`` (and ``backend`` when
     given), sorted by SLO name: counts since the engine started."""
+    return from_states([st for (_, mk), st in sorted(engine.states.items())
+                        if mk[0] == model and mk[1] == version
+                        and (backend is None or mk[2] == backend)])
+
+
+def from_states(states: Sequence[SLOModelState]) -> list[SLOSummary]:
+    """The summary of each engine state (one SLO on one model version), in order."""
     out: list[SLOSummary] = []
-    for (name, mk), st in sorted(engine.states.items()):
-        if mk[0] != model or mk[1] != version or (backend is not None and mk[2] != backend):
-            continue
+    for st in states:
+        name, mk = st.slo.name, st.model
         q = st.slo.objective
         bands: dict[str, BandSLI] = {}
         for band in st.events:
@@ -165,4 +171,4 @@ def from_samples(answers: Mapping[str, Sequence[Sample]]) -> list[SLOSummary]:
 
 
 __all__ = ["ALL", "QUERIES", "RANGE_QUERIES", "Z95", "BandSLI", "SLOSummary", "from_engine",
-           "from_samples", "quantile_interval", "versions_in_engine"]
+           "from_samples", "from_states", "quantile_interval", "versions_in_engine"]
