@@ -63,7 +63,8 @@ WARMUP = {"gate": "required", "protocol": "http", "count": 12,
 REGISTRY = {"models": [
     {"name": "slo_sim", "version": "3", "team": "ml", "owner": "a@example.com",
      "oncall": "ml-oncall", "warmup": WARMUP},
-    {"name": "slo_sim", "team": "ml", "owner": "a@example.com", "oncall": "ml-oncall"},
+    {"name": "slo_sim", "team": "ml", "owner": "a@example.com", "oncall": "ml-oncall",
+     "warmup": {**WARMUP, "gate": "optional", "count": 2}},
 ]}
 PHASES = (("1", 1), ("2", 1), ("3", 1), ("1", 8))  # (version, concurrency)
 SECONDS_PER_PHASE = 4.0
@@ -180,6 +181,11 @@ def _cli_results(tmp: Path, prom: str) -> dict:
                                   "--candidate-version", "2")
         r[(name, "unknown-version")] = _cli("compare", *src, "--baseline-version", "1",
                                             "--candidate-version", "9")
+    r[("prom", "range")] = _cli("compare", *live, "--range", "2m", "--min-events", "10",
+                                "--baseline-version", "1", "--candidate-version", "2",
+                                "--json")
+    r["warmup-unknown-version"] = _cli("warmup", "--config", str(tmp / "sidecar.yaml"),
+                                       "--model", "slo_sim", "--version", "9")
     r["unknown-model"] = _cli("compare", "--prometheus", prom, "--model", "nope",
                               "--baseline-version", "1", "--candidate-version", "2")
     r["record"] = _cli("baseline", "record", *live, "--version", "1",
@@ -271,3 +277,16 @@ def test_unknown_model_or_version_is_a_clear_error(rollout):
     assert "model nope: not in Prometheus" in cli["unknown-model"].output
     assert cli["record-unknown"].exit_code == 2
     assert "no version '7'" in cli["record-unknown"].output
+    res = cli["warmup-unknown-version"]  # asked of Triton before any request
+    assert res.exit_code == 2, res.output
+    assert "model slo_sim version '9': not ready or not known" in res.output
+
+
+def test_compare_over_a_prometheus_range(rollout):
+    """increase() over the range: a series born inside it loses its first sample's events
+    (Prometheus counter semantics), hence fewer events than since-start counts."""
+    c = _verdict(rollout["cli"][("prom", "range")])
+    print({b["band"]: (b["verdict"], b["baseline"] and b["baseline"]["total"],
+                       b["candidate"] and b["candidate"]["total"])
+           for b in c["slos"][0]["bands"]})
+    assert c["verdict"] == "worse" and ["sim-latency", "1"] in c["driving"]

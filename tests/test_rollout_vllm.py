@@ -36,7 +36,9 @@ REGISTRY = {"models": [{
     "name": "tiny-llm", "team": "ml", "owner": "a@example.com", "oncall": "ml-oncall",
     "warmup": {"gate": "required", "protocol": "openai", "count": COUNT,
                "llm": {"unit": "words", "lengths": [24, 48, 96], "weights": [2, 1, 1],
-                       "max_tokens": 8}}}]}
+                       "max_tokens": 8}}},
+    {"name": "other-llm", "team": "ml", "owner": "a@example.com", "oncall": "ml-oncall",
+     "warmup": {"protocol": "openai", "count": 1, "llm": {"lengths": [24]}}}]}
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -112,6 +114,11 @@ def test_readiness_flips_only_after_the_warm_up(vllm_server, tmp_path):
             time.sleep(1.0)
             assert readyz()[0] == 503
 
+        res = CliRunner().invoke(main, ["warmup", "--config", str(tmp_path / "sidecar.yaml"),
+                                        "--model", "other-llm"])  # not served: asked first
+        assert res.exit_code == 2, res.output
+        assert "model other-llm: not served by" in res.output and "tiny-llm" in res.output
+        assert readyz()[0] == 503
         res = CliRunner().invoke(main, ["warmup", "--config", str(tmp_path / "sidecar.yaml"),
                                         "--model", "tiny-llm"])
         print(res.output)

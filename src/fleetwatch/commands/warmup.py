@@ -16,8 +16,9 @@ spec's ``lengths`` with its ``weights``; ``unit: tokens`` sends token-id prompts
 that many tokens, ``words`` text of that many words. A classic model's requests take the
 spec's ``inputs`` (zeros of each data type) with the batch sizes in turn.
 
-Errors: a model not in the registry, without a ``warmup:`` spec, or with no server to
-send to raises :class:`WarmupInputError` (exit 2); a request that fails (HTTP error,
+Errors: a model not in the registry, without a ``warmup:`` spec, with no server to send
+to, or that the server does not serve (vLLM's ``/v1/models``; Triton's model or version
+readiness over HTTP) raises :class:`WarmupInputError` (exit 2); a request that fails (HTTP error,
 connection refused, timeout, server exception) raises :class:`WarmupError` naming the
 request and the reason (exit 1): a warm-up that cannot complete is not a warm-up.
 """
@@ -231,22 +232,64 @@ def _ms(xs: list[float]) -> str:
     return ", ".join(f"{1000 * x:.1f}" for x in xs)
 
 
+def _get_json(url: str, timeout: float) -> tuple[int, Any]:
+    """``(HTTP status, JSON body or None)`` of ``GET url``; ``(0, None)`` without an
+    answer."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        return exc.code, None
+    except (OSError, ValueError):
+        return 0, None
+
+
+def check_served(plan: Plan) -> None:
+    """Ask the server whether it serves the model (and version) before warming it up:
+    vLLM's ``GET /v1/models``, Triton's ``GET /v2/models/<m>[/versions/<v>]/ready``
+    (``http`` only: gRPC is not asked). Raises :class:`WarmupInputError` naming what the
+    server serves when it does not; a server that does not answer is left to the
+    warm-up's own error (exit 1)."""
+    timeout = min(plan.spec.timeout_seconds, 10.0)
+    base = plan.url.rstrip("/")
+    if plan.spec.protocol == "openai":
+        status, doc = _get_json(f"{base}/v1/models", timeout)
+        if status == 200 and isinstance(doc, dict) and isinstance(doc.get("data"), list):
+            served = sorted(str(m.get("id")) for m in doc["data"] if isinstance(m, dict))
+            if plan.model not in served:
+                raise WarmupInputError(f"model {plan.model}: not served by {plan.url} "
+                                       f"(it serves: {', '.join(served) or 'nothing'})")
+    elif plan.spec.protocol == "http":
+        q = urllib.parse.quote(plan.model, safe="")
+        path = f"/v2/models/{q}" + (f"/versions/{urllib.parse.quote(plan.version, safe='')}"
+                                    if plan.version else "")
+        status, _ = _get_json(f"{_host('http://' + base.split('://')[-1])}{path}/ready",
+                              timeout)
+        if status not in (0, 200):
+            v = f" version {plan.version!r}" if plan.version else ""
+            raise WarmupInputError(f"model {plan.model}{v}: not ready or not known on "
+                                   f"{plan.url} (GET {path}/ready: HTTP {status})")
+
+
 def run_warmups(cfg: SidecarConfig, registry: Registry, model: str | None, version: str,
                 echo: Callable[[str], None], config_path: str = "") -> list[list[float]]:
     """Run the warm-ups of :func:`plans` in turn, printing one line each with the first
     and last :data:`SHOWN` latencies (milliseconds); returns each one's latencies."""
     out = []
     for plan in plans(cfg, registry, model, version):
+        try:
+            loopback_address(plan.url)
+        except ValueError as exc:
+            raise WarmupInputError(f"model {plan.model}: warmup to {plan.url}: {exc} "
+                                   "(a warm-up goes to the sidecar's own server)") from None
+        check_served(plan)
         t0 = time.perf_counter()
-        if plan.spec.protocol == "openai":
-            try:
-                loopback_address(plan.url)
-            except ValueError as exc:
-                raise WarmupInputError(f"model {plan.model}: warmup to {plan.url}: {exc} "
-                                       "(a warm-up goes to the sidecar's own server)") from None
-            lat = llm_latencies(plan)
-        else:
-            lat = triton_latencies(plan)
+        send = llm_latencies if plan.spec.protocol == "openai" else triton_latencies
+        lat = send(plan)
         took = time.perf_counter() - t0
         v = f" version {plan.version!r}" if plan.version else ""
         echo(f"model {plan.model}{v}: warm-up of {len(lat)} requests ({plan.spec.protocol} "
