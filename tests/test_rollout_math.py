@@ -179,3 +179,24 @@ def test_sidecar_verdict_per_candidate_against_the_oldest_version():
     on = {(s.labels["candidate"], s.labels["verdict"]) for s in fam.samples if s.value == 1}
     assert on == {("3", "same"), ("10", "worse")}
     assert len(fam.samples) == 2 * 4  # one-hot over the four verdicts
+
+
+@pytest.mark.parametrize(("args", "msg"), [
+    (["--prometheus", "http://127.0.0.1:1", "--range", "x]"], "--range: invalid duration"),
+    ([], "give --prometheus URL, or --slos FILE with captures"),
+    (["--captures", "c/"], "captures need --slos FILE"),
+    (["--prometheus", "http://127.0.0.1:1", "--captures", "c/"], "not both"),
+    (["--prometheus", "http://127.0.0.1:1", "--baseline", "/nonexistent.yaml"],
+     "/nonexistent.yaml: cannot read baseline"),
+])
+def test_compare_bad_input_is_one_line_and_exit_2(args, msg):
+    from click.testing import CliRunner
+
+    from fleetwatch.cli import main
+
+    base = [] if "--baseline" in args else ["--baseline-version", "1"]
+    res = CliRunner().invoke(main, ["compare", "--model", "m", *base,
+                                    "--candidate-version", "2", *args])
+    assert res.exit_code == 2, res.output
+    assert res.output.startswith("fleetwatch: error:") and msg in res.output
+    assert len(res.output.strip().splitlines()) == 1

@@ -209,6 +209,13 @@ class Sources:
                  captures: Sequence[str] = (), baseline_captures: Sequence[str] = (),
                  candidate_captures: Sequence[str] = ()) -> None:
         self.model = model
+        if rng is not None:  # a Prometheus range, written back exactly (never raw text)
+            from fleetwatch.slo.durations import format_duration, parse_duration
+
+            try:
+                rng = format_duration(parse_duration(rng))
+            except ValueError as exc:
+                raise CompareInputError(f"--range: {exc}") from None
         self.prometheus, self.rng, self.timeout = prometheus, rng, timeout
         self.slos, self.registry, self.interval = slos, registry, interval
         self.captures = captures
