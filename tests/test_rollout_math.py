@@ -200,3 +200,19 @@ def test_compare_bad_input_is_one_line_and_exit_2(args, msg):
     assert res.exit_code == 2, res.output
     assert res.output.startswith("fleetwatch: error:") and msg in res.output
     assert len(res.output.strip().splitlines()) == 1
+
+
+def test_pick_a_version_and_its_backend():
+    from fleetwatch.commands.compare import CompareInputError, pick
+
+    both = [SLOSummary("s", "m", "1", "triton"), SLOSummary("s", "m", "1", "vllm"),
+            SLOSummary("s", "m", "2", "vllm")]
+    assert [s.backend for s in pick(both, "m", "1", "P", "vllm")] == ["vllm"]
+    assert [s.backend for s in pick(both, "m", "2", "P")] == ["vllm"]
+    with pytest.raises(CompareInputError, match=r"several backends in P \('triton', "
+                                                r"'vllm'\): give --candidate-backend"):
+        pick(both, "m", "1", "P")
+    with pytest.raises(CompareInputError, match="no backend 'sglang' in P"):
+        pick(both, "m", "1", "P", "sglang")
+    with pytest.raises(CompareInputError, match=r"no version '3' in P \(versions: '1', '2'\)"):
+        pick(both, "m", "3", "P")

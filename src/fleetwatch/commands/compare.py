@@ -83,14 +83,10 @@ def _unknown(model: str, version: str, versions: list[str], where: str) -> Compa
                              f"in {where} (versions: {', '.join(map(repr, versions))})")
 
 
-def engine_side(engine: SLOEngine, model: str, version: str, where: str) -> list[SLOSummary]:
-    """The summaries of ``model`` at ``version`` in a replayed engine; raises
-    :class:`CompareInputError` naming the versions there when it has none."""
-    found = from_engine(engine, model, version)
-    if not found:
-        raise _unknown(model, version, [v for v, _ in versions_in_engine(engine, model)],
-                       where)
-    return found
+def engine_summaries(engine: SLOEngine, model: str) -> list[SLOSummary]:
+    """Every version's summaries of ``model`` in a replayed engine."""
+    return [s for v, b in versions_in_engine(engine, model)
+            for s in from_engine(engine, model, v, b)]
 
 
 def prometheus_summaries(base: str, model: str, rng: str | None, timeout: float,
@@ -106,14 +102,28 @@ def prometheus_summaries(base: str, model: str, rng: str | None, timeout: float,
     return from_samples(answers)
 
 
-def pick(summaries: Sequence[SLOSummary], model: str, version: str,
-         where: str) -> list[SLOSummary]:
-    """The summaries of one version; raises :class:`CompareInputError` naming the
-    versions there when it has none."""
+def pick(summaries: Sequence[SLOSummary], model: str, version: str, where: str,
+         backend: str | None = None, option: str = "--candidate-backend",
+         ) -> list[SLOSummary]:
+    """The summaries of one version (of one ``backend``: the engine, when given); raises
+    :class:`CompareInputError` naming the versions (or backends) there when it has none,
+    or when several backends serve the version and ``backend`` (the command's ``option``)
+    does not say which."""
     found = [s for s in summaries if s.model == model and s.model_version == version]
     if not found:
         versions = sorted({s.model_version for s in summaries if s.model == model})
         raise _unknown(model, version, versions, where)
+    backends = sorted({s.backend for s in found})
+    if backend is not None:
+        found = [s for s in found if s.backend == backend]
+        if not found:
+            raise CompareInputError(f"model {printable(model)} version {printable(version)!r}:"
+                                    f" no backend {printable(backend)!r} in {where} "
+                                    f"(backends: {', '.join(map(repr, backends))})")
+    elif len(backends) > 1:
+        raise CompareInputError(f"model {printable(model)} version {printable(version)!r} is "
+                                f"served by several backends in {where} "
+                                f"({', '.join(map(repr, backends))}): give {option}")
     return found
 
 
@@ -221,6 +231,9 @@ class Sources:
         self.captures = captures
         self.side_captures = {"baseline": baseline_captures, "candidate": candidate_captures}
         self._engines: dict[tuple[str, ...], SLOEngine] = {}
+        #: The option naming each side's backend (``baseline record`` has ``--backend``).
+        self.backend_option = {"baseline": "--baseline-backend",
+                               "candidate": "--candidate-backend"}
         self._prom: list[SLOSummary] | None = None
         offline = bool(captures or baseline_captures or candidate_captures)
         if prometheus and offline:
@@ -241,8 +254,9 @@ class Sources:
         paths = self.captures or self.side_captures[side]
         return f"the replay of {', '.join(paths)}"
 
-    def side(self, side: str, version: str) -> list[SLOSummary]:
-        """The summaries of ``version`` read as ``side`` (baseline or candidate)."""
+    def side(self, side: str, version: str, backend: str | None = None) -> list[SLOSummary]:
+        """The summaries of ``version`` (of ``backend``, when given) read as ``side``
+        (baseline or candidate)."""
         where = self.describe(side)
         if self.prometheus:
             if self._prom is None:
@@ -252,7 +266,8 @@ class Sources:
                 check_target(self.prometheus, self.timeout)
                 self._prom = prometheus_summaries(self.prometheus, self.model, self.rng,
                                                   self.timeout, query)
-            return with_objectives(pick(self._prom, self.model, version, where), self.slos)
+            return with_objectives(pick(self._prom, self.model, version, where, backend,
+                                        self.backend_option[side]), self.slos)
         paths = tuple(self.captures or self.side_captures[side])
         if not paths:
             raise CompareInputError(f"no source for the {side}: give --prometheus URL, "
@@ -262,4 +277,5 @@ class Sources:
             files = capture_paths(paths, "--captures" if self.captures
                                   else f"--{side}-captures")
             self._engines[paths] = replayed(self.slos, self.registry, files, self.interval)
-        return engine_side(self._engines[paths], self.model, version, where)
+        return pick(engine_summaries(self._engines[paths], self.model), self.model, version,
+                    where, backend, self.backend_option[side])

@@ -57,6 +57,10 @@ def _sources(model: str, prom_url: str | None, rng: str | None, timeout: float,
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False), default=None,
               help="A baseline file (fleetwatch baseline record) instead of a live version.")
 @click.option("--candidate-version", required=True, help="The candidate's model version.")
+@click.option("--baseline-backend", default=None,
+              help="The baseline's backend (engine), when several serve the version.")
+@click.option("--candidate-backend", default=None,
+              help="The candidate's backend (engine), when several serve the version.")
 @click.option("--captures", multiple=True, help="Captures (files or folders) holding both "
               "versions; repeatable.")
 @click.option("--baseline-captures", multiple=True, help="Captures of the baseline.")
@@ -70,8 +74,8 @@ def _sources(model: str, prom_url: str | None, rng: str | None, timeout: float,
                    "error budget).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 def compare(baseline_version: str | None, baseline_file: str | None, candidate_version: str,
-            min_events: float, alpha: float, margin: float | None, as_json: bool,
-            **source: Any) -> None:
+            baseline_backend: str | None, candidate_backend: str | None, min_events: float,
+            alpha: float, margin: float | None, as_json: bool, **source: Any) -> None:
     """Compare a candidate version (or engine) of a model with a baseline, SLO by SLO and
     concurrency band by band: better, same, worse or not enough data, and the bands that
     drive it (exit 2 for an unknown model or version, 1 when Prometheus cannot answer)."""
@@ -93,10 +97,14 @@ def compare(baseline_version: str | None, baseline_file: str | None, candidate_v
             base_name, base_side = base.name, base.summaries()
         else:
             assert baseline_version is not None
-            base_name, base_side = baseline_version, src.side("baseline", baseline_version)
-        cand_side = src.side("candidate", candidate_version)
-        result = run_compare(source["model"], base_name, candidate_version, base_side,
-                             cand_side, Settings(min_events, alpha, margin))
+            base_side = src.side("baseline", baseline_version, baseline_backend)
+            base_name = baseline_version + (f" ({baseline_backend})" if baseline_backend
+                                            else "")
+        cand_side = src.side("candidate", candidate_version, candidate_backend)
+        cand_name = candidate_version + (f" ({candidate_backend})" if candidate_backend
+                                         else "")
+        result = run_compare(source["model"], base_name, cand_name, base_side, cand_side,
+                             Settings(min_events, alpha, margin))
     except BaselineError as exc:
         _fail(str(exc))
     except (CompareInputError, ValueError) as exc:
@@ -114,10 +122,13 @@ def baseline() -> None:
 @baseline.command("record")
 @_source_options
 @click.option("--version", "model_version", required=True, help="The model version.")
+@click.option("--backend", default=None,
+              help="The backend (engine), when several serve the version.")
 @click.option("--captures", multiple=True, help="Captures (files or folders); repeatable.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
               help="The baseline YAML file to write.")
-def baseline_record(model_version: str, out: str, **source: Any) -> None:
+def baseline_record(model_version: str, backend: str | None, out: str,
+                    **source: Any) -> None:
     """Record a model version's per-band SLI summary (from Prometheus or a replay of
     captures) as a versioned YAML baseline (exit 2 for an unknown model or version)."""
     from fleetwatch.commands.baseline import record
@@ -126,7 +137,8 @@ def baseline_record(model_version: str, out: str, **source: Any) -> None:
 
     try:
         src = _sources(**source)
-        summaries = src.side("baseline", model_version)
+        src.backend_option["baseline"] = "--backend"
+        summaries = src.side("baseline", model_version, backend)
         written = record(summaries, src.describe("baseline"), out)
     except CompareInputError as exc:
         _fail(exc.format_message())
