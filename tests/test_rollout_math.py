@@ -216,3 +216,26 @@ def test_pick_a_version_and_its_backend():
         pick(both, "m", "1", "P", "sglang")
     with pytest.raises(CompareInputError, match=r"no version '3' in P \(versions: '1', '2'\)"):
         pick(both, "m", "3", "P")
+
+
+def test_warmup_plans_from_the_example_configuration():
+    from tests.helpers import ROOT
+
+    from fleetwatch.commands.warmup import WarmupInputError, plans
+    from fleetwatch.labels.registry import load_registry
+    from fleetwatch.sidecar.config import load_config
+
+    cfg = load_config(ROOT / "examples" / "sidecar-vllm.yaml")
+    reg = load_registry(ROOT / "examples" / "models.yaml")
+    with pytest.raises(WarmupInputError, match=r"'llama-\*' .* is a glob that matches no "
+                                               r"model a target lists: give --model NAME"):
+        plans(cfg, reg, None)
+    (plan,) = plans(cfg, reg, "llama-3-8b")
+    assert plan.url == "http://127.0.0.1:8000" and plan.spec.llm is not None  # vLLM's port
+    with pytest.raises(WarmupInputError, match=r"ranker: its registry entry .* no warmup"):
+        plans(cfg, reg, "ranker")
+    grpc = parse_registry({"models": [{**REG, "warmup": {
+        "protocol": "grpc", "count": 1,
+        "inputs": [{"name": "X", "datatype": "FP32", "shape": [1]}]}}]})
+    with pytest.raises(WarmupInputError, match=r"grpc needs warmup\.url"):
+        plans(cfg, grpc, "m")

@@ -148,8 +148,16 @@ def plans(cfg: SidecarConfig, registry: Registry, model: str | None,
                                    "warmup: spec")
         return [Plan(model, version or _exact_version(entry), entry.warmup,
                      server_url(entry.warmup, model, cfg))]
-    out = [Plan(m, version or _exact_version(e), e.warmup, server_url(e.warmup, m, cfg))
-           for e in registry.entries if e.warmup is not None for m in _exact_models(e, cfg)]
+    out = []
+    for e in registry.entries:
+        if e.warmup is None:
+            continue
+        names = _exact_models(e, cfg)
+        if not names:
+            raise WarmupInputError(f"registry entry {e.name!r} (in {where}) is a glob that "
+                                   "matches no model a target lists: give --model NAME")
+        out += [Plan(m, version or _exact_version(e), e.warmup, server_url(e.warmup, m, cfg))
+                for m in names]
     if not out:
         raise WarmupInputError(f"no registry entry (in {where or 'the configuration'}) has "
                                "a warmup: spec")
