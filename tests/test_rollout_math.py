@@ -168,12 +168,17 @@ def test_sidecar_verdict_per_candidate_against_the_oldest_version():
         "name": "avail", "sli": {"availability": {}}, "objectives": [{"target": 0.99}],
         "timeWindow": [{"duration": "28d"}], "concurrency": {"envelope": 4, "bands": [1, 4]}}]})
     engine = SLOEngine(spec)
+    rows, goods, totals = [], [], []
     for model, version, good in (("m", "10", 900), ("m", "2", 1000), ("m", "3", 1000),
                                  ("solo", "1", 1000)):
         st = SLOModelState(spec.slos[0], (model, version, "triton"))
         for band in ("1", "all"):
-            st.events[band], st.good[band] = 1000, good
+            st.events[band], st.good[band] = 5000, 5000  # since start: not what is compared
+            rows.append(engine.ledger.row(st, band))
+            goods.append(good)
+            totals.append(1000)
         engine.states[("avail", st.model)] = st
+    engine.ledger.add(1000.0, rows, goods, totals)  # the SLO period's window: compared
     assert live_pairs(engine) == [("m", "triton", "2", "3"), ("m", "triton", "2", "10")]
     (fam,) = RolloutCollector(engine).collect()
     on = {(s.labels["candidate"], s.labels["verdict"]) for s in fam.samples if s.value == 1}

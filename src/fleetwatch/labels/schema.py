@@ -482,8 +482,9 @@ SELF_METRICS: tuple[MetricDef, ...] = (
     MetricDef("fleetwatch_rollout_verdict", _G, "boolean",
               "1 for the current verdict of a candidate version against the baseline "
               "version of the same model, compared concurrency band by band on every SLO's "
-              "SLI (two-proportion test per band; docs/rollouts.md): better, same, worse, "
-              "not_enough_data. For models with two or more versions in the SLO engine.",
+              "SLI over the SLO's period (two-proportion test per band; docs/rollouts.md): "
+              "better, same, worse, not_enough_data. For models with two or more versions "
+              "in the SLO engine; the baseline is the oldest.",
               ("model", "baseline", "candidate", "verdict"), "alpha", per_model=False),
     # -- the OTLP trace receiver (fleetwatch.sidecar.otlp) ---------------------------
     MetricDef("fleetwatch_traces_spans_total", _C, "spans",

@@ -4,7 +4,8 @@ For every model of which the SLO engine tracks two or more versions (of one back
 *baseline* is the oldest version — the smallest number (versions that are not whole
 numbers sort as text, after the numbers) — and each other version is a *candidate*
 compared with it (:func:`fleetwatch.rollout.compare.compare` on the engine's per-band
-counts since start, :func:`fleetwatch.rollout.summary.from_engine`). Each pair is a
+counts over each SLO's period — its error budget's window, the engine's own sliding
+window — :func:`fleetwatch.rollout.summary.from_states`). Each pair is a
 one-hot state set ``fleetwatch_rollout_verdict{model, baseline, candidate, verdict} 1``
 with ``verdict`` one of ``better``, ``same``, ``worse``, ``not_enough_data`` (the others
 0), as ``fleetwatch_slo_state`` is. The work per render is one pass over the engine's
@@ -59,15 +60,20 @@ def live_pairs(engine: SLOEngine) -> list[tuple[str, str, str, str]]:
 def live_comparisons(engine: SLOEngine, settings: Settings = DEFAULT) -> list[Comparison]:
     """The comparison of each pair of :func:`live_pairs` (one pass over the states)."""
     out = []
+    sums = engine.ledger.windows.sums()
+
+    def over_period(st: SLOModelState, band: str) -> tuple[float, float]:
+        return engine.window_sums(st, band, st.slo.period_seconds, sums)
+
     for (model, _backend), versions in sorted(_by_model(engine).items()):
         if len(versions) < 2:
             continue
         ordered = sorted(versions, key=version_order)
-        base = from_states(versions[ordered[0]])
+        base = from_states(versions[ordered[0]], over_period)
         for cand in ordered[1:]:
             try:
                 out.append(compare(model, ordered[0], cand, base,
-                                   from_states(versions[cand]), settings))
+                                   from_states(versions[cand], over_period), settings))
             except ValueError:  # the versions share no SLO (selectors by version)
                 continue
     return out

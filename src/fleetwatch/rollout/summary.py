@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,15 +99,29 @@ def from_engine(engine: SLOEngine, model: str, version: str,
                         and (backend is None or mk[2] == backend)])
 
 
-def from_states(states: Sequence[SLOModelState]) -> list[SLOSummary]:
-    """The summary of each engine state (one SLO on one model version), in order."""
+#: ``(state, band label) → (good, total)``: the counts a summary takes (default: the
+#: state's cumulative counts since the engine started).
+Counts = Callable[[SLOModelState, str], tuple[float, float]]
+
+
+def since_start(st: SLOModelState, band: str) -> tuple[float, float]:
+    """A state's cumulative ``(good, total)`` of a band since the engine started."""
+    return st.good[band], st.events[band]
+
+
+def from_states(states: Sequence[SLOModelState],
+                counts: Counts = since_start) -> list[SLOSummary]:
+    """The summary of each engine state (one SLO on one model version), in order, with
+    the band counts ``counts`` gives (bands without events are left out)."""
     out: list[SLOSummary] = []
     for st in states:
         name, mk = st.slo.name, st.model
         q = st.slo.objective
         bands: dict[str, BandSLI] = {}
-        for band in st.events:
-            total, good = st.events[band], st.good[band]
+        for band in list(st.events):
+            good, total = counts(st, band)
+            if total <= 0:
+                continue
             bl = st.latency.get(band)
             lat = low = high = conc = None
             if bl is not None:
@@ -170,5 +184,18 @@ def from_samples(answers: Mapping[str, Sequence[Sample]]) -> list[SLOSummary]:
     return out
 
 
-__all__ = ["ALL", "QUERIES", "RANGE_QUERIES", "Z95", "BandSLI", "SLOSummary", "from_engine",
-           "from_samples", "from_states", "quantile_interval", "versions_in_engine"]
+__all__ = [
+    "ALL",
+    "QUERIES",
+    "RANGE_QUERIES",
+    "Z95",
+    "BandSLI",
+    "Counts",
+    "SLOSummary",
+    "from_engine",
+    "from_samples",
+    "from_states",
+    "quantile_interval",
+    "since_start",
+    "versions_in_engine",
+]
