@@ -75,6 +75,7 @@ CONTRACT = {
     "model:fleetwatch_autoscaling_signal:sum",
     "team:fleetwatch_quota_usage:sum", "team:fleetwatch_quota_limit:max",
     "team_model:fleetwatch_quota_model_usage:sum", "team_model:fleetwatch_quota_model_limit:max",
+    "model_rollout:fleetwatch_rollout_verdict:max",
     "slo_model:fleetwatch_slo_error_budget_remaining:ratio",
     *(f"model:{m}:{s}" for m in (
         "modelserver_request_duration_seconds", "modelserver_queue_duration_seconds",

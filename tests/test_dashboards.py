@@ -210,7 +210,7 @@ def test_panels_have_units_descriptions_and_queries(key, dashboards):
 
 def test_dashboards_have_distinct_uids_and_the_generated_tag(dashboards):
     uids = [d["uid"] for d in dashboards.values()]
-    assert len(set(uids)) == 4 and all(u.startswith("fleetwatch-") for u in uids)
+    assert len(set(uids)) == len(FILES) and all(u.startswith("fleetwatch-") for u in uids)
     assert all("generated" in d["tags"] for d in dashboards.values())
 
 
@@ -288,7 +288,7 @@ def test_provisioning_files():
     (prov,) = provider["providers"]
     assert provider["apiVersion"] == 1 and prov["type"] == "file" and prov["options"]["path"]
     maps = list(yaml.safe_load_all(files["kubernetes/grafana-dashboards-configmaps.yaml"]))
-    assert len(maps) == 4
+    assert len(maps) == len(FILES)
     for cm in maps:
         assert cm["kind"] == "ConfigMap"
         assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"

@@ -19,6 +19,7 @@ from fleetwatch.commands.common import slo_file_or_fail as _slo_file
 from fleetwatch.commands.generate import GENERATORS
 from fleetwatch.commands.quota import check_quota_file, quota
 from fleetwatch.commands.rollout import rollout
+from fleetwatch.commands.rollout_cli import ROLLOUT_COMMANDS
 from fleetwatch.exporters.sources import KINDS
 from fleetwatch.sidecar.config import ConfigError, load_config
 
@@ -290,7 +291,7 @@ def demo(duration: float, port: int, log_level: str) -> None:
         run_demo(duration=duration, port=port)
 
 
-for _command in GENERATORS:
+for _command in (*GENERATORS, *ROLLOUT_COMMANDS):
     main.add_command(_command)
 main.add_command(quota)
 main.add_command(rollout)

@@ -22,6 +22,7 @@ platform-alert settings and Alertmanager routing parameters.
       unowned_model: {for: 15m, severity: ticket}  # policy: a model with no team
       placement_policy: {for: 15m, severity: ticket}  # an interactive model sharing a GPU
       rollout_memory: {for: 15m, severity: ticket}    # a second version would not fit
+      rollout_worse: {for: 15m, severity: ticket}   # a candidate version worse by band
     slo_alerts: {absent_for: 15m, misconfigured_for: 15m}
     routing: {group_by: [team, model], group_wait: 30s, group_interval: 5m,
               repeat_interval: 4h, resolve_timeout: 5m}
@@ -153,6 +154,8 @@ class UsageRatio(Timed):
 
 class Policy(Timed):
     """A governance alert (quotas, ownership, placement, rollout memory): a ticket."""
+class RolloutWorse(Timed):
+    """A rollout candidate worse than its baseline (``fleetwatch_rollout_verdict``)."""
 
     for_: str = Field("15m", alias="for")
     severity: Severity = "ticket"
@@ -173,6 +176,7 @@ class Platform(_Strict):
     unowned_model: Policy = Policy()
     placement_policy: Policy = Policy()
     rollout_memory: Policy = Policy()
+    rollout_worse: RolloutWorse = RolloutWorse()
 
 
 class SLOAlerts(_Strict):

@@ -25,7 +25,9 @@ Per-model signals (5-minute windows):
   models it serves), ``team:fleetwatch_quota_limit:max`` (every sidecar exports the same
   limit), ``team_model:fleetwatch_quota_model_usage:sum``,
   ``team_model:fleetwatch_quota_model_limit:max``;
-* ``model:fleetwatch_slo_concurrency:sum``, ``model:fleetwatch_autoscaling_signal:sum``.
+* ``model:fleetwatch_slo_concurrency:sum``, ``model:fleetwatch_autoscaling_signal:sum``;
+* ``model_rollout:fleetwatch_rollout_verdict:max`` (labels ``model, baseline, candidate,
+  verdict``): a verdict any replica's sidecar gives (:mod:`fleetwatch.rollout`).
 
 SLOs: ``slo_model_band:fleetwatch_slo_burn_rate:ratio_rate<W>`` for every window ``W`` of
 :func:`burn_windows` (``band="all"`` is the overall burn):
@@ -69,6 +71,8 @@ QUOTA_LIMIT = "team:fleetwatch_quota_limit:max"
 QUOTA_MODEL_USAGE = "team_model:fleetwatch_quota_model_usage:sum"
 QUOTA_MODEL_LIMIT = "team_model:fleetwatch_quota_model_limit:max"
 AUTOSCALING_SIGNAL = "model:fleetwatch_autoscaling_signal:sum"
+ROLLOUT_VERDICT = "model_rollout:fleetwatch_rollout_verdict:max"
+ROLLOUT = ("model", "baseline", "candidate", "verdict")
 ERROR_BUDGET_REMAINING = "slo_model:fleetwatch_slo_error_budget_remaining:ratio"
 BURN_RATE_PREFIX = "slo_model_band:fleetwatch_slo_burn_rate:ratio_rate"
 
@@ -174,6 +178,9 @@ def _model_rules() -> tuple[RecordingRule, ...]:
         RecordingRule(AUTOSCALING_SIGNAL,
                       agg("sum", MODEL, "fleetwatch_autoscaling_signal_ratio"), MODEL,
                       "Autoscaling signal summed over replicas: desired replicas = ceil(this)."),
+        RecordingRule(ROLLOUT_VERDICT, agg("max", ROLLOUT, "fleetwatch_rollout_verdict"),
+                      ROLLOUT, "Rollout verdict of each candidate version over the replicas "
+                               "(1 when any replica's sidecar gives that verdict)."),
     ]
     return tuple(rules)
 

@@ -25,12 +25,14 @@ UIDS = {
     "model": "fleetwatch-model",
     "slos": "fleetwatch-slos",
     "gpus": "fleetwatch-gpus",
+    "rollout": "fleetwatch-rollout",
 }
 TITLES = {
     "fleet": "fleetwatch / Fleet overview",
     "model": "fleetwatch / Model detail",
     "slos": "fleetwatch / SLOs",
     "gpus": "fleetwatch / GPUs and capacity",
+    "rollout": "fleetwatch / Rollouts",
 }
 
 

@@ -8,7 +8,8 @@ windows): :data:`REQUESTS_RATE` (+ ``outcome``), :data:`ERROR_RATIO`, :func:`lat
 where the source has no buckets, e.g. Triton), :data:`TOKENS_RATE` (+ ``token_type``),
 :data:`PREFIX_CACHE_HIT_RATIO`, :data:`REQUESTS_ACTIVE` (+ ``state``),
 :data:`KV_CACHE_USAGE`, :data:`GPU_MEMORY_USAGE` (``gpu_uuid, backend``),
-:data:`SLO_CONCURRENCY`, :data:`AUTOSCALING_SIGNAL`. Quotas (``team, resource``, plus
+:data:`SLO_CONCURRENCY`, :data:`AUTOSCALING_SIGNAL`; rollouts: :data:`ROLLOUT_VERDICT`
+(``model, baseline, candidate, verdict``). Quotas (``team, resource``, plus
 ``model`` for the caps): :data:`QUOTA_USAGE`, :data:`QUOTA_LIMIT`, :data:`QUOTA_MODEL_USAGE`,
 :data:`QUOTA_MODEL_LIMIT`. SLOs: :func:`burn_rate` for every
 window of :func:`burn_windows` (labels ``slo, model, model_version, backend, band``;
@@ -32,6 +33,7 @@ from fleetwatch.alerts.recording import (
     QUOTA_USAGE,
     REQUESTS_ACTIVE,
     REQUESTS_RATE,
+    ROLLOUT_VERDICT,
     SLO_CONCURRENCY,
     TOKENS_RATE,
     LatencyStat,
@@ -46,6 +48,7 @@ __all__ = [
     "AUTOSCALING_SIGNAL", "ERROR_BUDGET_REMAINING", "ERROR_RATIO", "GPU_MEMORY_USAGE",
     "KV_CACHE_USAGE", "LATENCY_HISTOGRAMS", "LATENCY_STATS", "PREFIX_CACHE_HIT_RATIO",
     "QUOTA_LIMIT", "QUOTA_MODEL_LIMIT", "QUOTA_MODEL_USAGE", "QUOTA_USAGE",
-    "REQUESTS_ACTIVE", "REQUESTS_RATE", "SLO_CONCURRENCY", "TOKENS_RATE", "LatencyStat",
+    "REQUESTS_ACTIVE", "REQUESTS_RATE", "ROLLOUT_VERDICT", "SLO_CONCURRENCY", "TOKENS_RATE",
+    "LatencyStat",
     "burn_rate", "burn_windows", "latency", "recorded_names", "window",
 ]

@@ -27,6 +27,11 @@ A YAML file::
           polling_seconds: 15           # KEDA pollingInterval, default 15
           cooldown_seconds: 300         # KEDA cooldownPeriod, default 300
           scale_down_stabilization_seconds: 300   # HPA scale-down window, default 300
+        warmup:                         # optional: its warm-up set (fleetwatch.labels.warmup)
+          gate: required                # /readyz waits until it ran (default optional)
+          protocol: grpc                # openai | http | grpc
+          count: 20
+          inputs: [{name: INPUT0, datatype: FP32, shape: [16]}]
 
 The first matching entry wins, so list specific versions before catch-alls; two entries
 with the same name and version are an error (the second could never match). Versions are
@@ -59,6 +64,7 @@ from pydantic import (
 )
 
 from fleetwatch.labels.text import render_labels
+from fleetwatch.labels.warmup import WarmupSpec
 from fleetwatch.specfile import read_yaml
 
 log = logging.getLogger("fleetwatch.registry")
@@ -143,6 +149,7 @@ class ModelEntry(BaseModel):
     description: str = ""
     gpu_memory_bytes: Annotated[int, Strict()] | None = Field(None, gt=0)
     deployment: DeploymentSpec | None = None
+    warmup: WarmupSpec | None = None
 
     @field_validator("quantization", mode="before")
     @classmethod

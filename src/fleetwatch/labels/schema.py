@@ -175,6 +175,11 @@ LABELS: tuple[LabelDef, ...] = (
     LabelDef("band", "Per-replica concurrency band: its upper bound (\"1\", \"2\", \"4\", …, "
              "\"+Inf\"), or \"all\"."),
     LabelDef("window", "Burn-rate window, e.g. 5m, 1h, 3d."),
+    LabelDef("baseline", "Rollout baseline: the model version compared with (the oldest "
+             "version the sidecar's SLO engine tracks)."),
+    LabelDef("candidate", "Rollout candidate: the model version compared with the baseline."),
+    LabelDef("verdict", "Rollout comparison by concurrency band (fleetwatch.rollout).",
+             ("better", "same", "worse", "not_enough_data")),
     LabelDef("component", "Autoscaling component.", ("concurrency", "queue_wait", "kv_cache",
                                                      "gpu_memory")),
     LabelDef("reason", "Why a scrape failed.", ("timeout", "connection", "http_status",
@@ -455,6 +460,13 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "Last measured cold start: from the model (or its target) turning not ready "
               "to ready again, as the sidecar's readiness probes saw it.",
               ("target", "model"), "beta", per_model=False),
+    MetricDef("fleetwatch_model_warm", _G, "boolean",
+              "1 when the model version's warm-up ran on this server instance: at least "
+              "the registry's warmup.count successful requests since the server (re)started "
+              "(its request counter counts since process start, so a restart resets it); "
+              "0 before. Only for models with a registry warmup spec; with warmup.gate "
+              "required, /readyz is 503 while it is 0 (docs/rollouts.md).",
+              ("target", "model", "model_version"), "alpha", per_model=False),
     MetricDef("fleetwatch_exposition_dropped_series_total", _C, "series",
               "Series left out of /metrics because a part with precedence (normalized > "
               "self > slo > passthrough) already served that family or series, by the "
@@ -550,6 +562,13 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "Autoscaling components: concurrency ÷ capacity at SLO, queue wait ÷ target, "
               "KV-cache usage ÷ target, GPU-memory usage ÷ target.",
               (*_MODEL_KEY, "component"), "beta", per_model=False),
+    MetricDef("fleetwatch_rollout_verdict", _G, "boolean",
+              "1 for the current verdict of a candidate version against the baseline "
+              "version of the same model, compared concurrency band by band on every SLO's "
+              "SLI over the SLO's period (two-proportion test per band; docs/rollouts.md): "
+              "better, same, worse, not_enough_data. For models with two or more versions "
+              "in the SLO engine; the baseline is the oldest.",
+              ("model", "baseline", "candidate", "verdict"), "alpha", per_model=False),
     # -- the OTLP trace receiver (fleetwatch.sidecar.otlp) ---------------------------
     MetricDef("fleetwatch_traces_spans_total", _C, "spans",
               "Spans received in accepted OTLP export bodies (/v1/traces).", (), "alpha",

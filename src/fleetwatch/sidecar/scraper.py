@@ -44,6 +44,7 @@ from fleetwatch.sidecar.config import SidecarConfig
 from fleetwatch.sidecar.fetch import ScrapeError, fetch_metrics
 from fleetwatch.sidecar.probes import Prober
 from fleetwatch.sidecar.targets import TargetState, sleeping_models
+from fleetwatch.sidecar.warmup import WarmupGate
 
 log = logging.getLogger("fleetwatch.scraper")
 
@@ -82,6 +83,10 @@ class Scraper:
         self.probes = Prober(lambda: self._session)
         #: Not-ready → ready durations per (target, model), from the readiness probes.
         self.cold_starts = ColdStarts()
+        #: Which models ran their registry warm-up (None: no entry has one); /readyz.
+        self.warmup = WarmupGate(self.registry) if WarmupGate.wanted(self.registry) else None
+        if self.warmup is not None:
+            self.subscribers.append(self.warmup.observe)
 
     # -- lifecycle ----------------------------------------------------------------
     async def __aenter__(self) -> Scraper:

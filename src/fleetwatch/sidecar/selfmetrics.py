@@ -81,6 +81,8 @@ class UpstreamCollector(Collector):
             closed.add_metric([reason], float(self.closed.get(reason, 0)))
         yield from (up, dur, errs, last, series, unmapped, invalid, refused, ready, cold,
                     dropped, closed)
+        if self.scraper.warmup is not None:  # fleetwatch_model_warm
+            yield from self.scraper.warmup.collect()
 
 
 def self_registry(scraper: Scraper, dropped: Counter[str] | None = None,

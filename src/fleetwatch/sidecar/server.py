@@ -12,7 +12,9 @@
   503 otherwise, with a JSON body saying which target or model is not ready. LLMs take
   minutes to load, hence readiness apart from liveness. An engine in sleep mode (vLLM
   ``engine_sleep_state``) answers ``/health`` but serves nothing: its models are not ready
-  (listed under ``models_sleeping`` too).
+  (listed under ``models_sleeping`` too). A model whose registry warm-up is required
+  (``warmup.gate: required``) is not ready until it ran on this server instance
+  (``models_not_warm``; :mod:`.warmup`).
 
 Connections are bounded (:mod:`.guard`: ``listen.max_connections``, a header timeout,
 rate-limited accept errors). **SIGHUP is ignored** with a log line (``SIGHUP ignored: …
@@ -85,12 +87,16 @@ def readiness(scraper: Scraper) -> tuple[bool, dict[str, Any]]:
     ready = True
     for name, st in scraper.states.items():
         not_ready = sorted(m for m, ok in st.models_ready.items() if not ok)
-        t_ready = st.up and not not_ready
+        # warm-up gating (sidecar.warmup): a required warm-up that has not run
+        cold = scraper.warmup.not_warm(name, sorted(st.models_ready)) if scraper.warmup else []
+        t_ready = st.up and not not_ready and not cold
         targets[name] = {
             "required": st.target.required, "up": st.up, "kind": st.kind,
             "error": st.last_error, "models_not_ready": not_ready, "ready": t_ready,
             "models_sleeping": sorted(st.models_sleeping),
         }
+        if scraper.warmup is not None:
+            targets[name]["models_not_warm"] = cold
         if st.target.required and not t_ready:
             ready = False
     detail["ready"] = ready

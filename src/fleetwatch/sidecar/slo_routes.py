@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import generate_latest
 
+from fleetwatch.rollout.export import RolloutCollector
 from fleetwatch.sidecar.slo_worker import EngineWorker
 from fleetwatch.sidecar.strictjson import json_response
 from fleetwatch.slo.engine import SLOEngine
@@ -34,6 +35,7 @@ def slo_routes(engine: SLOEngine, worker: EngineWorker | None = None,
     (:mod:`fleetwatch.sidecar.strictjson`: ``null``, never ``NaN``).
     """
     registry = slo_registry(engine)
+    registry.register(RolloutCollector(engine))  # fleetwatch_rollout_verdict
 
     def slo_doc() -> object:
         return worker.slo_doc if worker else strict_json(slo_document(engine))

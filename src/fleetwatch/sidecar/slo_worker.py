@@ -6,10 +6,10 @@ latest wins: a backlog is never built). A worker thread runs
 measured) — and :meth:`~fleetwatch.slo.engine.SLOEngine.add_events` for the judged trace
 events :meth:`EngineWorker.add_events` queued — and then renders, in the same thread,
 everything the HTTP handlers serve: the engine's exposition (``fleetwatch_slo_*``,
-``fleetwatch_autoscaling_*``) and the ``/slo`` and ``/autoscaling`` documents (strict
-JSON data). Handlers read the last rendered objects — one attribute read each, atomic
-under the GIL — so an update in progress costs them nothing; what they serve is at most
-one update old.
+``fleetwatch_autoscaling_*``, ``fleetwatch_rollout_verdict``) and the ``/slo`` and
+``/autoscaling`` documents (strict JSON data). Handlers read the last rendered objects —
+one attribute read each, atomic under the GIL — so an update in progress costs them
+nothing; what they serve is at most one update old.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from collections.abc import Callable
 from prometheus_client import generate_latest
 
 from fleetwatch.exporters.snapshot import Snapshot
+from fleetwatch.rollout.export import RolloutCollector
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.export import slo_registry
 from fleetwatch.slo.status import autoscaling_document, slo_document, strict_json
@@ -42,6 +43,7 @@ class EngineWorker:
         self.engine = engine
         self._cold_starts = cold_starts
         self._registry = slo_registry(engine)
+        self._registry.register(RolloutCollector(engine))  # fleetwatch_rollout_verdict
         self._cv = threading.Condition()
         self._pending: Snapshot | None = None
         #: judged trace events waiting for the thread (SLOEngine.add_events), bounded

@@ -13,6 +13,7 @@ from fleetwatch.alerts.families import (
     misconfigured,
     no_data,
     not_ready,
+    rollout,
     saturation,
     sidecar_down,
     upstream_down,
@@ -25,4 +26,4 @@ SLO_FAMILIES: tuple[SLOFamily, ...] = (burn.FAMILY, attribution.FAMILY, no_data.
 #: Families in the platform group.
 PLATFORM_FAMILIES: tuple[PlatformFamily, ...] = (
     sidecar_down.FAMILY, upstream_down.FAMILY, not_ready.FAMILY, saturation.FAMILY,
-    gpus.FAMILY)
+    gpus.FAMILY, rollout.FAMILY)

@@ -45,6 +45,12 @@ def recording_scenarios(suite: Suite) -> list[TestGroup]:
         g.add("fleetwatch_slo_concurrency", {**mk, "instance": inst}, linear(0, steps, 1.5))
         g.add("fleetwatch_autoscaling_signal_ratio", {**mk, "instance": inst},
               linear(0, steps, 0.75))
+    for inst, verdict in (("sidecar-a:9810", "worse"), ("sidecar-b:9810", "same")):
+        for v in ("same", "worse"):
+            g.add("fleetwatch_rollout_verdict", {"model": "model-a", "baseline": "1",
+                                                 "candidate": "2", "verdict": v,
+                                                 "instance": inst},
+                  linear(0, steps, 1 if v == verdict else 0))
     g.add("modelserver_gpu_memory_used_bytes", {"gpu_uuid": "GPU-1", "backend": "dcgm"},
           linear(0, steps, 2**33))
     g.add("modelserver_gpu_memory_total_bytes", {"gpu_uuid": "GPU-1", "backend": "dcgm"},
@@ -82,6 +88,9 @@ def recording_scenarios(suite: Suite) -> list[TestGroup]:
     expect(rec.QUOTA_MODEL_LIMIT, cap, 3)
     expect(rec.SLO_CONCURRENCY, mk, 3)
     expect(rec.AUTOSCALING_SIGNAL, mk, 1.5)
+    rollout = {"model": "model-a", "baseline": "1", "candidate": "2"}
+    expect(rec.ROLLOUT_VERDICT, {**rollout, "verdict": "worse"}, 1, '{verdict="worse"}')
+    expect(rec.ROLLOUT_VERDICT, {**rollout, "verdict": "same"}, 1, '{verdict="same"}')
 
     # burn rates and budget: 2 % bad in band "1" (rounded to 1/1000 by the expression)
     slo = slos.slos[0]

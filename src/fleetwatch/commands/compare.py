@@ -1,0 +1,281 @@
+"""``fleetwatch compare``: a candidate version (or engine) of one model against a baseline,
+SLO by SLO and concurrency band by band (:mod:`fleetwatch.rollout.compare`).
+
+Where each side comes from:
+
+* ``--prometheus URL`` — a Prometheus that scrapes the sidecars (as ``slo report``): the
+  per-band event counters summed over instances, since the sidecars started or, with
+  ``--range 1h``, their increase over that range (:data:`~fleetwatch.rollout.summary.
+  QUERIES`); ``--slos FILE`` adds the objectives (the default margin is half the error
+  budget; without them, 1 percentage point);
+* ``--slos FILE`` with captured ``/metrics`` bodies, replayed offline through the
+  normalizer and the SLO engine exactly as ``fleetwatch slo replay`` reads them
+  (:func:`fleetwatch.commands.slo_replay.replay`): ``--captures PATH…`` holds both versions
+  (one server serving both), or ``--baseline-captures`` and ``--candidate-captures`` one
+  sequence each (a PATH is a capture file or a folder of them);
+* ``--baseline FILE`` — a baseline recorded earlier (``fleetwatch baseline record``)
+  instead of a live baseline version: the engine-swap procedure.
+
+A model or version the source does not have is one ``fleetwatch: error:`` line naming the
+versions it has, exit 2; a Prometheus that cannot answer, exit 1. The comparison is
+printed as a table (or ``--json``); the exit code does not depend on the verdict.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from fleetwatch.commands.slo_replay import ReplayInputError, replay
+from fleetwatch.labels.registry import Registry
+from fleetwatch.promql import string
+from fleetwatch.rollout.compare import BandComparison, Comparison, SLOComparison
+from fleetwatch.rollout.summary import (
+    QUERIES,
+    RANGE_QUERIES,
+    BandSLI,
+    SLOSummary,
+    from_engine,
+    from_samples,
+    versions_in_engine,
+)
+from fleetwatch.slo.engine import SLOEngine
+from fleetwatch.slo.report import printable
+from fleetwatch.slo.spec import SLOFile
+
+#: Bad input (unknown model or version, unusable captures): exit 2, one error line.
+CompareInputError = ReplayInputError
+
+
+def capture_paths(paths: Sequence[str], option: str) -> list[Path]:
+    """The capture files of ``paths`` (a folder: every file in it, sorted by name);
+    raises :class:`CompareInputError` for a path that does not exist or an empty list."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            out.extend(sorted(f for f in p.iterdir() if f.is_file()))
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise CompareInputError(f"{option} {raw}: no such file or folder")
+    if not out:
+        raise CompareInputError(f"{option}: no capture files")
+    return out
+
+
+def replayed(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
+             interval: float | None) -> SLOEngine:
+    """The SLO engine after replaying ``paths`` (``fleetwatch slo replay``'s reading)."""
+    last: SLOEngine | None = None
+    for _, _, engine in replay(slos, registry, paths, interval):
+        last = engine
+    assert last is not None
+    return last
+
+
+def _unknown(model: str, version: str, versions: list[str], where: str) -> CompareInputError:
+    if not versions:
+        return CompareInputError(f"model {printable(model)}: not in {where} (no SLO tracks "
+                                 "it there: check the model name and the SLO selectors)")
+    return CompareInputError(f"model {printable(model)}: no version {printable(version)!r} "
+                             f"in {where} (versions: {', '.join(map(repr, versions))})")
+
+
+def engine_summaries(engine: SLOEngine, model: str) -> list[SLOSummary]:
+    """Every version's summaries of ``model`` in a replayed engine."""
+    return [s for v, b in versions_in_engine(engine, model)
+            for s in from_engine(engine, model, v, b)]
+
+
+def prometheus_summaries(base: str, model: str, rng: str | None, timeout: float,
+                         query: Callable[[str, str, float], list[dict[str, object]]],
+                         ) -> list[SLOSummary]:
+    """Every version's summaries of ``model`` from Prometheus (counts since the sidecars
+    started, or increases over ``rng``)."""
+    answers = {}
+    for fld, q in QUERIES.items():
+        text = (RANGE_QUERIES[fld].format(model=string(model), range=rng)
+                if rng and fld in RANGE_QUERIES else q.format(model=string(model)))
+        answers[fld] = query(base, text, timeout)
+    return from_samples(answers)
+
+
+def pick(summaries: Sequence[SLOSummary], model: str, version: str, where: str,
+         backend: str | None = None, option: str = "--candidate-backend",
+         ) -> list[SLOSummary]:
+    """The summaries of one version (of one ``backend``: the engine, when given); raises
+    :class:`CompareInputError` naming the versions (or backends) there when it has none,
+    or when several backends serve the version and ``backend`` (the command's ``option``)
+    does not say which."""
+    found = [s for s in summaries if s.model == model and s.model_version == version]
+    if not found:
+        versions = sorted({s.model_version for s in summaries if s.model == model})
+        raise _unknown(model, version, versions, where)
+    backends = sorted({s.backend for s in found})
+    if backend is not None:
+        found = [s for s in found if s.backend == backend]
+        if not found:
+            raise CompareInputError(f"model {printable(model)} version {printable(version)!r}:"
+                                    f" no backend {printable(backend)!r} in {where} "
+                                    f"(backends: {', '.join(map(repr, backends))})")
+    elif len(backends) > 1:
+        raise CompareInputError(f"model {printable(model)} version {printable(version)!r} is "
+                                f"served by several backends in {where} "
+                                f"({', '.join(map(repr, backends))}): give {option}")
+    return found
+
+
+def with_objectives(summaries: list[SLOSummary], slos: SLOFile | None) -> list[SLOSummary]:
+    """``summaries`` with each SLO's objective and SLI kind from ``slos`` (Prometheus has
+    neither: without them the margin is 1 percentage point)."""
+    if slos is not None:
+        specs = {s.name: s for s in slos.slos}
+        for s in summaries:
+            spec = specs.get(s.slo)
+            if spec is not None:
+                s.objective, s.sli = spec.objective, spec.sli.kind
+    return summaries
+
+
+# -- output ---------------------------------------------------------------------------
+def _ratio(side: BandSLI | None, interval: tuple[float, float] | None) -> str:
+    if side is None:
+        return "-"
+    text = f"{side.good:g}/{side.total:g}"
+    if side.total > 0:
+        text += f" {100 * side.good / side.total:.1f}%"
+    if interval is not None:
+        text += f" [{100 * interval[0]:.1f}, {100 * interval[1]:.1f}]"
+    return text
+
+
+def _latency(side: BandSLI | None) -> str:
+    if side is None or side.latency_seconds is None:
+        return "-"
+    text = f"{1000 * side.latency_seconds:.3g}ms"
+    if side.latency_low_seconds is not None and side.latency_high_seconds is not None:
+        text += f" [{1000 * side.latency_low_seconds:.3g}, " \
+                f"{1000 * side.latency_high_seconds:.3g}]"
+    return text
+
+
+def _row(b: BandComparison) -> list[str]:
+    diff = "-" if b.difference is None else f"{100 * b.difference:+.1f}pp"
+    p = "-" if b.p_value is None else f"{b.p_value:.2g}"
+    return [b.band, _ratio(b.baseline, b.baseline_interval),
+            _ratio(b.candidate, b.candidate_interval), diff, p, _latency(b.baseline),
+            _latency(b.candidate), b.verdict]
+
+
+HEADER = ["band", "baseline good/events", "candidate good/events", "diff", "p",
+          "baseline latency", "candidate latency", "verdict"]
+
+
+def _slo_lines(s: SLOComparison) -> list[str]:
+    drive = f" (bands {', '.join(s.driving_bands)})" if s.driving_bands else ""
+    lines = [f"SLO {printable(s.slo)}: {s.verdict}{drive}; per band p < {s.threshold:.2g} "
+             f"and |diff| ≥ {100 * s.margin:.2g}pp"]
+    rows = [HEADER, *(_row(b) for b in s.bands)]
+    if s.overall is not None:
+        rows.append(["all (naive)", *_row(s.overall)[1:]])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+              for r in rows]
+    return lines
+
+
+def render(c: Comparison) -> str:
+    """The comparison as text: the verdict, then one table per SLO (ratios with their
+    Wilson 95 % interval, difference, p-value, the objective's latency quantile with its
+    interval, the band's verdict) ending with the naive overall comparison."""
+    drive = ", ".join(f"{printable(s)} band {b}" for s, b in c.driving)
+    lines = [f"{printable(c.model)}: candidate {printable(c.candidate)} vs "
+             f"{printable(c.baseline)}: {c.verdict}" + (f" (driven by {drive})" if drive
+                                                        else "")]
+    for s in c.slos:
+        lines.append("")
+        lines += _slo_lines(s)
+    return "\n".join(lines)
+
+
+def to_json(c: Comparison) -> str:
+    """Strict JSON of a comparison (no NaN)."""
+    from fleetwatch.slo.status import strict_json
+
+    return json.dumps(strict_json(c.to_json()), allow_nan=False, indent=2, sort_keys=True)
+
+
+# -- the sources, as the commands' options give them ------------------------------------
+class Sources:
+    """Where ``compare`` and ``baseline record`` read each side (see the module doc);
+    every method raises :class:`CompareInputError` (exit 2) or ``PrometheusError``
+    (exit 1)."""
+
+    def __init__(self, model: str, prometheus: str | None = None, rng: str | None = None,
+                 timeout: float = 10.0, slos: SLOFile | None = None,
+                 registry: Registry | None = None, interval: float | None = None,
+                 captures: Sequence[str] = (), baseline_captures: Sequence[str] = (),
+                 candidate_captures: Sequence[str] = ()) -> None:
+        self.model = model
+        if rng is not None:  # a Prometheus range, written back exactly (never raw text)
+            from fleetwatch.slo.durations import format_duration, parse_duration
+
+            try:
+                rng = format_duration(parse_duration(rng))
+            except ValueError as exc:
+                raise CompareInputError(f"--range: {exc}") from None
+        self.prometheus, self.rng, self.timeout = prometheus, rng, timeout
+        self.slos, self.registry, self.interval = slos, registry, interval
+        self.captures = captures
+        self.side_captures = {"baseline": baseline_captures, "candidate": candidate_captures}
+        self._engines: dict[tuple[str, ...], SLOEngine] = {}
+        #: The option naming each side's backend (``baseline record`` has ``--backend``).
+        self.backend_option = {"baseline": "--baseline-backend",
+                               "candidate": "--candidate-backend"}
+        self._prom: list[SLOSummary] | None = None
+        offline = bool(captures or baseline_captures or candidate_captures)
+        if prometheus and offline:
+            raise CompareInputError("give --prometheus or captures, not both")
+        if not prometheus and not offline:
+            raise CompareInputError("give --prometheus URL, or --slos FILE with captures")
+        if offline and slos is None:
+            raise CompareInputError("captures need --slos FILE (the SLOs to replay them with)")
+        if captures and (baseline_captures or candidate_captures):
+            raise CompareInputError("give --captures (both versions in one sequence) or "
+                                    "--baseline-captures/--candidate-captures, not both")
+
+    def describe(self, side: str) -> str:
+        """Where ``side`` (baseline or candidate) is read, for messages and baselines."""
+        if self.prometheus:
+            rng = f" over {self.rng}" if self.rng else " since the sidecars started"
+            return f"Prometheus {self.prometheus}{rng}"
+        paths = self.captures or self.side_captures[side]
+        return f"the replay of {', '.join(paths)}"
+
+    def side(self, side: str, version: str, backend: str | None = None) -> list[SLOSummary]:
+        """The summaries of ``version`` (of ``backend``, when given) read as ``side``
+        (baseline or candidate)."""
+        where = self.describe(side)
+        if self.prometheus:
+            if self._prom is None:
+                from fleetwatch.commands.prometheus import query
+                from fleetwatch.commands.slo_report import check_target
+
+                check_target(self.prometheus, self.timeout)
+                self._prom = prometheus_summaries(self.prometheus, self.model, self.rng,
+                                                  self.timeout, query)
+            return with_objectives(pick(self._prom, self.model, version, where, backend,
+                                        self.backend_option[side]), self.slos)
+        paths = tuple(self.captures or self.side_captures[side])
+        if not paths:
+            raise CompareInputError(f"no source for the {side}: give --prometheus URL, "
+                                    f"--captures or --{side}-captures")
+        if paths not in self._engines:
+            assert self.slos is not None
+            files = capture_paths(paths, "--captures" if self.captures
+                                  else f"--{side}-captures")
+            self._engines[paths] = replayed(self.slos, self.registry, files, self.interval)
+        return pick(engine_summaries(self._engines[paths], self.model), self.model, version,
+                    where, backend, self.backend_option[side])
