@@ -27,6 +27,7 @@ import shutil
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -84,6 +85,12 @@ def _get(url: str) -> tuple[int, str]:
             return r.status, r.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
+
+
+def _prom_has(base: str, selector: str) -> bool:
+    """Whether Prometheus's instant query ``selector`` returns a series."""
+    status, body = _get(f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": selector}))
+    return status == 200 and bool(json.loads(body)["data"]["result"])
 
 
 def _wait(pred, what: str, seconds: float = 30.0):
@@ -147,6 +154,11 @@ def rollout(tmp_path_factory):
                 spec = WarmupSpec.model_validate({**WARMUP, "protocol": "grpc", "count": 5})
                 out["grpc"] = triton_latencies(
                     Plan("slo_sim", "1", spec, f"127.0.0.1:{triton.grpc_port}"))
+                # the range test's increase() loses a series' first sample: let Prometheus
+                # see version 1's band-1 series (the gRPC warm-up made it) before phase 1
+                _wait(lambda: _prom_has(prom.url, 'fleetwatch_slo_events_total{model='
+                                        '"slo_sim",model_version="1",band="1"}'),
+                      "Prometheus has version 1's band-1 events")
                 capturer.thread.start()
                 for version, conc in PHASES:
                     step_load(triton.http_address, "slo_sim", steps=(conc,),
