@@ -307,7 +307,8 @@ def test_real_sidecar_exports_the_normalized_schema_over_otlp(triton: TritonServ
     with the same series and values; GenAI names, their required attributes and the
     recommended buckets for the LLM only (TTFT counts in those bounds equal vLLM's own
     buckets there; e2e keeps vLLM's bounds, which lack the recommended ones); no name
-    outside the conventions but ``modelserver.*``."""
+    outside the conventions but ``modelserver.*``. The declared placement's
+    ``modelserver_model_placement`` (the shared-GPU accounting's family) is one of them."""
     from tests.hostile import Sidecar as ServeProcess
     from tests.trace_helpers import attrs, check_names, decode_metrics, points
 
@@ -329,6 +330,9 @@ def test_real_sidecar_exports_the_normalized_schema_over_otlp(triton: TritonServ
                             "api_url": triton.http_url},
                            {"name": "vllm", "kind": "vllm", "url": vllm_server.metrics_url,
                             "health_url": vllm_server.health_url}],
+               # the shared-GPU families (placement) are exported beside the normalized
+               "placement": [{"gpu_uuid": "GPU-otlp-0", "models": [
+                   {"model": vllm_server.served_model_name}]}],
                "metrics_export": {"endpoint": collector.url.replace("traces", "metrics"),
                                   "interval_seconds": 0.5,
                                   "headers": {"authorization": "Bearer t0ken"}}}
@@ -384,6 +388,7 @@ def test_real_sidecar_exports_the_normalized_schema_over_otlp(triton: TritonServ
                 ((_, m),) = metrics[name]
                 assert m.sum.is_monotonic and m.sum.aggregation_temporality == 2
     assert exported >= 20, exported
+    assert "modelserver_model_placement" in {f.name for f in fams}  # and it was exported
     # the LLM's GenAI metrics: required attributes, recommended TTFT buckets = vLLM's counts
     model = vllm_server.served_model_name
     ((_, ttft),) = metrics["gen_ai.server.time_to_first_token"]

@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 import aiohttp
 
+from fleetwatch.exporters.assemble import Family, parse_families
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.gpu.assess import Assessment, assess, exposition
 from fleetwatch.gpu.discover import ExpositionFacts, scan_exposition
@@ -75,6 +76,7 @@ class GPUAccounting:
         self.last: Assessment | None = None
         self.loads = LoadDeltas()  # footprints measured when a model appears on a GPU
         self._text = b""
+        self._families: tuple[bytes, list[Family]] = (b"", [])
         #: Called with each new placement (declared overlaid with discovered facts): the
         #: SLO engine's attribution (co-location interference) reads the same placement.
         self.placement_listeners: list[Callable[[Placement], None]] = []
@@ -121,6 +123,16 @@ class GPUAccounting:
     def metrics(self) -> bytes:
         """The families of the last assessment (text format 0.0.4; empty before one)."""
         return self._text
+
+    def schema_families(self) -> list[Family]:
+        """The last assessment's ``modelserver_*`` families (placement, footprints) as
+        :class:`~fleetwatch.exporters.assemble.Family` objects, for the OTLP metrics
+        export beside the normalized part; parsed once per new assessment."""
+        text = self._text
+        if self._families[0] is not text:
+            fams = [f for f in parse_families(text.decode()) if f.name.startswith("modelserver_")]
+            self._families = (text, fams)
+        return self._families[1]
 
     def chain(self, other: Callable[[], bytes] | None) -> Callable[[], bytes]:
         """``other`` (the SLO engine's exposition) followed by :meth:`metrics`."""

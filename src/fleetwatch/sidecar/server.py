@@ -38,6 +38,7 @@ from aiohttp import web
 from fleetwatch.exporters.assemble import Part
 from fleetwatch.labels.registry import Registry
 from fleetwatch.sidecar.config import SidecarConfig
+from fleetwatch.sidecar.gpu_facts import GPUAccounting
 from fleetwatch.sidecar.gpu_facts import attach as attach_gpu_accounting
 from fleetwatch.sidecar.guard import ConnectionGuard, GuardedSite, install_exception_handler
 from fleetwatch.sidecar.metrics import MetricsAssembler
@@ -58,6 +59,15 @@ __all__ = ["METRICS_CONTENT_TYPE", "Handler", "ListenError", "accepts_gzip", "ma
 #: What /metrics serves: the text format 0.0.4 (prometheus_client's CONTENT_TYPE_LATEST
 #: may name another version than the one written).
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def _export_part(scraper: Scraper, gpu: GPUAccounting) -> Part:
+    """What the OTLP metrics export reads: the normalized part plus the shared-GPU
+    accounting's ``modelserver_*`` families (placement, footprints)."""
+    part, extra = scraper.normalized_part, gpu.schema_families()
+    if not extra:
+        return part
+    return Part(part.origin, [*part.families, *extra], check_names=False, check_series=False)
 
 
 class ListenError(RuntimeError):
@@ -175,7 +185,7 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
         routes = {**(routes or {}), **page_routes(scraper, worker, routes)}
         # the OTLP receiver (trace events reach the engine through its worker), export
         receiver, extra, otlp_tasks = start_otlp(cfg.traces, cfg.metrics_export,
-                                                 lambda: scraper.normalized_part, worker,
+                                                 lambda: _export_part(scraper, gpu), worker,
                                                  extra, stop)
         app = make_app(scraper, routes, extra, guard,
                        receiver.normalized if receiver is not None else None)
