@@ -249,6 +249,9 @@ def test_configmap_files_start_a_sidecar(tmp_path):
     for name, text in cm["data"].items():
         (tmp_path / name).write_text(text)
     assert yaml.safe_load(cm["data"]["sidecar.yaml"])["registry"] == "models.yaml"
+    # the quota file the configuration names travels with it, verbatim
+    assert yaml.safe_load(cm["data"]["sidecar.yaml"])["quotas"] == "quotas.yaml"
+    assert cm["data"]["quotas.yaml"] == (EX / "quotas.yaml").read_text()
     r = CliRunner().invoke(main, ["validate", "--config", str(tmp_path / "sidecar.yaml")])
     assert r.exit_code == 0, r.output
     assert "1 targets, 3 registry entries" in r.output

@@ -121,8 +121,9 @@ def load_inputs(config_paths: list[str], registry_path: str, slos_path: str,
 
 def sidecar_spec(f: SidecarFile) -> SidecarSpec:
     """The pod's view of one configuration: ``registry: models.yaml`` (the ConfigMap's
-    copy), listening on every address of the pod, at a fixed port (and so does the OTLP
-    trace receiver when ``traces:`` is configured, on a port of its own)."""
+    copy; ``quotas: quotas.yaml`` likewise when it names a quota file), listening on every
+    address of the pod, at a fixed port (and so does the OTLP trace receiver when
+    ``traces:`` is configured, on a port of its own)."""
     name = dns_label(Path(f.source).stem)
     if not name:
         raise ManifestError(f"{f.source}: the file name gives no Kubernetes name; rename it "
@@ -134,6 +135,10 @@ def sidecar_spec(f: SidecarFile) -> SidecarSpec:
     data["listen"] = {**(data.get("listen") or {}), "address": "0.0.0.0",
                       "port": f.config.listen.port}
     data["registry"] = "models.yaml"
+    quotas_text = None
+    if f.config.quotas:  # load_config resolved it against the file's folder
+        quotas_text = _read(f.config.quotas)
+        data["quotas"] = "quotas.yaml"
     otlp_port = None
     if f.config.traces is not None:  # the receiver is reached through the pod's port
         otlp_port = f.config.traces.listen.port
@@ -149,7 +154,7 @@ def sidecar_spec(f: SidecarFile) -> SidecarSpec:
     text = (f"# {f.source} for the pod (fleetwatch manifests): registry and slos are the "
             "files beside it.\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     return SidecarSpec(name, f.source, text, f.config.listen.port,
-                       f.config.scrape.interval_seconds, otlp_port)
+                       f.config.scrape.interval_seconds, otlp_port, quotas_text)
 
 
 def _selected(slos: SLOFile, entry: ModelEntry, model: str) -> list[str]:

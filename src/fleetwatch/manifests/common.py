@@ -75,7 +75,8 @@ class SidecarSpec:
     ``registry: models.yaml`` and ``listen.address: 0.0.0.0``; ``port`` is its listen port
     and ``interval_seconds`` its scrape interval; ``otlp_port`` the OTLP/HTTP trace
     receiver's port (``traces.listen.port``, address ``0.0.0.0`` in the pod) when the
-    configuration has a ``traces:`` section, else None.
+    configuration has a ``traces:`` section, else None; ``quotas_yaml`` the text of its
+    quota file (``quotas: quotas.yaml`` in the pod's copy) when it names one, else None.
     """
 
     name: str
@@ -84,6 +85,7 @@ class SidecarSpec:
     port: int
     interval_seconds: float
     otlp_port: int | None = None
+    quotas_yaml: str | None = None
 
 
 @dataclass(frozen=True)

@@ -52,9 +52,13 @@ def configmap_name(sidecar: SidecarSpec) -> str:
 
 
 def config_data(sidecar: SidecarSpec, registry_text: str, slos_text: str) -> dict[str, str]:
-    """The ConfigMap's files: ``sidecar.yaml``, ``models.yaml``, ``slos.yaml``."""
-    return {"models.yaml": registry_text, "sidecar.yaml": sidecar.config_yaml,
+    """The ConfigMap's files: ``sidecar.yaml``, ``models.yaml``, ``slos.yaml`` (and
+    ``quotas.yaml`` when the configuration names a quota file)."""
+    data = {"models.yaml": registry_text, "sidecar.yaml": sidecar.config_yaml,
             "slos.yaml": slos_text}
+    if sidecar.quotas_yaml is not None:
+        data["quotas.yaml"] = sidecar.quotas_yaml
+    return data
 
 
 def config_hash(data: dict[str, str]) -> str:
