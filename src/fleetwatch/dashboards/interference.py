@@ -9,6 +9,8 @@ dashboard's row as it is).
 
 from __future__ import annotations
 
+from grafanalib import core as g
+
 from fleetwatch.dashboards import panels as p
 from fleetwatch.dashboards.common import MODEL_KEY
 from fleetwatch.dashboards.panels import Q
@@ -20,34 +22,35 @@ _NEEDS_PLACEMENT = ("needs the sidecar's placement: (models sharing a GPU) and a
                     "the envelope the engine attributes; empty while none is")
 
 
+
+def _events_table(title: str, description: str, metric: str, labels: tuple[str, ...],
+                  model: dict[str, str]) -> g.Table:
+    """A table of the (SLO, model) pairs whose ``metric`` is 1 now, with ``labels``."""
+    return p.table(
+        title, description,
+        [Q(agg("max", (*_SLO_MODEL, *labels), sel(metric, re_=model)) + " == 1",
+           instant=True, table=True)],
+        transformations=[{"id": "organize", "options": {
+            "excludeByName": {"Time": True, "Value": True},
+            "renameByName": {"model_version": "version"}}}], overrides=[],
+        conditional=_NEEDS_PLACEMENT)
+
 def interference_row(grid: p.Grid, model: dict[str, str]) -> None:
     """Interference events, the neighbour's load before and during, GPU-degraded burns and
     the GPU's clocks-event reasons and XID code (``model``: regex matchers of the
     dashboard's model variable)."""
     grid.row("Co-location interference and GPU health")
-    grid.add(p.table(
+    grid.add(_events_table(
         "Interference events", "(SLO, model) pairs burning their budget inside the "
         "concurrency envelope while a co-located model (sidecar placement) got busier: "
         "a ticket to the platform team, not a page to the model's owner. `neighbour` is the "
         "model blamed; the sidecar's /slo has the evidence (burn by band, correlation).",
-        [Q(agg("max", (*_SLO_MODEL, "neighbour"),
-               sel("fleetwatch_slo_interference", re_=model)) + " == 1",
-           instant=True, table=True)],
-        transformations=[{"id": "organize", "options": {
-            "excludeByName": {"Time": True, "Value": True},
-            "renameByName": {"model_version": "version"}}}], overrides=[],
-        conditional=_NEEDS_PLACEMENT), 12, 7)
-    grid.add(p.table(
+        "fleetwatch_slo_interference", ("neighbour",), model), 12, 7)
+    grid.add(_events_table(
         "GPU-degraded burns", "(SLO, model) pairs burning inside the envelope on a GPU "
         "that throttled (a slowing clocks-event reason) or reported a new XID error in the "
         "same windows: the GPU is blamed, not the model nor its neighbours.",
-        [Q(agg("max", (*_SLO_MODEL, "gpu_uuid", "gpu_condition"),
-               sel("fleetwatch_slo_gpu_degraded", re_=model)) + " == 1",
-           instant=True, table=True)],
-        transformations=[{"id": "organize", "options": {
-            "excludeByName": {"Time": True, "Value": True},
-            "renameByName": {"model_version": "version"}}}], overrides=[],
-        conditional=_NEEDS_PLACEMENT), 12, 7)
+        "fleetwatch_slo_gpu_degraded", ("gpu_uuid", "gpu_condition"), model), 12, 7)
     grid.add(p.timeseries(
         "Neighbour load before and during", "Mean concurrency (requests) of each blamed "
         "neighbour before the burn began and during it: the rise the engine attributes the "
