@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 import aiohttp
 
-from fleetwatch.exporters.assemble import NORMALIZED, PASSTHROUGH, Part, assemble
+from fleetwatch.exporters.assemble import NORMALIZED, PASSTHROUGH, Family, Part, assemble
 from fleetwatch.exporters.normalize import Normalized, Normalizer
 from fleetwatch.exporters.parser import describe_if_not_metrics
 from fleetwatch.exporters.render import normalized_families, passthrough_families
@@ -41,6 +41,7 @@ from fleetwatch.exporters.validate import Limits
 from fleetwatch.labels.registry import Registry
 from fleetwatch.sidecar.coldstart import ColdStarts
 from fleetwatch.sidecar.config import SidecarConfig
+from fleetwatch.sidecar.encoding import gzip_member
 from fleetwatch.sidecar.fetch import ScrapeError, fetch_metrics
 from fleetwatch.sidecar.probes import Prober
 from fleetwatch.sidecar.targets import TargetState, sleeping_models
@@ -68,8 +69,10 @@ class Scraper:
         #: Series the last cycle left out of its parts, by origin (normalized: a second
         #: target produced them too; passthrough: a second target passed them through).
         self.dropped: Counter[str] = Counter()
-        #: Both parts merged: what the last cycle normalized, as text.
-        self.body: bytes = b""
+        #: Each family of both parts as ``id(family) → (family, text, gzip member)``,
+        #: encoded once per cycle (:mod:`.encoding`; the /metrics assembler serves them).
+        self.encoded: dict[int, tuple[Family, bytes, bytes]] = {}
+        self._body: bytes | None = b""
         self.snapshot: Snapshot | None = None
         self.subscribers: list[Callable[[Snapshot], None]] = []
         self._session: aiohttp.ClientSession | None = None
@@ -135,6 +138,14 @@ class Scraper:
                 log.exception("snapshot subscriber failed")
         return snap
 
+    @property
+    def body(self) -> bytes:
+        """Both parts of the last cycle merged: what it normalized, as text (made when
+        first read after a cycle)."""
+        if self._body is None:
+            self._body = assemble([self.normalized_part, self.passthrough_part]).text.encode()
+        return self._body
+
     def _render(self, live: list[Normalized], extra: dict[str, list[str]]) -> None:
         collisions: list[str] = []
         families = normalized_families(live, extra, collisions)
@@ -144,12 +155,19 @@ class Scraper:
                         collisions[0])
         merged = assemble([Part(PASSTHROUGH, passthrough_families(n))
                            for n in live if n.passthrough])
+        encoded = {}
+        for fam in (*families, *merged.families):
+            text = fam.text().encode()
+            encoded[id(fam)] = (fam, text, gzip_member(text))
+        # published together (the /metrics handler reads them on the event loop; a
+        # family it finds without its encoding is encoded there, never served wrong)
+        self.encoded = encoded
         self.normalized_part = Part(NORMALIZED, families, check_names=False,
                                     check_series=False)
         self.passthrough_part = Part(PASSTHROUGH, merged.families, check_series=False)
         self.collisions = len(collisions)
         self.dropped = merged.dropped + Counter({NORMALIZED: len(collisions)})
-        self.body = assemble([self.normalized_part, self.passthrough_part]).text.encode()
+        self._body = None
 
     async def _scrape_target(self, st: TargetState) -> None:
         t0 = time.perf_counter()
