@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -35,7 +36,7 @@ from fleetwatch.exporters.normalize import Normalized, Normalizer
 from fleetwatch.exporters.parser import describe_if_not_metrics
 from fleetwatch.exporters.render import normalized_families, passthrough_families
 from fleetwatch.exporters.snapshot import Snapshot
-from fleetwatch.exporters.sources import TABLES, detect_kind
+from fleetwatch.exporters.sources import SOURCES_BY_KIND, TABLES, detect_kind
 from fleetwatch.exporters.table import TargetContext
 from fleetwatch.exporters.validate import Limits
 from fleetwatch.labels.registry import Registry
@@ -77,7 +78,7 @@ class Scraper:
         self.subscribers: list[Callable[[Snapshot], None]] = []
         self._session: aiohttp.ClientSession | None = None
         self._metrics_session: aiohttp.ClientSession | None = None
-        self.probes = Prober(lambda: self._session)
+        self.probes = Prober(lambda: self._session, cfg.scrape.probe_concurrency)
         #: Not-ready → ready durations per (target, model), from the readiness probes.
         self.cold_starts = ColdStarts()
 
@@ -177,9 +178,14 @@ class Scraper:
                                        self.cfg.scrape.max_body_bytes,
                                        self.cfg.scrape.timeout_seconds)
             normalized = await asyncio.to_thread(self._normalize, st, text)
-            if await self._learn_runtimes(st, normalized):
-                # new models: label them with their runtime from the first scrape on
-                normalized = await asyncio.to_thread(self._normalize, st, text)
+            if await self._learn_runtimes(st, normalized) or normalized.deferred:
+                # new models: label them with their runtime from the first scrape on (their
+                # series were left out of the first pass, or are compiled again)
+                st.deferring = False
+                try:
+                    normalized = await asyncio.to_thread(self._normalize, st, text)
+                finally:
+                    st.deferring = True
         except ScrapeError as exc:
             self._mark_down(st, exc.reason, str(exc))
         except Exception as exc:  # unexpected: still never crash the sidecar
@@ -197,9 +203,11 @@ class Scraper:
             kind = st.target.kind if st.target.kind != "auto" else detect_kind(text)
             if kind != st.kind:
                 log.info("target %s: reading it as %s", st.target.name, kind)
+            defer = st.defer_runtime if self.probes.learns_runtimes(
+                SOURCES_BY_KIND.get(kind), st.target) else None
             ctx = TargetContext(runtime_for=st.runtime_for,
                                 extra_labels=tuple(sorted(st.target.labels.items())),
-                                model_version=st.target.model_version)
+                                model_version=st.target.model_version, defer=defer)
             sc = self.cfg.scrape
             limits = Limits(sc.max_series, sc.max_label_value_length,
                             sc.normalize_timeout_seconds)
@@ -299,8 +307,17 @@ class Scraper:
         n = st.normalized
         observed = sorted({m[0] for m in n.models}) if n else []
         before = st.models_ready
-        why = await self.probes.readiness(st.source, t, observed)
-        st.models_ready = {m: w is None for m, w in why.items()}
+        if self.probes.probes_each_model(st.source, t) and not t.models:
+            # one request per model found: on their own cadence (see _due)
+            why = await self.probes.readiness(st.source, t, self._due(st, observed))
+            now = time.monotonic()
+            for m in why:
+                st.probed_at[m] = now
+            st.models_ready = {m: before[m] for m in observed if m in before}
+            st.models_ready.update((m, w is None) for m, w in why.items())
+        else:
+            why = await self.probes.readiness(st.source, t, observed)
+            st.models_ready = {m: w is None for m, w in why.items()}
         was_sleeping, st.models_sleeping = st.models_sleeping, sleeping_models(n)
         for model in st.models_sleeping:  # an engine asleep answers /health, serves nothing
             st.models_ready[model] = False
@@ -315,6 +332,22 @@ class Scraper:
             elif problem is None and was is False:
                 log.info("target %s: model %s ready again", t.name, model)
 
+    def _due(self, st: TargetState, observed: list[str]) -> list[str]:
+        """The models found in the exposition whose readiness to ask in this scrape: the
+        ones not asked yet or not ready (every scrape: a loading LLM's cold start is
+        measured to the scrape), and of the ready ones those asked longest ago, once
+        ``scrape.readiness_every`` has passed, at most the share that spreads them
+        evenly over that cadence (no burst of requests every so often)."""
+        sc = self.cfg.scrape
+        every = sc.readiness_every
+        now = time.monotonic()
+        due = [m for m in observed if st.models_ready.get(m) is not True]
+        ready = sorted((st.probed_at.get(m, -math.inf), m) for m in observed
+                       if st.models_ready.get(m) is True)
+        share = max(1, math.ceil(len(ready) * sc.interval_seconds / every))
+        due += [m for at, m in ready[:share] if now - at >= every]
+        return due
+
     def _forget_unseen_models(self, st: TargetState) -> None:
         """Drop per-model facts of models not observed for FORGET_AFTER_SCRAPES scrapes."""
         oldest = st.scrapes_ok - FORGET_AFTER_SCRAPES
@@ -325,6 +358,8 @@ class Scraper:
         for m in gone:
             del st.last_seen[m]
             st.runtimes.pop(m, None)
+            st.runtime_asked.discard(m)
+            st.probed_at.pop(m, None)
             st.exposed_unknown.discard(m)
             st.unreadable_config.discard(m)
             if m not in keep_ready:
@@ -338,16 +373,17 @@ class Scraper:
         source = st.source
         if source is None or source.runtime_probe is None or not t.api_url:
             return False
-        unknown = sorted({m[0] for m in n.models} - st.runtimes.keys())
+        unknown = sorted(({m[0] for m in n.models} | n.deferred) - st.runtimes.keys())
         if not unknown:
             return False
+        st.runtime_asked.update(unknown)
         learned = await self.probes.runtimes(source.runtime_probe, t, unknown)
-        changed = False
+        changed: list[str] = []
         for m, (rt, problem) in zip(unknown, learned, strict=True):
             if rt is not None:
                 st.runtimes[m] = rt
                 st.unreadable_config.discard(m)
-                changed = True
+                changed.append(m)
                 if m in st.exposed_unknown:
                     st.exposed_unknown.discard(m)
                     log.info("target %s: model %s: runtime now %s (was exposed as %s)",
@@ -358,5 +394,5 @@ class Scraper:
                             "config (%s); runtime=%s until it can", t.name, m, problem,
                             t.runtime or "unknown")
         if changed and st.normalizer is not None:
-            st.normalizer.invalidate()
-        return changed
+            st.normalizer.invalidate_models(changed)  # those models' series only
+        return bool(changed)

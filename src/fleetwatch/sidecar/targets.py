@@ -43,12 +43,21 @@ class TargetState:
     #: forgotten when the target goes down (it may come back upgraded).
     identity: dict[str, str] | None = None
     models_sleeping: set[str] = field(default_factory=set)  # engine asleep: not ready
+    runtime_asked: set[str] = field(default_factory=set)  # runtime asked (maybe no answer)
+    deferring: bool = True  # the normalizer may leave out models whose runtime is coming
+    probed_at: dict[str, float] = field(default_factory=dict)  # readiness asked (monotonic)
 
     @property
     def source(self) -> Source | None:
         """The source the target is read as (``None`` before the first scrape or when
         detection found none)."""
         return SOURCES_BY_KIND.get(self.kind or "")
+
+    def defer_runtime(self, model: str) -> bool:
+        """Whether a model's series wait for its runtime (never asked yet; see
+        ``TargetContext.defer``)."""
+        return self.deferring and model not in self.runtimes \
+            and model not in self.runtime_asked
 
     def runtime_for(self, model: str) -> str:
         return self.runtimes.get(model) or self.target.runtime or "unknown"
