@@ -34,11 +34,12 @@ SUMMARIES = ("nv_inference_request_summary_us", "nv_inference_queue_summary_us",
              "nv_inference_compute_output_summary_us")
 
 
-def triton_exposition(models: int = 1000) -> str:
+def triton_exposition(models: int = 1000, names: list[str] | None = None) -> str:
     """A Triton 2.51-shaped exposition: per model 48 samples (counters, failures by
-    reason, pending gauge, five summaries), families grouped as Triton writes them."""
+    reason, pending gauge, five summaries), families grouped as Triton writes them;
+    ``names`` the model names (default ``model_0000``…)."""
     out: list[str] = []
-    names = [f"model_{i:04d}" for i in range(models)]
+    names = names or [f"model_{i:04d}" for i in range(models)]
 
     def lab(m: str, extra: str = "") -> str:
         return f'{{model="{m}",version="1"{extra}}}'

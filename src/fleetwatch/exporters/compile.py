@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import math
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,6 +105,28 @@ class Entry:
         self.rare = self.le is not None or bool(self.shared)
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What compiling a sample of one rule decides once per table: its mapping signature
+    and the le/quantile kept, the value check and unit conversion, the target family,
+    and per target sample (suffix, interned name, extra labels and their names, the
+    count of a mean-only histogram, fed by two rules)."""
+
+    rule: Rule
+    sig: int
+    keep: tuple[str, ...]
+    whole: bool
+    needs_le: bool
+    bucket: bool
+    check: int
+    div: float
+    mul: float
+    fam_idx: int
+    le_scaled: bool
+    samples: tuple[tuple[str, str, tuple[tuple[str, str], ...], frozenset[str], bool, bool],
+                   ...]
+
+
 class SeriesCompiler:
     """Compiles raw series keys of one target under one table (see module docstring).
 
@@ -130,7 +152,7 @@ class SeriesCompiler:
         self._owner: dict[str, str] = {}  # normalized series → first upstream key seen
         self._shared: set[str] = set()  # normalized series fed by several upstream series
         self._allowed: dict[str, frozenset[str]] = {}
-        self._by_sample: dict[str, list[tuple[Rule, str, int, tuple[str, ...]]]] = {}
+        self._by_sample: dict[str, list[_Plan]] = {}
         self._names: set[str] = set()  # sample names known valid
         renames = table.label_renames
         #: upstream labels naming the model (TargetContext.defer)
@@ -160,7 +182,7 @@ class SeriesCompiler:
                     and not suffix else ()
                 sig = signatures.setdefault(_map_signature(rule, keep), len(signatures))
                 self._by_sample.setdefault(rule.source + suffix, []).append(
-                    (rule, suffix, sig, keep))
+                    self._plan(rule, suffix, sig, keep, whole))
 
     def reset(self) -> None:
         """Forget what was compiled. ``keys`` is replaced, not cleared: a
@@ -256,65 +278,67 @@ class SeriesCompiler:
         no_value = False
         check, le, group, no_model = NO_CHECK, None, "", False
         tracked = False
-        for rule, suffix, sig, keep in candidates:
+        maps_get = self._maps.get
+        keys = self.keys
+        owners = self._owner
+        shared_set = self._shared
+        for plan in candidates:
+            rule = plan.rule
             if rule.match and any(labels.get(k) != v for k, v in rule.match):
                 continue
-            if suffix == "_bucket" and not rule.part and "le" not in labels:
+            if plan.needs_le and "le" not in labels:
                 return Entry(error=f"{name} has no le label")
-            whole = not rule.part and rule.source_type in ("histogram", "summary")
-            target = rule.target
-            tdef = METRICS_BY_NAME[target]
-            mapped = self._mapped(rule, sig, keep, text, labels)
-            if mapped is None:
-                no_model = True  # a per-model family's series must name its model
-                continue
+            mapped = maps_get((plan.sig, text))
+            if mapped is None or (mapped[4] is not None and mapped[4][3] != self._runtime(
+                    mapped[4][0], rule)):
+                mapped = self._mapped(rule, plan.sig, plan.keep, text, labels)
+                if mapped is None:
+                    no_model = True  # a per-model family's series must name its model
+                    continue
             tail_out, base_pairs, base_labels, lossy, out_model = mapped
-            check = max(check, _check_of(rule, suffix),
-                        CUMULATIVE if tdef.type == "counter" else NO_CHECK)
-            if whole:  # interned: the normalizer compares histograms by identity
+            if plan.check > check:
+                check = plan.check
+            if plan.whole:  # interned: the normalizer compares histograms by identity
                 group = sys.intern(rule.source + block.group)
-                if suffix == "_bucket":
+                if plan.bucket:
                     le = float(labels["le"])
-            if rule.part or rule.source_type in ("counter", "gauge"):
-                samples = rule.as_samples
-            else:
-                samples = ((suffix, ()),)
-            # Unit conversion applies to values in the unit (sums, quantiles, gauges,
-            # counters), never to observation counts (_count, _bucket).
-            scaled = (rule.source_type in ("counter", "gauge") or suffix == "_sum"
-                      or (rule.source_type == "summary" and suffix == ""))
-            div, mul = (rule.divide, rule.multiply) if scaled else (1.0, 1.0)
+            div, mul = plan.div, plan.mul
             if rule.value_labels:
                 factor = _label_product(labels, rule.value_labels)
                 if factor is None:
                     no_value = True  # known family, no number to take (e.g. "None")
                     continue
                 mul *= factor
-            fam_idx = FAMILY_INDEX[target]
+            fam_idx = plan.fam_idx
+            target = rule.target
             mean_only = False
-            for t_suffix, extra in samples:
-                tail = list(tail_out)
+            slot_scaled = div != 1.0 or mul != 1.0 or rule.negative_is_nan
+            for t_suffix, tname, extra, extra_names, mean_count, multi in plan.samples:
                 if extra:
-                    tail = [p for p in tail if p[0] not in dict(extra)] + list(extra)
-                elif t_suffix == "_bucket" and rule.le_divide != 1.0:
-                    tail = [("le", _scale_bound(labels["le"], rule.le_divide))]
-                prefix = target + t_suffix + _append_labels(base_labels, tail)
-                if prefix not in self.keys:
-                    self.keys[prefix] = (sys.intern(target + t_suffix), self._shared_pairs(
-                        base_pairs + tuple(tail)) if tail else base_pairs)
-                if t_suffix == "_count" and rule.as_samples != (("", ()),):
+                    tail: tuple[tuple[str, str], ...] = tuple(
+                        p for p in tail_out if p[0] not in extra_names) + extra
+                elif plan.le_scaled and t_suffix == "_bucket":
+                    tail = (("le", _scale_bound(labels["le"], rule.le_divide)),)
+                else:
+                    tail = tail_out
+                prefix = tname + _append_labels(base_labels, tail) if tail \
+                    else tname + base_labels
+                if prefix not in keys:
+                    keys[prefix] = (tname, self._shared_pairs(base_pairs + tail)
+                                    if tail else base_pairs)
+                if mean_count:
                     mean_only = True
-                if lossy or (target, t_suffix) in self._multi_fed:
+                if lossy or multi:
                     # this series may meet others on one normalized series: track it
                     tracked = True
-                    owner = self._owner.setdefault(prefix, canon)
-                    if owner != canon and prefix not in self._shared:
-                        self._shared.add(prefix)
+                    owner = owners.setdefault(prefix, canon)
+                    if owner != canon and prefix not in shared_set:
+                        shared_set.add(prefix)
                         self.stale.add(owner)  # the owner was compiled as alone
-                if prefix in self._shared:
+                if prefix in shared_set:
                     shared.append((fam_idx, prefix, div, mul, rule.negative_is_nan,
                                    rule.priority))
-                elif div != 1.0 or mul != 1.0 or rule.negative_is_nan:
+                elif slot_scaled:
                     scaled_slots.append((fam_idx, prefix, div, mul, rule.negative_is_nan))
                 else:
                     direct.append((fam_idx, prefix))
@@ -330,6 +354,34 @@ class SeriesCompiler:
         return Entry(direct=tuple(direct), scaled=tuple(scaled_slots), shared=tuple(shared),
                      model=model_id, canon=canon if tracked or shared else "", check=check,
                      le=le, group=group or (canon if shared else ""))
+
+    def _plan(self, rule: Rule, suffix: str, sig: int, keep: tuple[str, ...],
+              whole: bool) -> _Plan:
+        """What compiling a sample of ``rule`` (``suffix``) decides once per table."""
+        tdef = METRICS_BY_NAME[rule.target]
+        if rule.part or rule.source_type in ("counter", "gauge"):
+            samples = rule.as_samples
+        else:
+            samples = ((suffix, ()),)
+        # Unit conversion applies to values in the unit (sums, quantiles, gauges,
+        # counters), never to observation counts (_count, _bucket).
+        scaled = (rule.source_type in ("counter", "gauge") or suffix == "_sum"
+                  or (rule.source_type == "summary" and suffix == ""))
+        div, mul = (rule.divide, rule.multiply) if scaled else (1.0, 1.0)
+        return _Plan(
+            rule=rule, sig=sig, keep=keep, whole=whole,
+            needs_le=suffix == "_bucket" and not rule.part,
+            bucket=whole and suffix == "_bucket",
+            check=max(_check_of(rule, suffix),
+                      CUMULATIVE if tdef.type == "counter" else NO_CHECK),
+            div=div, mul=mul, fam_idx=FAMILY_INDEX[rule.target],
+            le_scaled=rule.le_divide != 1.0,
+            samples=tuple(
+                (t_suffix, sys.intern(rule.target + t_suffix), tuple(extra),
+                 frozenset(k for k, _ in extra),
+                 t_suffix == "_count" and rule.as_samples != (("", ()),),
+                 (rule.target, t_suffix) in self._multi_fed)
+                for t_suffix, extra in samples))
 
     def _mapped(self, rule: Rule, sig: int, keep: tuple[str, ...], text: str,
                 labels: dict[str, str]) -> Mapped | None:
@@ -531,7 +583,7 @@ def _ordered(labels: Mapping[str, str], tdef: MetricDef) -> LabelPairs:
     return tuple(head + tail + last)
 
 
-def _append_labels(rendered: str, tail: list[tuple[str, str]]) -> str:
+def _append_labels(rendered: str, tail: Sequence[tuple[str, str]]) -> str:
     """Append label pairs to an already rendered label set."""
     if not tail:
         return rendered

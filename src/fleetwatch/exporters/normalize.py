@@ -463,8 +463,11 @@ class Normalizer:
         get the canonical spelling); scaled ones are floats. One slot: that list's
         ``append``; several: :func:`_emit_all`; none (shared slots only): ``bool``, a
         no-op."""
-        out: list[tuple[Callable[[Emitted], None], Emitted]] = []
         lists = self._appends  # one bound method per family, shared by the series
+        if len(entry.direct) == 1 and not entry.scaled and value - value == 0:
+            fam_idx, prefix = entry.direct[0]  # the common case, short
+            return lists[fam_idx], (prefix, tok, prefix + " " + tok)
+        out: list[tuple[Callable[[Emitted], None], Emitted]] = []
         if entry.direct:
             finite = value - value == 0
             text = tok if finite else format_value(value)
