@@ -233,6 +233,41 @@ class Normalizer:
             if paused:
                 gc.enable()
 
+    def discover(self, text: str) -> set[str]:
+        """The models whose runtime the series of ``text`` wait for
+        (``TargetContext.defer``), found with one lookup per line: series not compiled
+        yet are compiled on the way (unless deferred), values are not read. Call
+        :meth:`normalize` after (its result is the exposition's state). Never raises on
+        bad input (bad lines are left to :meth:`normalize`)."""
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            meta = Metadata()
+            deferred: set[str] = set()
+            cache = self._cache
+            deadline = time.perf_counter() + self.limits.max_seconds
+            for count, (line, _lineno) in enumerate(iter_lines(text, meta)):
+                if count & 4095 == 4095 and (count >= self.limits.max_series
+                                             or time.perf_counter() > deadline):
+                    break  # normalize refuses it
+                if line[:line.rfind(" ")] in cache:
+                    continue
+                split = split_sample_line(line)
+                if isinstance(split, str) or split[0] in cache:
+                    continue
+                entry = self._compiler.compile(split[0], meta)
+                if entry.deferred is not None:
+                    deferred.add(entry.deferred)
+                    continue
+                cache[split[0]] = entry
+                if entry.model is not None:
+                    entry.mi = self._model_index(entry.model)
+            return deferred
+        finally:
+            if paused:
+                gc.enable()
+
     def _normalize_all(self, text: str) -> Normalized:
         result = self._normalize(text)
         stale = self._compiler.stale

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -45,7 +44,7 @@ from fleetwatch.sidecar.config import SidecarConfig
 from fleetwatch.sidecar.encoding import gzip_member
 from fleetwatch.sidecar.fetch import ScrapeError, fetch_metrics
 from fleetwatch.sidecar.probes import Prober
-from fleetwatch.sidecar.targets import TargetState, sleeping_models
+from fleetwatch.sidecar.targets import TargetState, readiness_due, sleeping_models
 
 log = logging.getLogger("fleetwatch.scraper")
 
@@ -177,15 +176,17 @@ class Scraper:
             text = await fetch_metrics(self._metrics_session, str(st.target.url),
                                        self.cfg.scrape.max_body_bytes,
                                        self.cfg.scrape.timeout_seconds)
-            normalized = await asyncio.to_thread(self._normalize, st, text)
-            if await self._learn_runtimes(st, normalized) or normalized.deferred:
-                # new models: label them with their runtime from the first scrape on (their
-                # series were left out of the first pass, or are compiled again)
-                st.deferring = False
-                try:
-                    normalized = await asyncio.to_thread(self._normalize, st, text)
-                finally:
-                    st.deferring = True
+            normalizer = self._normalizer(st, text)
+            if normalizer.ctx.defer is not None:
+                # runtimes are learned: find the new models first (one pass of lookups),
+                # ask their runtime, then compile their series once, labelled with it
+                deferred = await asyncio.to_thread(normalizer.discover, text)
+                await self._learn_runtimes(st, deferred)
+            st.deferring = False
+            try:
+                normalized = await asyncio.to_thread(self._normalize, st, text)
+            finally:
+                st.deferring = True
         except ScrapeError as exc:
             self._mark_down(st, exc.reason, str(exc))
         except Exception as exc:  # unexpected: still never crash the sidecar
@@ -198,7 +199,9 @@ class Scraper:
             self._forget_unseen_models(st)
         st.duration = time.perf_counter() - t0
 
-    def _normalize(self, st: TargetState, text: str) -> Normalized:
+    def _normalizer(self, st: TargetState, text: str) -> Normalizer:
+        """The target's normalizer, made on its first exposition (or while its kind,
+        detected from the exposition, is unknown)."""
         if st.normalizer is None or st.kind == "unknown":
             kind = st.target.kind if st.target.kind != "auto" else detect_kind(text)
             if kind != st.kind:
@@ -214,7 +217,10 @@ class Scraper:
             st.normalizer = Normalizer(TABLES[kind], ctx, self.cfg.passthrough_unmapped,
                                        limits)
             st.kind = kind
-        n = st.normalizer.normalize(text)
+        return st.normalizer
+
+    def _normalize(self, st: TargetState, text: str) -> Normalized:
+        n = self._normalizer(st, text).normalize(text)
         if n.refused is not None:
             raise ScrapeError(*n.refused)
         if n.series_count == 0:
@@ -309,7 +315,9 @@ class Scraper:
         before = st.models_ready
         if self.probes.probes_each_model(st.source, t) and not t.models:
             # one request per model found: on their own cadence (see _due)
-            why = await self.probes.readiness(st.source, t, self._due(st, observed))
+            sc = self.cfg.scrape
+            why = await self.probes.readiness(st.source, t, readiness_due(
+                st, observed, sc.interval_seconds, sc.readiness_every, time.monotonic()))
             now = time.monotonic()
             for m in why:
                 st.probed_at[m] = now
@@ -332,22 +340,6 @@ class Scraper:
             elif problem is None and was is False:
                 log.info("target %s: model %s ready again", t.name, model)
 
-    def _due(self, st: TargetState, observed: list[str]) -> list[str]:
-        """The models found in the exposition whose readiness to ask in this scrape: the
-        ones not asked yet or not ready (every scrape: a loading LLM's cold start is
-        measured to the scrape), and of the ready ones those asked longest ago, once
-        ``scrape.readiness_every`` has passed, at most the share that spreads them
-        evenly over that cadence (no burst of requests every so often)."""
-        sc = self.cfg.scrape
-        every = sc.readiness_every
-        now = time.monotonic()
-        due = [m for m in observed if st.models_ready.get(m) is not True]
-        ready = sorted((st.probed_at.get(m, -math.inf), m) for m in observed
-                       if st.models_ready.get(m) is True)
-        share = max(1, math.ceil(len(ready) * sc.interval_seconds / every))
-        due += [m for at, m in ready[:share] if now - at >= every]
-        return due
-
     def _forget_unseen_models(self, st: TargetState) -> None:
         """Drop per-model facts of models not observed for FORGET_AFTER_SCRAPES scrapes."""
         oldest = st.scrapes_ok - FORGET_AFTER_SCRAPES
@@ -365,15 +357,17 @@ class Scraper:
             if m not in keep_ready:
                 st.models_ready.pop(m, None)
 
-    async def _learn_runtimes(self, st: TargetState, n: Normalized) -> bool:
-        """Ask the runtime of models not seen before (the source's runtime probe, e.g.
-        Triton's ``/v2/models/<m>/config``); True when one was learned (the caller
-        re-normalizes). A model whose answer cannot be read is retried on the next scrape."""
+    async def _learn_runtimes(self, st: TargetState, new: set[str]) -> bool:
+        """Ask the runtime of the ``new`` models and of those of the last state still
+        without one (the source's runtime probe, e.g. Triton's
+        ``/v2/models/<m>/config``); True when one was learned (its series are compiled
+        again). A model whose answer cannot be read is retried on the next scrape."""
         t = st.target
         source = st.source
         if source is None or source.runtime_probe is None or not t.api_url:
             return False
-        unknown = sorted(({m[0] for m in n.models} | n.deferred) - st.runtimes.keys())
+        seen = {m[0] for m in st.normalized.models} if st.normalized is not None else set()
+        unknown = sorted((seen | new) - st.runtimes.keys())
         if not unknown:
             return False
         st.runtime_asked.update(unknown)

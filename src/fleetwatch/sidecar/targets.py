@@ -3,6 +3,7 @@ normalized state (read by ``/metrics``, ``/readyz``, the self-metrics and the en
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -81,3 +82,19 @@ def sleeping_models(n: Normalized | None) -> set[str]:
         if labels.get("sleep_state") == "awake" and value_of(v) == 0 and "model" in labels:
             out.add(labels["model"])
     return out
+
+
+def readiness_due(st: TargetState, observed: list[str], interval: float, every: float,
+                  now: float) -> list[str]:
+    """The models found in the exposition whose readiness to ask in this scrape: the ones
+    not asked yet or not ready (every scrape: a loading LLM's cold start is measured to
+    the scrape), and of the ready ones those asked longest ago, once ``every`` seconds
+    (``scrape.readiness_every``) have passed, at most the share that spreads them evenly
+    over that cadence (no burst of requests every so often). ``now``: monotonic seconds,
+    the clock of ``st.probed_at``."""
+    due = [m for m in observed if st.models_ready.get(m) is not True]
+    ready = sorted((st.probed_at.get(m, -math.inf), m) for m in observed
+                   if st.models_ready.get(m) is True)
+    share = max(1, math.ceil(len(ready) * interval / every))
+    due += [m for at, m in ready[:share] if now - at >= every]
+    return due
