@@ -166,8 +166,8 @@ def _case(kind: str, cycles: int, models: int) -> dict:
 
 def _rss(kind: str, models: int) -> dict:
     """Run in a subprocess: what the sidecar holds for one target (the body read, the
-    normalizer's caches, the last two normalized states, the encoded families with their
-    gzip members) after a few cycles; peak RSS of the process."""
+    normalizer's caches, the last two normalized states, the families' gzip members; the
+    plain text is made only for plain scrapers) after a few cycles; peak RSS."""
     from fleetwatch.exporters.normalize import Normalizer
     from fleetwatch.exporters.sources import TABLES
     from fleetwatch.sidecar.encoding import gzip_member
@@ -178,7 +178,7 @@ def _rss(kind: str, models: int) -> dict:
     for cycle in range(6):
         body = text if cycle % 2 else changed_values(text, cycle)
         n = normalizer.normalize(body)
-        encoded = [(b, gzip_member(b)) for b in sidecar_render(n)]
+        encoded = [gzip_member(b) for b in sidecar_render(n)]  # what Scraper.encoded keeps
         last, body = (n, encoded), ""
     assert last is not None
     return {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}

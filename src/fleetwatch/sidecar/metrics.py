@@ -47,39 +47,43 @@ from fleetwatch.sidecar.selfmetrics import self_registry
 
 @dataclass
 class _Segment:
-    """One assembled segment: its text and gzip members, the series it dropped, the
-    names served after it; ``key`` and ``source`` (what it was made from, kept so that
-    the ids in ``key`` stay its own) decide whether it can be reused."""
+    """One assembled segment: its ``families``, their gzip members, the series it dropped,
+    the names served after it; ``key`` and ``source`` (what it was made from, kept so
+    that the ids in ``key`` stay its own) decide whether it can be reused. The plain text
+    is made on the first plain request (most scrapers ask gzip: no 8 MB kept for none)."""
 
     key: object
     source: object
-    plain: bytes
+    families: list[Family]
     gz: bytes
     dropped: Counter[str]
     owners: Owners
+    _plain: bytes | None = None
+
+    @property
+    def plain(self) -> bytes:
+        if self._plain is None:
+            self._plain = b"".join(f.text().encode() for f in self.families)
+        return self._plain
 
 
 def _segment(key: object, source: object, part: Part, owners: Owners,
-             encoded: dict[int, tuple[Family, bytes, bytes]], level: int) -> _Segment:
+             encoded: dict[int, tuple[Family, bytes]], level: int) -> _Segment:
     """Merge ``part`` after the names ``owners`` serves; a family merged unchanged whose
     encoding ``encoded`` holds is served from it, any other is encoded at ``level``."""
     merger = Merger(owners)
     added = merger.add(part)
     by_name = {f.name: f for f in part.families}
-    plain, gz = [], []
+    gz = []
     for fam in added:
         src = by_name.get(fam.name)
         hit = encoded.get(id(src)) if src is not None else None
         if hit is not None and hit[0] is src and src.lines == fam.lines \
                 and src.help == fam.help and src.type == fam.type:
-            plain.append(hit[1])
-            gz.append(hit[2])
-            continue
-        text = fam.text().encode()
-        plain.append(text)
-        gz.append(gzip_member(text, level))
-    return _Segment(key, source, b"".join(plain), b"".join(gz), merger.dropped,
-                    merger.owners)
+            gz.append(hit[1])
+        else:
+            gz.append(gzip_member(fam.text().encode(), level))
+    return _Segment(key, source, added, b"".join(gz), merger.dropped, merger.owners)
 
 
 class MetricsAssembler:
@@ -140,22 +144,19 @@ class MetricsAssembler:
         if names is None:
             return None
         encoded = self.scraper.encoded
-        plain, gz = [], []
+        gz = []
         for fam in part.families:
             hit = encoded.get(id(fam))
             if hit is not None and hit[0] is fam:
-                plain.append(hit[1])
-                gz.append(hit[2])
+                gz.append(hit[1])
             else:  # rewritten for this request (trace buckets): encode it now
-                text = fam.text().encode()
-                plain.append(text)
-                gz.append(gzip_member(text, REQUEST_LEVEL))
+                gz.append(gzip_member(fam.text().encode(), REQUEST_LEVEL))
         owners: Owners = {}
         for fam in part.families:
             for n in claims((fam,)) or ():
                 owners[n] = (NORMALIZED, fam)
-        seg = _Segment(key, list(part.families), b"".join(plain), b"".join(gz), Counter(),
-                       owners)
+        families = list(part.families)
+        seg = _Segment(key, families, families, b"".join(gz), Counter(), owners)
         self._norm = seg
         return seg
 

@@ -69,9 +69,9 @@ class Scraper:
         #: Series the last cycle left out of its parts, by origin (normalized: a second
         #: target produced them too; passthrough: a second target passed them through).
         self.dropped: Counter[str] = Counter()
-        #: Each family of both parts as ``id(family) → (family, text, gzip member)``,
-        #: encoded once per cycle (:mod:`.encoding`; the /metrics assembler serves them).
-        self.encoded: dict[int, tuple[Family, bytes, bytes]] = {}
+        #: Each family of both parts as ``id(family) → (family, gzip member)``, encoded
+        #: once per cycle (:mod:`.encoding`; the /metrics assembler serves them).
+        self.encoded: dict[int, tuple[Family, bytes]] = {}
         self._body: bytes | None = b""
         self.snapshot: Snapshot | None = None
         self.subscribers: list[Callable[[Snapshot], None]] = []
@@ -156,9 +156,8 @@ class Scraper:
         merged = assemble([Part(PASSTHROUGH, passthrough_families(n))
                            for n in live if n.passthrough])
         encoded = {}
-        for fam in (*families, *merged.families):
-            text = fam.text().encode()
-            encoded[id(fam)] = (fam, text, gzip_member(text))
+        for fam in (*families, *merged.families):  # the plain text is made when asked
+            encoded[id(fam)] = (fam, gzip_member(fam.text().encode()))
         # published together (the /metrics handler reads them on the event loop; a
         # family it finds without its encoding is encoded there, never served wrong)
         self.encoded = encoded
