@@ -34,11 +34,12 @@ SUMMARIES = ("nv_inference_request_summary_us", "nv_inference_queue_summary_us",
              "nv_inference_compute_output_summary_us")
 
 
-def triton_exposition(models: int = 1000) -> str:
+def triton_exposition(models: int = 1000, names: list[str] | None = None) -> str:
     """A Triton 2.51-shaped exposition: per model 48 samples (counters, failures by
-    reason, pending gauge, five summaries), families grouped as Triton writes them."""
+    reason, pending gauge, five summaries), families grouped as Triton writes them;
+    ``names`` the model names (default ``model_0000``…)."""
     out: list[str] = []
-    names = [f"model_{i:04d}" for i in range(models)]
+    names = names or [f"model_{i:04d}" for i in range(models)]
 
     def lab(m: str, extra: str = "") -> str:
         return f'{{model="{m}",version="1"{extra}}}'
@@ -78,64 +79,161 @@ def vllm_exposition(engines: int = 64) -> str:
     return "\n".join(out) + "\n"
 
 
-def _case(kind: str, cycles: int) -> dict:
+def changed_values(text: str, cycle: int) -> str:
+    """``text`` with every tenth sample's value moved (a busy server: some counters move
+    every scrape, most of a 1000-model fleet is idle)."""
+    out = []
+    for i, line in enumerate(text.split("\n")):
+        if line and line[0] != "#" and (i + cycle) % 10 == 0:
+            key, _, value = line.rpartition(" ")
+            line = f"{key} {float(value) + cycle}"
+        out.append(line)
+    return "\n".join(out)
+
+
+def sidecar_render(n) -> list[bytes]:
+    """What the sidecar renders per cycle (Scraper._render without gzip): the normalized
+    families, each as text-format bytes."""
+    from fleetwatch.exporters.render import normalized_families
+
+    return [f.text().encode() for f in normalized_families([n])]
+
+
+def _cpu(f, repeat: int) -> float:
+    """Median CPU seconds (time.process_time) of ``f()`` over ``repeat`` runs."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.process_time()
+        f()
+        times.append(time.process_time() - t0)
+    return statistics.median(times)
+
+
+def _case(kind: str, cycles: int, models: int) -> dict:
     """Run in a subprocess: one input, the full cycle, figures as a dict."""
     from prometheus_client.parser import text_string_to_metric_families
 
     from fleetwatch.exporters.normalize import Normalizer
-    from fleetwatch.exporters.render import render
     from fleetwatch.exporters.sources import TABLES
+    from fleetwatch.sidecar.encoding import CACHED_LEVEL, gzip_member
 
-    text = triton_exposition() if kind == "triton" else vllm_exposition()
+    text = triton_exposition(models) if kind == "triton" else vllm_exposition(models)
     mb = len(text.encode()) / 1e6
     normalizer = Normalizer(TABLES[kind])
-    samples = 0
-    times = []  # CPU seconds of this process: a loaded or throttled VM moves wall time more
+    ref_times: list[float] = []
+
+    def reference() -> None:  # interleaved with ours: same machine state
+        t0 = time.process_time()
+        sum(len(f.samples) for f in text_string_to_metric_families(text))
+        ref_times.append(time.process_time() - t0)
+
+    reference()
+    t0 = time.process_time()
+    n = normalizer.normalize(text)
+    out = sidecar_render(n)
+    cold = time.process_time() - t0
+    samples = n.meta.sample_lines
+    out_bytes = sum(map(len, out))
+    steady_times = []
     for i in range(cycles):
         t0 = time.process_time()
-        n = normalizer.normalize(text)
-        body = render([n])
-        times.append(time.process_time() - t0)
-        if i == 0:
-            samples = n.meta.sample_lines
-            out_bytes = len(body)
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    cold, steady = times[0], statistics.median(times[1:])
-    ref_times = []
-    for _ in range(3):
+        sidecar_render(normalizer.normalize(text))
+        steady_times.append(time.process_time() - t0)
+        if i % max(1, cycles // 3) == 0:
+            reference()
+    bodies = [changed_values(text, c) for c in range(1, 6)]
+    moving = []
+    for body in bodies:
         t0 = time.process_time()
-        ref_samples = sum(len(f.samples) for f in text_string_to_metric_families(text))
-        ref_times.append(time.process_time() - t0)
-    ref = statistics.median(ref_times)
-    return {"kind": kind, "mb": mb, "samples": samples, "ref_samples": ref_samples,
-            "out_mb": out_bytes / 1e6, "cold_s": cold, "steady_s": steady, "ref_s": ref,
-            "peak_rss_mb": rss_mb}
+        sidecar_render(normalizer.normalize(body))
+        moving.append(time.process_time() - t0)
+    gz = _cpu(lambda: [gzip_member(b, CACHED_LEVEL) for b in out], 3)
+    gz_bytes = sum(len(gzip_member(b, CACHED_LEVEL)) for b in out)
+    # a second cold cycle after the first: the reference is measured around both
+    cold2 = []
+    for _ in range(2):
+        fresh = Normalizer(TABLES[kind])
+        t0 = time.process_time()
+        sidecar_render(fresh.normalize(text))
+        cold2.append(time.process_time() - t0)
+        reference()
+    return {"kind": kind, "models": models, "mb": mb, "samples": samples,
+            "out_mb": out_bytes / 1e6, "cold_s": min([cold, *cold2]),
+            "steady_s": statistics.median(steady_times),
+            "moving_s": statistics.median(moving), "ref_s": statistics.median(ref_times),
+            "gzip_s": gz, "gzip_mb": gz_bytes / 1e6}
+
+
+def _rss(kind: str, models: int) -> dict:
+    """Run in a subprocess: what the sidecar holds for one target (the body read, the
+    normalizer's caches, the last two normalized states, the families' gzip members; the
+    plain text is made only for plain scrapers) after a few cycles; peak RSS."""
+    from fleetwatch.exporters.normalize import Normalizer
+    from fleetwatch.exporters.sources import TABLES
+    from fleetwatch.sidecar.encoding import gzip_member
+
+    text = triton_exposition(models) if kind == "triton" else vllm_exposition(models)
+    normalizer = Normalizer(TABLES[kind])
+    last = None
+    for cycle in range(6):
+        body = text if cycle % 2 else changed_values(text, cycle)
+        n = normalizer.normalize(body)
+        encoded = [gzip_member(b) for b in sidecar_render(n)]  # what Scraper.encoded keeps
+        last, body = (n, encoded), ""
+    assert last is not None
+    return {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def _run_case(kind: str, cycles: int, models: int) -> dict:
+    res = subprocess.run([sys.executable, __file__, "--case", kind, "--cycles", str(cycles),
+                          "--models", str(models)], capture_output=True, text=True, check=True)
+    out = json.loads(res.stdout)
+    res = subprocess.run([sys.executable, __file__, "--case", kind, "--rss", "--models",
+                          str(models)], capture_output=True, text=True, check=True)
+    out.update(json.loads(res.stdout))  # peak RSS of the sidecar's work alone
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cycles", type=int, default=20)
     ap.add_argument("--case", choices=["triton", "vllm"], help=argparse.SUPPRESS)
+    ap.add_argument("--models", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--rss", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--no-scale", action="store_true", help="skip the 10…3000-model runs")
     args = ap.parse_args()
     if args.case:
-        print(json.dumps(_case(args.case, args.cycles)))
+        models = args.models or (1000 if args.case == "triton" else 64)
+        print(json.dumps(_rss(args.case, models) if args.rss else
+                         _case(args.case, args.cycles, models)))
         return
-    print("CPU time per cycle (time.process_time), medians")
-    print(f"{'input':<34} {'MB':>6} {'samples':>8} {'phase':<22} {'ms/cycle':>9} "
-          f"{'MB/s':>7} {'samples/s':>10} {'peak RSS MB':>12}")
+    print("Scrape cycle: parse → map (value validation on) → render, CPU time per cycle "
+          "(time.process_time),\nmedians; prometheus_client's text parser on the same input "
+          "in the same process, interleaved")
+    print(f"{'input':<24} {'MB':>5} {'samples':>7} {'phase':<30} {'ms/cycle':>9} "
+          f"{'MB/s':>7} {'× ref':>6}")
     for kind, label in (("triton", "Triton, 1000 models"), ("vllm", "vLLM 0.33, 64 engines")):
-        res = subprocess.run([sys.executable, __file__, "--case", kind, "--cycles",
-                              str(args.cycles)], capture_output=True, text=True, check=True)
-        r = json.loads(res.stdout)
-        for phase, secs in (("fleetwatch cold cycle", r["cold_s"]),
-                            ("fleetwatch steady cycle", r["steady_s"]),
-                            ("prometheus_client parse", r["ref_s"])):
-            print(f"{label:<34} {r['mb']:>6.2f} {r['samples']:>8} {phase:<22} "
-                  f"{secs * 1e3:>9.1f} {r['mb'] / secs:>7.1f} {r['samples'] / secs:>10.0f} "
-                  f"{r['peak_rss_mb'] if phase.startswith('fleetwatch cold') else '':>12}")
-        print(f"{'':<34} speed-up over prometheus_client's parser alone: cold "
-              f"{r['ref_s'] / r['cold_s']:.1f}x, steady {r['ref_s'] / r['steady_s']:.1f}x; "
-              f"output {r['out_mb']:.2f} MB")
+        r = _run_case(kind, args.cycles, 1000 if kind == "triton" else 64)
+        for phase, secs in (("cold (first scrape)", r["cold_s"]),
+                            ("steady (same values)", r["steady_s"]),
+                            ("steady (1 value in 10 moved)", r["moving_s"]),
+                            ("prometheus_client parser", r["ref_s"])):
+            print(f"{label:<24} {r['mb']:>5.2f} {r['samples']:>7} {phase:<30} "
+                  f"{secs * 1e3:>9.1f} {r['mb'] / secs:>7.1f} {r['ref_s'] / secs:>6.2f}")
+        print(f"{'':<24} output {r['out_mb']:.2f} MB; gzip once per cycle (level 6) "
+              f"{r['gzip_s'] * 1e3:.1f} ms → {r['gzip_mb']:.2f} MB; peak RSS "
+              f"{r['peak_rss_mb']:.0f} MB")
+    if args.no_scale:
+        return
+    print("\nTriton by model count (48 samples per model)")
+    print(f"{'models':>7} {'MB':>6} {'cold ms':>8} {'× ref':>6} {'steady ms':>10} "
+          f"{'MB/s':>6} {'peak RSS MB':>12} {'MB per 1000 models':>19}")
+    for models in (10, 100, 1000, 3000):
+        r = _run_case("triton", max(5, args.cycles // 2), models)
+        print(f"{models:>7} {r['mb']:>6.2f} {r['cold_s'] * 1e3:>8.1f} "
+              f"{r['ref_s'] / r['cold_s']:>6.2f} {r['steady_s'] * 1e3:>10.1f} "
+              f"{r['mb'] / r['steady_s']:>6.1f} {r['peak_rss_mb']:>12.0f} "
+              f"{r['peak_rss_mb'] / models * 1000:>19.0f}")
 
 
 if __name__ == "__main__":

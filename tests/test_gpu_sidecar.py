@@ -190,3 +190,23 @@ def test_triton_api_refresh_reads_instance_groups_and_memory_usage() -> None:
     assert asked.count("/v2/models/add/config") == 2
     assert asked.count("/v2/models/identity_dyn/config") >= 2  # not found: asked again
     assert asked.count("/v2/models/add/stats") >= 2
+
+
+def test_the_chained_slo_body_is_one_object_while_unchanged() -> None:
+    """``/metrics`` re-encodes the SLO segment when its bytes object changes, so the chain
+    of the engine's body and the GPU families must hand out the same object until one
+    side changes."""
+    from fleetwatch.sidecar.config import parse_config
+    from fleetwatch.sidecar.gpu_facts import GPUAccounting
+
+    acc = GPUAccounting(parse_config({"targets": [{"name": "t",
+                                                    "url": "http://127.0.0.1:1/metrics"}]}),
+                        None, None, {})  # type: ignore[arg-type]
+    engine_body = [b"# engine 1\n"]
+    joined = acc.chain(lambda: engine_body[0])
+    first = joined()
+    assert joined() is first and first == b"# engine 1\n"
+    engine_body[0] = b"# engine 2\n"
+    assert joined() == b"# engine 2\n" and joined() is joined()
+    acc._text = b"# gpu\n"
+    assert joined() == b"# engine 2\n# gpu\n"

@@ -134,11 +134,33 @@ def parse_families(text: str) -> list[Family]:
 def assemble(parts: Iterable[Part]) -> Assembly:
     """Merge ``parts`` in the order given (pass them in :data:`PRECEDENCE` order); see the
     module docstring for how clashes are resolved."""
-    owner: dict[str, tuple[str, Family]] = {}  # sample/family name → (origin, family)
-    out: list[Family] = []
-    series: dict[int, set[str]] = {}  # id(output family) → canonical series served
-    dropped: Counter[str] = Counter()
+    merger = Merger()
     for part in parts:
+        merger.add(part)
+    return Assembly(merger.families, merger.dropped)
+
+
+#: Who serves a name already: sample/family name → (origin, output family).
+Owners = dict[str, tuple[str, Family]]
+
+
+class Merger:
+    """:func:`assemble` one part at a time: ``add`` merges a part into what was merged so
+    far and returns the families it added (in order). ``owners`` (copied) seeds the names
+    served by parts merged elsewhere (a ``/metrics`` body assembled segment by segment,
+    each segment cached: the families of ``owners`` are never changed, so seed only parts
+    of origins that ``add`` will not be given)."""
+
+    def __init__(self, owners: Owners | None = None) -> None:
+        self.owners: Owners = dict(owners) if owners else {}
+        self.families: list[Family] = []
+        self.dropped: Counter[str] = Counter()
+        self._series: dict[int, set[str]] = {}  # id(output family) → canonical series
+
+    def add(self, part: Part) -> list[Family]:
+        """Merge one part; the families it added to the output."""
+        owner, series, dropped = self.owners, self._series, self.dropped
+        added: list[Family] = []
         for fam in part.families:
             names = _names(fam, sample_names=part.check_names)
             clash = {id(owner[n][1]): owner[n] for n in names if n in owner}
@@ -152,7 +174,8 @@ def assemble(parts: Iterable[Part]) -> Assembly:
                 target = prev
             if target is None:
                 target = Family(fam.name, fam.type, fam.help)
-                out.append(target)
+                self.families.append(target)
+                added.append(target)
                 if not part.check_series:
                     target.lines = list(fam.lines)
                     for n in names:
@@ -171,7 +194,25 @@ def assemble(parts: Iterable[Part]) -> Assembly:
                     continue
                 seen.add(key)
                 target.lines.append(line)
-    return Assembly(out, dropped)
+        return added
+
+
+def claims(families: Iterable[Family], check_names: bool = False) -> set[str] | None:
+    """Every name ``families`` take (see :class:`Merger`), or None when two of them
+    would clash (then they are not one part that :func:`assemble` keeps whole)."""
+    out: set[str] = set()
+    for fam in families:
+        names = _names(fam, sample_names=check_names)
+        if not out.isdisjoint(names):
+            return None
+        out |= names
+    return out
+
+
+def owners_signature(owners: Owners) -> frozenset[tuple[str, str, str, str | None]]:
+    """What decides how a later part merges given ``owners``: each name with its owner's
+    origin, family name and type (a cache key for segments assembled after them)."""
+    return frozenset((n, o, f.name, f.type) for n, (o, f) in owners.items())
 
 
 def _names(fam: Family, sample_names: bool) -> set[str]:

@@ -21,23 +21,21 @@ from __future__ import annotations
 import logging
 import math
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from fleetwatch.exporters.labelblocks import Block, read_block
 from fleetwatch.exporters.parser import (
-    ExpositionError,
+    _NAME_RE,
     LabelPairs,
     Metadata,
     format_value,
-    parse_value,
     render_labels,
-    split_key,
 )
 from fleetwatch.exporters.snapshot import SeriesKey
 from fleetwatch.exporters.table import SUFFIXES, Rule, SourceTable, TargetContext
 from fleetwatch.exporters.validate import (
-    BAD_LE,
-    BAD_QUANTILE,
     CUMULATIVE,
     LABEL_TOO_LONG,
     NO_CHECK,
@@ -65,6 +63,12 @@ FAMILY_INDEX: Mapping[str, int] = {m.name: i for i, m in enumerate(METRICS)}
 Direct = tuple[int, str]  # (family index, series prefix): value copied as is
 Scaled = tuple[int, str, float, float, bool]  # + divide, multiply, negative-is-NaN
 Shared = tuple[int, str, float, float, bool, int]  # + priority: may meet other series
+#: A label block mapped under a rule: (le/quantile pairs, base pairs, base pairs rendered,
+#: lossy, (model, version, backend, runtime) of a per-model family).
+Mapped = tuple[tuple[tuple[str, str], ...], LabelPairs, str, bool,
+               "tuple[str, str, str, str] | None"]
+#: What a series emits into a family per scrape: (prefix, value, output line).
+Emitted = tuple[str, "float | str", str]
 
 
 @dataclass(slots=True)
@@ -83,12 +87,44 @@ class Entry:
     le: float | None = None  # a histogram bucket's bound (checked with its siblings)
     group: str = ""  # withdrawn together on a refusal (a histogram/summary, a shared sum)
     ptype: str | None = None  # an unmapped sample: the family TYPE it was checked under
+    deferred: str | None = None  # left out, not cached: this model's runtime is coming
     skip: bool = False  # an error, an unmapped family or a sample no rule uses
     more: bool = False  # has scaled or shared slots
+    # The steady loop's memory of the last accepted value (see normalize): its token,
+    # its float, and what it emits per scrape (Normalizer._emits).
+    tok: str | None = None
+    value: float = 0.0
+    emit: Callable[[Any], object] = bool  # bool(x): emits nothing
+    emitted: Any = None
+    mi: int = 0  # the normalizer's index of ``model`` (0: none)
+    rare: bool = False  # a bucket (le) or shared slots: the loop's slow branch
 
     def __post_init__(self) -> None:
         self.more = bool(self.scaled or self.shared)
         self.skip = not (self.direct or self.more)
+        self.rare = self.le is not None or bool(self.shared)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What compiling a sample of one rule decides once per table: its mapping signature
+    and the le/quantile kept, the value check and unit conversion, the target family,
+    and per target sample (suffix, interned name, extra labels and their names, the
+    count of a mean-only histogram, fed by two rules)."""
+
+    rule: Rule
+    sig: int
+    keep: tuple[str, ...]
+    whole: bool
+    needs_le: bool
+    bucket: bool
+    check: int
+    div: float
+    mul: float
+    fam_idx: int
+    le_scaled: bool
+    samples: tuple[tuple[str, str, tuple[tuple[str, str], ...], frozenset[str], bool, bool],
+                   ...]
 
 
 class SeriesCompiler:
@@ -116,7 +152,15 @@ class SeriesCompiler:
         self._owner: dict[str, str] = {}  # normalized series → first upstream key seen
         self._shared: set[str] = set()  # normalized series fed by several upstream series
         self._allowed: dict[str, frozenset[str]] = {}
-        self._by_sample: dict[str, list[tuple[Rule, str]]] = {}
+        self._by_sample: dict[str, list[_Plan]] = {}
+        self._names: set[str] = set()  # sample names known valid
+        renames = table.label_renames
+        #: upstream labels naming the model (TargetContext.defer)
+        self._model_labels = [k for k, v in renames.items() if v == "model"] + (
+            ["model"] if "model" not in renames else [])
+        self._blocks: dict[str, Block] = {}  # label block text → what it says
+        self._maps: dict[tuple[int, str], Mapped | None] = {}  # (signature, block) → labels
+        signatures: dict[tuple[object, ...], int] = {}
         self._known_families: set[str] = set()
         self._created_bases: set[str] = set()
         self._source_types: dict[str, str] = {}
@@ -131,7 +175,14 @@ class SeriesCompiler:
             self._known_families.add(rule.source)
             suffixes = (rule.part,) if rule.part else SUFFIXES[rule.source_type]
             for suffix in suffixes:
-                self._by_sample.setdefault(rule.source + suffix, []).append((rule, suffix))
+                whole = not rule.part and rule.source_type in ("histogram", "summary")
+                # le/quantile belong to a bucket/quantile sample only: never onto a counter
+                keep = ("le",) if whole and suffix == "_bucket" else \
+                    ("quantile",) if whole and rule.source_type == "summary" \
+                    and not suffix else ()
+                sig = signatures.setdefault(_map_signature(rule, keep), len(signatures))
+                self._by_sample.setdefault(rule.source + suffix, []).append(
+                    self._plan(rule, suffix, sig, keep, whole))
 
     def reset(self) -> None:
         """Forget what was compiled. ``keys`` is replaced, not cleared: a
@@ -140,131 +191,232 @@ class SeriesCompiler:
         self.keys = {}
         self._pool = {}
         self._sets = {}
+        self._blocks = {}
+        self._maps = {}
+        self._names = set()
         self._owner.clear()
         self._shared.clear()
         self.mean_only.clear()
+
+    def forget_compiling_caches(self) -> None:
+        """Drop the caches that only compiling reads (label blocks, mappings): they pay
+        within one exposition, whose series share blocks; the next new series mostly
+        bring new blocks (new models)."""
+        if self._blocks or self._maps:
+            self._blocks = {}
+            self._maps = {}
+
+    def prune(self, live: Iterable[Entry]) -> None:
+        """Keep only what the ``live`` entries' series use (the normalizer evicted the
+        others): normalized series keys (``keys`` is replaced, not changed: states handed
+        out keep theirs), collision tracking, mean-only histograms; the label-block,
+        mapping and pooling caches start again empty."""
+        prefixes: set[str] = set()
+        for e in live:
+            prefixes.update(p for _i, p in e.direct)
+            prefixes.update(slot[1] for slot in e.scaled)
+            prefixes.update(slot[1] for slot in e.shared)
+        self.mean_only = {c: v for c, v in self.mean_only.items() if c in prefixes}
+        prefixes.update(v[2] for v in self.mean_only.values())
+        self.keys = {p: k for p, k in self.keys.items() if p in prefixes}
+        self._owner = {p: o for p, o in self._owner.items() if p in prefixes}
+        self._shared &= prefixes
+        self._pool = {}
+        self._sets = {}
+        self._blocks = {}
+        self._maps = {}
+        self._names = set()
 
     def compile(self, key: str, meta: Metadata) -> Entry:
         """The :class:`Entry` of a raw series key (``meta``: the exposition's HELP/TYPE so
         far, to name the family of an unmapped sample). Never raises on bad input."""
         if "\x00" in key:
             return Entry(error="NUL byte in the series")
-        try:
-            name, pairs = split_key(key)
-        except ExpositionError as exc:
-            return Entry(error=str(exc))
-        limit = self.max_label_value_length
-        for k, v in pairs:
-            if len(v) > limit:
-                return Entry(error=f"label {k} value longer than {limit} characters",
-                             reason=LABEL_TOO_LONG)
+        brace = key.find("{")
+        if brace < 0:
+            name, text = key.strip(), ""
+        else:
+            name, text = key[:brace].strip(), key[brace:]
+        if name not in self._names:
+            if not _NAME_RE.match(name):
+                return Entry(error=f"invalid metric name {name!r}")
+            if len(self._names) < 100_000:
+                self._names.add(name)
+        block = self._blocks.get(text)
+        if block is None:
+            block = self._blocks[text] = read_block(text, self.max_label_value_length)
+        if block.error is not None:
+            return Entry(error=block.error)
+        if block.too_long is not None:
+            return Entry(error=block.too_long, reason=LABEL_TOO_LONG)
         for old, new in self.table.name_prefix_aliases:
             if name.startswith(old):
                 name = new + name[len(old):]
                 break
         candidates = self._by_sample.get(name)
         if not candidates:
-            return self._unused(name, meta, pairs)
-        labels = dict(pairs)
-        for special, reason in (("le", BAD_LE), ("quantile", BAD_QUANTILE)):
-            if special in labels:  # canonical spelling: "+inf"/"Inf" → "+Inf", "1" → "1.0"
-                try:
-                    bound = parse_value(labels[special])
-                except ExpositionError:
-                    bound = math.nan
-                if bound != bound or (special == "quantile" and not 0.0 <= bound <= 1.0):
-                    return Entry(error=f"invalid {special} label {labels[special]!r}",
-                                 reason=reason)
-                labels[special] = format_value(bound)
+            return self._unused(name, meta, block.pairs)
+        block.mapped()
+        if block.special is not None:
+            return Entry(error=block.special[0], reason=block.special[1])
+        labels = block.labels
+        assert labels is not None
+        defer = self.ctx.defer
+        if defer is not None:
+            for k in self._model_labels:
+                model = labels.get(k)
+                if model is not None:
+                    if defer(model):
+                        return Entry(deferred=model)
+                    break
         # the upstream series' identity, whatever its spelling ("m" = "m{}", le="+inf")
-        canon = name + render_labels(tuple(sorted(labels.items())))
+        canon = name + block.canon
         direct: list[Direct] = []
         scaled_slots: list[Scaled] = []
         shared: list[Shared] = []
         model_id = None
         no_value = False
         check, le, group, no_model = NO_CHECK, None, "", False
-        for rule, suffix in candidates:
-            if any(labels.get(k) != v for k, v in rule.match):
+        tracked = False
+        maps_get = self._maps.get
+        keys = self.keys
+        owners = self._owner
+        shared_set = self._shared
+        for plan in candidates:
+            rule = plan.rule
+            if rule.match and any(labels.get(k) != v for k, v in rule.match):
                 continue
-            if suffix == "_bucket" and not rule.part and "le" not in labels:
+            if plan.needs_le and "le" not in labels:
                 return Entry(error=f"{name} has no le label")
-            whole = not rule.part and rule.source_type in ("histogram", "summary")
-            # le/quantile belong to a bucket/quantile sample only: never onto a counter
-            keep = ("le",) if whole and suffix == "_bucket" else \
-                ("quantile",) if whole and rule.source_type == "summary" and not suffix else ()
-            out, lossy = self._map_labels(rule, labels, keep)
-            target = rule.target
-            tdef = METRICS_BY_NAME[target]
-            if tdef.per_model and "model" not in out:
-                no_model = True  # a per-model family's series must name its model
-                continue
-            check = max(check, _check_of(rule, suffix),
-                        CUMULATIVE if tdef.type == "counter" else NO_CHECK)
-            if whole:  # interned: the normalizer compares histograms by identity
-                group = sys.intern(rule.source + render_labels(tuple(sorted(
-                    (k, v) for k, v in labels.items() if k not in ("le", "quantile")))))
-                if suffix == "_bucket":
+            mapped = maps_get((plan.sig, text))
+            if mapped is None or (mapped[4] is not None and mapped[4][3] != self._runtime(
+                    mapped[4][0], rule)):
+                mapped = self._mapped(rule, plan.sig, plan.keep, text, labels)
+                if mapped is None:
+                    no_model = True  # a per-model family's series must name its model
+                    continue
+            tail_out, base_pairs, base_labels, lossy, out_model = mapped
+            if plan.check > check:
+                check = plan.check
+            if plan.whole:  # interned: the normalizer compares histograms by identity
+                group = sys.intern(rule.source + block.group)
+                if plan.bucket:
                     le = float(labels["le"])
-            if rule.part or rule.source_type in ("counter", "gauge"):
-                samples = rule.as_samples
-            else:
-                samples = ((suffix, ()),)
-            # Unit conversion applies to values in the unit (sums, quantiles, gauges,
-            # counters), never to observation counts (_count, _bucket).
-            scaled = (rule.source_type in ("counter", "gauge") or suffix == "_sum"
-                      or (rule.source_type == "summary" and suffix == ""))
-            div, mul = (rule.divide, rule.multiply) if scaled else (1.0, 1.0)
+            div, mul = plan.div, plan.mul
             if rule.value_labels:
                 factor = _label_product(labels, rule.value_labels)
                 if factor is None:
                     no_value = True  # known family, no number to take (e.g. "None")
                     continue
                 mul *= factor
-            fam_idx = FAMILY_INDEX[target]
-            # render the labels once; le/quantile always come last
-            tail_out: list[tuple[str, str]] = [(k, out.pop(k)) for k in ("quantile", "le")
-                                               if k in out]
-            base_pairs = self._shared_pairs(_ordered(out, tdef))
-            base_labels = render_labels(base_pairs)
+            fam_idx = plan.fam_idx
+            target = rule.target
             mean_only = False
-            for t_suffix, extra in samples:
-                tail = list(tail_out)
+            slot_scaled = div != 1.0 or mul != 1.0 or rule.negative_is_nan
+            for t_suffix, tname, extra, extra_names, mean_count, multi in plan.samples:
                 if extra:
-                    tail = [p for p in tail if p[0] not in dict(extra)] + list(extra)
-                elif t_suffix == "_bucket" and rule.le_divide != 1.0:
-                    tail = [("le", _scale_bound(labels["le"], rule.le_divide))]
-                prefix = target + t_suffix + _append_labels(base_labels, tail)
-                if prefix not in self.keys:
-                    self.keys[prefix] = (target + t_suffix, base_pairs + tuple(
-                        self._pool.setdefault(p, p) for p in tail) if tail else base_pairs)
-                if t_suffix == "_count" and rule.as_samples != (("", ()),):
+                    tail: tuple[tuple[str, str], ...] = tuple(
+                        p for p in tail_out if p[0] not in extra_names) + extra
+                elif plan.le_scaled and t_suffix == "_bucket":
+                    tail = (("le", _scale_bound(labels["le"], rule.le_divide)),)
+                else:
+                    tail = tail_out
+                prefix = tname + _append_labels(base_labels, tail) if tail \
+                    else tname + base_labels
+                if prefix not in keys:
+                    keys[prefix] = (tname, self._shared_pairs(base_pairs + tail)
+                                    if tail else base_pairs)
+                if mean_count:
                     mean_only = True
-                if lossy or (target, t_suffix) in self._multi_fed:
+                if lossy or multi:
                     # this series may meet others on one normalized series: track it
-                    owner = self._owner.setdefault(prefix, canon)
-                    if owner != canon and prefix not in self._shared:
-                        self._shared.add(prefix)
+                    tracked = True
+                    owner = owners.setdefault(prefix, canon)
+                    if owner != canon and prefix not in shared_set:
+                        shared_set.add(prefix)
                         self.stale.add(owner)  # the owner was compiled as alone
-                if prefix in self._shared:
+                if prefix in shared_set:
                     shared.append((fam_idx, prefix, div, mul, rule.negative_is_nan,
                                    rule.priority))
-                elif div != 1.0 or mul != 1.0 or rule.negative_is_nan:
+                elif slot_scaled:
                     scaled_slots.append((fam_idx, prefix, div, mul, rule.negative_is_nan))
                 else:
                     direct.append((fam_idx, prefix))
             if mean_only:
                 self._note_mean_only(target, fam_idx, base_pairs, base_labels)
-            if tdef.per_model and "model" in out:
-                model_id = (out["model"], out.get("model_version", ""), out["backend"],
-                            out.get("runtime", "unknown"))
+            if out_model is not None:
+                model_id = out_model
         if not (direct or scaled_slots or shared):
             if no_model:
                 return Entry(error=f"{name} has no model label", reason=NO_MODEL)
             return Entry() if no_value else Entry(unmapped_family=self._family_of(name, meta))
+        # the identity is kept only where series may meet (memory: most never do)
         return Entry(direct=tuple(direct), scaled=tuple(scaled_slots), shared=tuple(shared),
-                     model=model_id, canon=canon, check=check, le=le,
-                     group=group or (canon if shared else ""))
+                     model=model_id, canon=canon if tracked or shared else "", check=check,
+                     le=le, group=group or (canon if shared else ""))
+
+    def _plan(self, rule: Rule, suffix: str, sig: int, keep: tuple[str, ...],
+              whole: bool) -> _Plan:
+        """What compiling a sample of ``rule`` (``suffix``) decides once per table."""
+        tdef = METRICS_BY_NAME[rule.target]
+        if rule.part or rule.source_type in ("counter", "gauge"):
+            samples = rule.as_samples
+        else:
+            samples = ((suffix, ()),)
+        # Unit conversion applies to values in the unit (sums, quantiles, gauges,
+        # counters), never to observation counts (_count, _bucket).
+        scaled = (rule.source_type in ("counter", "gauge") or suffix == "_sum"
+                  or (rule.source_type == "summary" and suffix == ""))
+        div, mul = (rule.divide, rule.multiply) if scaled else (1.0, 1.0)
+        return _Plan(
+            rule=rule, sig=sig, keep=keep, whole=whole,
+            needs_le=suffix == "_bucket" and not rule.part,
+            bucket=whole and suffix == "_bucket",
+            check=max(_check_of(rule, suffix),
+                      CUMULATIVE if tdef.type == "counter" else NO_CHECK),
+            div=div, mul=mul, fam_idx=FAMILY_INDEX[rule.target],
+            le_scaled=rule.le_divide != 1.0,
+            samples=tuple(
+                (t_suffix, sys.intern(rule.target + t_suffix), tuple(extra),
+                 frozenset(k for k, _ in extra),
+                 t_suffix == "_count" and rule.as_samples != (("", ()),),
+                 (rule.target, t_suffix) in self._multi_fed)
+                for t_suffix, extra in samples))
+
+    def _mapped(self, rule: Rule, sig: int, keep: tuple[str, ...], text: str,
+                labels: dict[str, str]) -> Mapped | None:
+        """The normalized labels of a label block under a rule (None: a per-model family's
+        series without a model), cached per (mapping signature, block): rules that map
+        labels alike (same target labels, match, value map, drops, constants) share it.
+        A cached answer whose model's runtime changed since is made again."""
+        cache_key = (sig, text)
+        hit = self._maps.get(cache_key)
+        if hit is not None:
+            model = hit[4]
+            if model is None or model[3] == self._runtime(model[0], rule):
+                return hit
+        elif cache_key in self._maps:
+            return None
+        out, lossy = self._map_labels(rule, labels, keep)
+        tdef = METRICS_BY_NAME[rule.target]
+        if tdef.per_model and "model" not in out:
+            self._maps[cache_key] = None
+            return None
+        # render the labels once; le/quantile always come last
+        tail_out = tuple((k, out.pop(k)) for k in ("quantile", "le") if k in out)
+        base_pairs = self._shared_pairs(_ordered(out, tdef))
+        model_id = (out["model"], out.get("model_version", ""), out["backend"],
+                    out.get("runtime", "unknown")) if tdef.per_model else None
+        mapped: Mapped = (tail_out, base_pairs, render_labels(base_pairs), lossy, model_id)
+        self._maps[cache_key] = mapped
+        return mapped
+
+    def _runtime(self, model: str, rule: Rule) -> str:
+        """The runtime label of a model's series under a rule (see _map_labels)."""
+        runtime = self.ctx.runtime_for(model)
+        if runtime == "unknown" and rule.runtime:
+            runtime = rule.runtime
+        return runtime
 
     def _shared_pairs(self, pairs: LabelPairs) -> LabelPairs:
         """``pairs`` as a tuple shared with every equal label set compiled before (the
@@ -398,6 +550,14 @@ class SeriesCompiler:
         return name
 
 
+def _map_signature(rule: Rule, keep: tuple[str, ...]) -> tuple[object, ...]:
+    """What the labels of a series mapped under ``rule`` depend on besides the series'
+    labels (``SeriesCompiler._map_labels``): rules with equal signatures map alike."""
+    tdef = METRICS_BY_NAME[rule.target]
+    return (frozenset(allowed_labels(tdef)), tdef.labels, tdef.per_model, rule.match,
+            rule.value_map, rule.drop, rule.const, rule.runtime, keep)
+
+
 def _check_of(rule: Rule, suffix: str) -> int:
     """The value check of an upstream sample under a rule: cumulative samples (counters,
     ``_bucket``/``_count``/``_sum``) must be finite and ≥ 0, quantiles ≥ 0 (or NaN)."""
@@ -423,7 +583,7 @@ def _ordered(labels: Mapping[str, str], tdef: MetricDef) -> LabelPairs:
     return tuple(head + tail + last)
 
 
-def _append_labels(rendered: str, tail: list[tuple[str, str]]) -> str:
+def _append_labels(rendered: str, tail: Sequence[tuple[str, str]]) -> str:
     """Append label pairs to an already rendered label set."""
     if not tail:
         return rendered

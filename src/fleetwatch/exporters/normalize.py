@@ -20,19 +20,40 @@ Values are validated on the way (:mod:`.validate`: non-finite or negative counte
 histograms and summaries are withdrawn and counted by reason in
 :attr:`Normalized.invalid_samples`); the :class:`~.validate.Limits` are enforced while the
 exposition is read (an exposition past one is refused whole: :attr:`Normalized.refused`).
+
+The steady loop does per line one ``rfind``, one dict lookup and, when the value token is
+the one of the last scrape, no parsing at all: each series remembers its last accepted
+token and what it emitted (prefix, value, output line, appended to its family's list), so
+an unchanged series costs one append per normalized series and the render reuses the
+lines (:attr:`Normalized.lines`). Compiled series are evicted one by one when the
+exposition stops carrying them (churn), and a model's series alone when its runtime is
+learned (:meth:`Normalizer.invalidate_models`).
+
+Why this module is long: the hot loop and what it keeps between scrapes (the emitted
+slots, the model indexes, eviction and targeted invalidation of the same cache) are one
+data structure; split, each half would reach into the other's state.
 """
 
 from __future__ import annotations
 
+import gc
 import math
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
+from operator import itemgetter
 from typing import Any
 
-from fleetwatch.exporters.compile import Entry, SeriesCompiler
-from fleetwatch.exporters.parser import Metadata, format_value, iter_lines, split_sample_line
+from fleetwatch.exporters.compile import Emitted, Entry, SeriesCompiler
+from fleetwatch.exporters.parser import (
+    Metadata,
+    format_value,
+    iter_lines,
+    read_comment,
+    split_sample_line,
+)
 from fleetwatch.exporters.snapshot import SeriesKey
 from fleetwatch.exporters.table import SourceTable, TargetContext
 from fleetwatch.exporters.validate import (
@@ -48,6 +69,8 @@ from fleetwatch.exporters.validate import (
     prometheus_float,
 )
 from fleetwatch.labels.schema import METRICS
+
+_PREFIX, _VALUE, _LINE = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
 def value_of(v: float | str) -> float:
@@ -82,6 +105,12 @@ class Normalized:
     invalid_examples: dict[str, str] = field(default_factory=dict)
     passthrough_types: dict[str, str | None] = field(default_factory=dict)
     refused: tuple[str, str] | None = None
+    #: ``lines[i]``: family ``METRICS[i]``'s series as output lines (``prefix value``),
+    #: in :attr:`families` order, made by the steady loop; None: render the dicts.
+    lines: list[list[str]] | None = None
+    #: Models whose series were left out, their runtime about to be learned
+    #: (``TargetContext.defer``): normalize the exposition again once it is.
+    deferred: set[str] = field(default_factory=set)
 
     @property
     def series_count(self) -> int:
@@ -111,9 +140,12 @@ class Normalizer:
     table targets a family the schema lacks.
     """
 
-    #: The compiled-series cache is cleared when it grows past this many entries per
-    #: sample line of the last exposition (label churn, e.g. timestamps in label values).
-    CACHE_SLACK = 3
+    #: When the compiled-series cache holds more than this many entries per sample line
+    #: of the last exposition (label or model-name churn; at least :attr:`CACHE_FLOOR`
+    #: entries more), the series that exposition did not carry are evicted, one by one:
+    #: the series still exposed stay compiled (no cold cycle).
+    CACHE_SLACK = 1.2
+    CACHE_FLOOR = 1000
 
     def __init__(self, table: SourceTable, ctx: TargetContext | None = None,
                  passthrough: bool = False, limits: Limits | None = None) -> None:
@@ -122,6 +154,13 @@ class Normalizer:
         self.passthrough = passthrough
         self.limits = limits or Limits()
         self._cache: dict[str, Entry] = {}
+        #: compiled series evicted so far (churn: series no longer exposed)
+        self.evicted = 0
+        #: per family, what the series emitted in this exposition (Entry.emits)
+        self._emitted: list[list[Emitted]] = [[] for _ in METRICS]
+        self._appends = [em_list.append for em_list in self._emitted]
+        self._models: dict[tuple[str, str, str, str], int] = {}  # model → Entry.mi
+        self._model_table: list[tuple[str, str, str, str]] = [("", "", "", "")]
         self._compiler = SeriesCompiler(table, self.ctx, self.limits.max_label_value_length)
 
     @property
@@ -130,13 +169,106 @@ class Normalizer:
         return self._compiler.dropped_labels
 
     def invalidate(self) -> None:
-        """Forget compiled series (call when the context, e.g. a model's runtime, changes)."""
+        """Forget every compiled series (a context change that may touch any series)."""
         self._cache.clear()
         self._compiler.reset()
+        self._models.clear()
+        del self._model_table[1:]
+
+    def invalidate_models(self, models: Iterable[str]) -> int:
+        """Forget the compiled series of these models only (their runtime became known:
+        their labels change, no other series' do); how many were forgotten. The next
+        exposition compiles them again, the other series stay as they are."""
+        gone = set(models)
+        if not gone:
+            return 0
+        keys = [k for k, e in self._cache.items() if e.model is not None and e.model[0] in gone]
+        for key in keys:
+            del self._cache[key]
+        return len(keys)
+
+    def _evict(self, text: str) -> int:
+        """Evict the compiled series ``text`` (the last exposition) does not carry, and
+        what only they used (normalized series keys, label-block and mapping caches,
+        model indexes); how many were evicted. Cost: one pass over the text."""
+        cache = self._cache
+        kept: dict[str, Entry] = {}
+        for line, _lineno in iter_lines(text, Metadata()):
+            sp = line.rfind(" ")
+            key = line[:sp]
+            entry = cache.get(key)
+            if entry is None:
+                split = split_sample_line(line)
+                if isinstance(split, str):
+                    continue
+                key = split[0]
+                entry = cache.get(key)
+                if entry is None:
+                    continue
+            kept[key] = entry
+        evicted = len(cache) - len(kept)
+        self._cache = kept
+        self._compiler.prune(kept.values())
+        self._models.clear()
+        del self._model_table[1:]
+        for entry in kept.values():
+            if entry.model is not None:
+                entry.mi = self._model_index(entry.model)
+        return evicted
 
     # -- hot path -------------------------------------------------------------------
     def normalize(self, text: str) -> Normalized:
-        """Normalize one exposition body. Never raises on bad input (see ``meta.invalid``)."""
+        """Normalize one exposition body. Never raises on bad input (see ``meta.invalid``).
+
+        The cyclic garbage collector is paused meanwhile (if it was on; bounded by
+        ``limits.max_seconds``): compiling a cold exposition creates ~10 long-lived
+        objects per series, none of them garbage, and the collections that allocation
+        triggers (each older one scanning the whole cache) cost a third of a cold cycle."""
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            return self._normalize_all(text)
+        finally:
+            if paused:
+                gc.enable()
+
+    def discover(self, text: str) -> set[str]:
+        """The models whose runtime the series of ``text`` wait for
+        (``TargetContext.defer``), found with one lookup per line: series not compiled
+        yet are compiled on the way (unless deferred), values are not read. Call
+        :meth:`normalize` after (its result is the exposition's state). Never raises on
+        bad input (bad lines are left to :meth:`normalize`)."""
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            meta = Metadata()
+            deferred: set[str] = set()
+            cache = self._cache
+            deadline = time.perf_counter() + self.limits.max_seconds
+            for count, (line, _lineno) in enumerate(iter_lines(text, meta)):
+                if count & 4095 == 4095 and (count >= self.limits.max_series
+                                             or time.perf_counter() > deadline):
+                    break  # normalize refuses it
+                if line[:line.rfind(" ")] in cache:
+                    continue
+                split = split_sample_line(line)
+                if isinstance(split, str) or split[0] in cache:
+                    continue
+                entry = self._compiler.compile(split[0], meta)
+                if entry.deferred is not None:
+                    deferred.add(entry.deferred)
+                    continue
+                cache[split[0]] = entry
+                if entry.model is not None:
+                    entry.mi = self._model_index(entry.model)
+            return deferred
+        finally:
+            if paused:
+                gc.enable()
+
+    def _normalize_all(self, text: str) -> Normalized:
         result = self._normalize(text)
         stale = self._compiler.stale
         if stale:
@@ -147,24 +279,29 @@ class Normalizer:
                 del self._cache[key]
             self._compiler.stale = set()
             result = self._normalize(text)
-        if len(self._cache) > self.CACHE_SLACK * max(result.meta.sample_lines, 1000):
-            self.invalidate()
+        lines = result.meta.sample_lines
+        if len(self._cache) > max(self.CACHE_SLACK * lines, lines + self.CACHE_FLOOR):
+            self.evicted += self._evict(text)
+        self._compiler.forget_compiling_caches()
         return result
 
     def _normalize(self, text: str) -> Normalized:
         meta = Metadata()
         families: list[dict[str, float | str]] = [{} for _ in METRICS]
-        models: set[tuple[str, str, str, str]] = set()
+        flines: list[list[str]] = [[] for _ in METRICS]  # families' lines, dict order
+        for em_list in self._emitted:
+            em_list.clear()
         unmapped: set[str] = set()
+        deferred: set[str] = set()
         passthrough: dict[str, list[str]] = {}
         ptypes: dict[str, str | None] = {}  # passed-through family → TYPE at its first line
         agg: dict[str, list[Any]] = {}  # prefix → [value, priority, canon | None, family]
         cache = self._cache
         compile_entry = self._compiler.compile
-        add_model = models.add
         bad = meta.bad
         sample_lines = 0
         cache_get = cache.get
+        marks = bytearray(len(self._models) + 64)  # model index → seen in this exposition
         refusals: Counter[str] = Counter()
         examples: dict[str, str] = {}
         withdraw: set[str] = set()  # groups of a refused sample (histograms, shared sums)
@@ -178,7 +315,18 @@ class Normalizer:
         decreasing: set[str] = set()
         max_series = self.limits.max_series
         deadline = time.perf_counter() + self.limits.max_seconds
-        for line, lineno in iter_lines(text, meta):
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        lineno = 0
+        for line in text.split("\n"):
+            lineno += 1
+            if not line:
+                continue
+            if line[0] == "#":
+                if line.rstrip() == "# EOF":
+                    break
+                read_comment(line, meta, lineno)
+                continue
             if sample_lines & 4095 == 4095:
                 if sample_lines >= max_series:
                     return self._refuse(meta, TOO_MANY_SERIES, f"more than {max_series} "
@@ -191,8 +339,8 @@ class Normalizer:
             sp = line.rfind(" ")
             key = line[:sp]
             entry = cache_get(key)
-            if entry is not None and line[-1] != "\r":
-                tok = line[sp + 1:]
+            if entry is not None:
+                tok = line[sp + 1:]  # a CR ending it is cut below (never equals entry.tok)
             else:
                 split = split_sample_line(line)
                 if isinstance(split, str):
@@ -202,9 +350,18 @@ class Normalizer:
                 entry = cache_get(key)
                 if entry is None:
                     entry = compile_entry(key, meta)
+                    if entry.deferred is not None:
+                        deferred.add(entry.deferred)
+                        continue
                     cache[key] = entry
+                    if entry.model is not None:
+                        entry.mi = self._model_index(entry.model)
+                        if entry.mi >= len(marks):
+                            marks.extend(bytes(entry.mi + 64 - len(marks)))
             sample_lines += 1
             if entry.skip:
+                if tok[-1:] == "\r":
+                    tok = tok[:-1]
                 reason = entry.reason
                 if reason is not None and (reason != TYPE_MISMATCH or self.passthrough):
                     refusals[reason] += 1
@@ -220,24 +377,35 @@ class Normalizer:
                             refusals[problem] += 1
                             examples.setdefault(problem, f"{key[:200]}: value {tok[:40]!r}")
                 continue
-            if "_" in tok or not tok.isascii():  # Python's float takes "1_0", "١"
-                bad(lineno, f"invalid sample value {tok!r}", key)
+            if tok != entry.tok:  # else unchanged since the last scrape: accepted then
+                if tok[-1:] == "\r":
+                    tok = tok[:-1]
+                if "_" in tok or not tok.isascii():  # Python's float takes "1_0", "١"
+                    bad(lineno, f"invalid sample value {tok!r}", key)
+                    continue
+                try:
+                    value = float(tok)
+                except ValueError:
+                    bad(lineno, f"invalid sample value {tok!r}", key)
+                    continue
+                check = entry.check
+                # refused: a cumulative value (check 1) outside [0, inf), a quantile
+                # (check 2) negative or infinite (NaN is an empty summary's quantile)
+                if check and not (0.0 <= value < INF) and (check == 1 or value == value):
+                    reason = check_value(check, value) or BAD_VALUE
+                    refusals[reason] += 1
+                    examples.setdefault(reason, f"{key[:200]}: {format_value(value)}")
+                    if entry.group:
+                        withdraw.add(entry.group)
+                    continue
+                entry.emit, entry.emitted = self._emits(entry, tok, value)
+                entry.tok = tok
+                entry.value = value
+            marks[entry.mi] = 1
+            entry.emit(entry.emitted)
+            if not entry.rare:
                 continue
-            try:
-                value = float(tok)
-            except ValueError:
-                bad(lineno, f"invalid sample value {tok!r}", key)
-                continue
-            check = entry.check
-            # refused: a cumulative value (check 1) outside [0, inf), a quantile (check 2)
-            # negative or infinite (NaN is an empty summary's quantile)
-            if check and not (0.0 <= value < INF) and (check == 1 or value == value):
-                reason = check_value(check, value) or BAD_VALUE
-                refusals[reason] += 1
-                examples.setdefault(reason, f"{key[:200]}: {format_value(value)}")
-                if entry.group:
-                    withdraw.add(entry.group)
-                continue
+            value = entry.value
             le = entry.le
             if le is not None:
                 g = entry.group  # interned: one object per histogram
@@ -253,19 +421,6 @@ class Normalizer:
                     run_st[1] = value
                 else:
                     unsure.add(g)
-            if entry.model is not None:
-                add_model(entry.model)
-            direct = entry.direct
-            if direct:
-                # finite values keep the upstream's text; NaN/±Inf get canonical spelling
-                out: float | str = tok if value - value == 0 else value
-                for fam_idx, prefix in direct:
-                    families[fam_idx][prefix] = out
-            if not entry.more:
-                continue
-            for fam_idx, prefix, div, mul, neg_nan in entry.scaled:
-                v = value / div * mul
-                families[fam_idx][prefix] = math.nan if neg_nan and v < 0 else v
             for fam_idx, prefix, div, mul, neg_nan, prio in entry.shared:
                 v = value / div * mul
                 if neg_nan and v < 0:
@@ -278,6 +433,14 @@ class Normalizer:
                 elif prio == cur[1]:
                     cur[0] += v
                     cur[2] = None  # an aggregate of several upstream series
+        for i, em_list in enumerate(self._emitted):
+            if em_list:  # C-level: one dict and one line list per family
+                families[i] = dict(zip(map(_PREFIX, em_list), map(_VALUE, em_list),
+                                       strict=True))
+                flines[i] = list(map(_LINE, em_list))
+                em_list.clear()
+        table = self._model_table
+        models = {table[i] for i in range(1, len(table)) if marks[i]}
         meta.sample_lines = sample_lines
         if sample_lines > max_series:
             return self._refuse(meta, TOO_MANY_SERIES, f"more than {max_series} series in "
@@ -295,6 +458,8 @@ class Normalizer:
             withdraw.add(group)
         for prefix, (v, _prio, _key, fam_idx) in agg.items():
             families[fam_idx][prefix] = v
+            flines[fam_idx].append(f"{prefix} {format_value(v)}")
+        lines_ok = not withdraw
         if withdraw:
             self._withdraw(families, withdraw)
         for count_prefix, (fam_idx, sum_prefix, inf_prefix) in \
@@ -305,8 +470,55 @@ class Normalizer:
                 # expositions): a request count is no latency; emit nothing
                 del fam[count_prefix]
                 fam.pop(inf_prefix, None)
+                lines_ok = False
+        # the lines stand for the dicts unless a series was written twice (the last
+        # value wins, at the first position), withdrawn or left out: render those
+        if lines_ok and all(len(fl) == len(f) for fl, f in zip(flines, families,
+                                                                strict=True)):
+            lines: list[list[str]] | None = flines
+        else:
+            lines = None
         return Normalized(families, models, unmapped, meta, passthrough,
-                          self._compiler.keys, refusals, examples, ptypes)
+                          self._compiler.keys, refusals, examples, ptypes, lines=lines,
+                          deferred=deferred)
+
+    def _model_index(self, model: tuple[str, str, str, str]) -> int:
+        """The index of a model in this normalizer's table (Entry.mi; 0 is no model)."""
+        i = self._models.get(model)
+        if i is None:
+            i = self._models[model] = len(self._model_table)
+            self._model_table.append(model)
+        return i
+
+    def _emits(self, entry: Entry, tok: str, value: float
+               ) -> tuple[Callable[[Any], object], Any]:
+        """What an accepted value of a series emits (``Entry.emit(Entry.emitted)``): per
+        direct and scaled slot, (series prefix, value, output line) appended to its
+        family's list. Direct slots keep the upstream's text when finite (NaN and ±Inf
+        get the canonical spelling); scaled ones are floats. One slot: that list's
+        ``append``; several: :func:`_emit_all`; none (shared slots only): ``bool``, a
+        no-op."""
+        lists = self._appends  # one bound method per family, shared by the series
+        if len(entry.direct) == 1 and not entry.scaled and value - value == 0:
+            fam_idx, prefix = entry.direct[0]  # the common case, short
+            return lists[fam_idx], (prefix, tok, prefix + " " + tok)
+        out: list[tuple[Callable[[Emitted], None], Emitted]] = []
+        if entry.direct:
+            finite = value - value == 0
+            text = tok if finite else format_value(value)
+            val: float | str = tok if finite else value
+            for fam_idx, prefix in entry.direct:
+                out.append((lists[fam_idx], (prefix, val, f"{prefix} {text}")))
+        for fam_idx, prefix, div, mul, neg_nan in entry.scaled:
+            v = value / div * mul
+            if neg_nan and v < 0:
+                v = math.nan
+            out.append((lists[fam_idx], (prefix, v, f"{prefix} {format_value(v)}")))
+        if len(out) == 1:
+            return out[0]
+        if not out:
+            return bool, None
+        return partial(_emit_all, tuple(out)), None
 
     @staticmethod
     def _pass_through(entry: Entry, key: str, tok: str, meta: Metadata,
@@ -365,3 +577,10 @@ class Normalizer:
         self.invalidate()
         return Normalized([{} for _ in METRICS], set(), set(), meta,
                           refused=(reason, message))
+
+
+def _emit_all(emits: tuple[tuple[Callable[[Emitted], None], Emitted], ...],
+              _unused: None) -> None:
+    """Emit every slot of a series with several (see ``Normalizer._emits``)."""
+    for emit, emitted in emits:
+        emit(emitted)

@@ -83,7 +83,7 @@ def iter_lines(text: str, meta: Metadata) -> Iterator[tuple[str, int]]:
         if line[0] == "#":
             if line.rstrip() == "# EOF":
                 return
-            _comment(line, meta, lineno)
+            read_comment(line, meta, lineno)
             continue
         yield line, lineno
 
@@ -149,7 +149,8 @@ def _split_exemplar_line(line: str) -> tuple[str, str] | None:
     return None
 
 
-def _comment(line: str, meta: Metadata, lineno: int) -> None:
+def read_comment(line: str, meta: Metadata, lineno: int) -> None:
+    """Read a comment line into ``meta`` (HELP/TYPE; a bad TYPE is recorded as invalid)."""
     parts = line.split(None, 3)
     if len(parts) < 3 or parts[1] not in ("HELP", "TYPE"):
         return  # plain comment, "# EOF", "# UNIT …"

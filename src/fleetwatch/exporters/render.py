@@ -46,16 +46,18 @@ def normalized_families(normalized: Iterable[Normalized],
             fam = n.families[i]
             if not fam:
                 continue
+            made = n.lines[i] if n.lines is not None else None  # the steady loop's lines
             if seen is None:
-                lines.extend([f"{p} {text_of(v)}" for p, v in fam.items()])
+                lines.extend(made if made is not None else
+                             [f"{p} {text_of(v)}" for p, v in fam.items()])
                 continue
-            for p, v in fam.items():
+            for j, (p, v) in enumerate(fam.items()):
                 if p in seen:
                     if collisions is not None:
                         collisions.append(p)
                     continue
                 seen.add(p)
-                lines.append(f"{p} {text_of(v)}")
+                lines.append(made[j] if made is not None else f"{p} {text_of(v)}")
         lines.extend(extra_families.get(mdef.name, ()))
         if lines:
             out.append(Family(mdef.name, mdef.type, mdef.exposition_help, lines))

@@ -145,8 +145,12 @@ class TargetContext:
 
     ``runtime_for(model)`` gives the ``runtime`` label of a model (Triton reads it from
     ``/v2/models/<m>/config``); ``extra_labels`` are constant labels from configuration.
+    ``defer(model)``, when set, says that a model's runtime is about to be learned: its
+    series not compiled yet are left out of this exposition (named in
+    ``Normalized.deferred``) rather than compiled twice, before and after.
     """
 
     runtime_for: Callable[[str], str] = lambda _model: "unknown"
     extra_labels: LabelPairs = ()
     model_version: str | None = None
+    defer: Callable[[str], bool] | None = None

@@ -119,6 +119,21 @@ class Scrape(_Strict):
     #: CPU seconds to normalize one exposition; beyond, the target is down with reason
     #: normalize_timeout.
     normalize_timeout_seconds: StrictFloat = Field(10.0, gt=0, le=600)
+    #: How often the readiness of a model found in the exposition (not listed in the
+    #: target's ``models``) is asked again once it answered ready; unset: 6 scrape
+    #: intervals. Listed models, models not probed yet and models not ready are asked
+    #: every scrape.
+    readiness_interval_seconds: StrictFloat | None = Field(None, gt=0, le=86_400)
+    #: Probes (readiness, model configuration) in flight at once, per target.
+    probe_concurrency: StrictInt = Field(16, gt=0, le=1024)
+
+    @property
+    def readiness_every(self) -> float:
+        """The readiness cadence in seconds (``readiness_interval_seconds`` or 6
+        intervals)."""
+        if self.readiness_interval_seconds is not None:
+            return self.readiness_interval_seconds
+        return 6 * self.interval_seconds
 
     @model_validator(mode="after")
     def _timeout_fits(self) -> Scrape:

@@ -135,11 +135,20 @@ class GPUAccounting:
         return self._families[1]
 
     def chain(self, other: Callable[[], bytes] | None) -> Callable[[], bytes]:
-        """``other`` (the SLO engine's exposition) followed by :meth:`metrics`."""
+        """``other`` (the SLO engine's exposition) followed by :meth:`metrics`. The same
+        bytes object is returned while neither side changed: ``/metrics`` reuses its
+        encoded SLO segment by identity (:mod:`fleetwatch.sidecar.metrics`)."""
         if other is None:
             return self.metrics
         first = other
-        return lambda: first() + self.metrics()
+        cache: list[bytes] = [b"", b"", b""]  # (engine body, own body, their concatenation)
+
+        def joined() -> bytes:
+            a, b = first(), self.metrics()
+            if a is not cache[0] or b is not cache[1]:
+                cache[:] = [a, b, a + b]
+            return cache[2]
+        return joined
 
     # -- Triton's model configuration and statistics --------------------------------------
     async def run(self, stop: asyncio.Event) -> None:

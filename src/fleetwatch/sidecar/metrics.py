@@ -8,24 +8,89 @@ of higher precedence served already is dropped and counted in
 ``fleetwatch_exposition_dropped_series_total{origin}`` (the count a body shows is that of
 the assemblies before it), so ``/metrics`` never carries a second HELP/TYPE for a name nor
 a series twice — what ``promtool check metrics`` and Prometheus' parser require.
+
+The body is assembled segment by segment (:class:`~fleetwatch.exporters.assemble.Merger`),
+each segment's text and gzip member (:mod:`.encoding`) made once and reused while what it
+depends on is unchanged: the normalized and passed-through families are encoded by the
+scraper once per cycle (:attr:`~.scraper.Scraper.encoded`), the SLO engine's families once
+per engine body, and only fleetwatch's own metrics (current values: ``process_*``, the
+dropped-series counts) per request. Segments are cached under the names the segments
+before them serve, so the result is byte for byte what :func:`assemble` gives for the
+whole body.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from prometheus_client import generate_latest
 
-from fleetwatch.exporters.assemble import SELF, SLO, Part, assemble, parse_families
+from fleetwatch.exporters.assemble import (
+    NORMALIZED,
+    SELF,
+    SLO,
+    Family,
+    Merger,
+    Owners,
+    Part,
+    assemble,
+    claims,
+    owners_signature,
+    parse_families,
+)
+from fleetwatch.sidecar.encoding import CACHED_LEVEL, REQUEST_LEVEL, gzip_member
 from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.sidecar.selfmetrics import self_registry
+
+
+@dataclass
+class _Segment:
+    """One assembled segment: its ``families``, their gzip members, the series it dropped,
+    the names served after it; ``key`` and ``source`` (what it was made from, kept so
+    that the ids in ``key`` stay its own) decide whether it can be reused. The plain text
+    is made on the first plain request (most scrapers ask gzip: no 8 MB kept for none)."""
+
+    key: object
+    source: object
+    families: list[Family]
+    gz: bytes
+    dropped: Counter[str]
+    owners: Owners
+    _plain: bytes | None = None
+
+    @property
+    def plain(self) -> bytes:
+        if self._plain is None:
+            self._plain = b"".join(f.text().encode() for f in self.families)
+        return self._plain
+
+
+def _segment(key: object, source: object, part: Part, owners: Owners,
+             encoded: dict[int, tuple[Family, bytes]], level: int) -> _Segment:
+    """Merge ``part`` after the names ``owners`` serves; a family merged unchanged whose
+    encoding ``encoded`` holds is served from it, any other is encoded at ``level``."""
+    merger = Merger(owners)
+    added = merger.add(part)
+    by_name = {f.name: f for f in part.families}
+    gz = []
+    for fam in added:
+        src = by_name.get(fam.name)
+        hit = encoded.get(id(src)) if src is not None else None
+        if hit is not None and hit[0] is src and src.lines == fam.lines \
+                and src.help == fam.help and src.type == fam.type:
+            gz.append(hit[1])
+        else:
+            gz.append(gzip_member(fam.text().encode(), level))
+    return _Segment(key, source, added, b"".join(gz), merger.dropped, merger.owners)
 
 
 class MetricsAssembler:
     """Assembles the ``/metrics`` body of a running :class:`Scraper` (see module
     docstring); ``slo_metrics`` returns the SLO engine's exposition (bytes, UTF-8);
-    ``closed`` counts the HTTP connections closed by a bound, by reason."""
+    ``closed`` counts the HTTP connections closed by a bound, by reason. Not thread-safe:
+    call it from the event loop."""
 
     def __init__(self, scraper: Scraper,
                  slo_metrics: Callable[[], bytes] | None = None,
@@ -38,16 +103,90 @@ class MetricsAssembler:
         #: Series dropped so far, by origin (read by the self-metrics collector).
         self.dropped: Counter[str] = Counter()
         self.registry = self_registry(scraper, self.dropped, closed)
+        self._norm: _Segment | None = None
+        self._slo: _Segment | None = None
+        self._passthrough: _Segment | None = None
 
     def body(self) -> bytes:
         """The ``/metrics`` body (text format 0.0.4, UTF-8)."""
+        return self.encode(False)
+
+    def encode(self, gz: bool) -> bytes:
+        """The ``/metrics`` body, plain or (``gz``) as concatenated gzip members that
+        decompress to exactly the plain body."""
         norm = self.scraper.normalized_part
-        parts = [self.normalized(norm) if self.normalized is not None else norm,
-                 Part(SELF, parse_families(generate_latest(self.registry).decode()))]
-        if self.slo_metrics is not None:
-            parts.append(Part(SLO, parse_families(self.slo_metrics().decode())))
-        parts.append(self.scraper.passthrough_part)
+        if self.normalized is not None:
+            norm = self.normalized(norm)
+        self_part = Part(SELF, parse_families(generate_latest(self.registry).decode()))
+        slo_body = self.slo_metrics() if self.slo_metrics is not None else None
+        passthrough = self.scraper.passthrough_part
+        seg_n = self._normalized(norm)
+        if seg_n is None:  # two normalized families clash: merge the whole body
+            return self._whole(norm, self_part, slo_body, passthrough, gz)
+        segments = [seg_n, _segment(None, None, self_part, seg_n.owners, {}, REQUEST_LEVEL)]
+        if slo_body is not None:
+            segments.append(self._slo_segment(slo_body, segments[-1].owners))
+        segments.append(self._passthrough_segment(passthrough, segments[-1].owners))
+        for seg in segments:
+            self.dropped.update(seg.dropped)
+        self.dropped.update(self.scraper.dropped)  # left out when the cycle's parts were built
+        return b"".join(seg.gz if gz else seg.plain for seg in segments)
+
+    # -- segments ---------------------------------------------------------------------
+    def _normalized(self, part: Part) -> _Segment | None:
+        """The normalized families, first in the body: served whole (none can clash with
+        an earlier part); None when two of them clash with each other."""
+        key = tuple(id(f) for f in part.families)
+        seg = self._norm
+        if seg is not None and seg.key == key:
+            return seg
+        names = claims(part.families)
+        if names is None:
+            return None
+        encoded = self.scraper.encoded
+        gz = []
+        for fam in part.families:
+            hit = encoded.get(id(fam))
+            if hit is not None and hit[0] is fam:
+                gz.append(hit[1])
+            else:  # rewritten for this request (trace buckets): encode it now
+                gz.append(gzip_member(fam.text().encode(), REQUEST_LEVEL))
+        owners: Owners = {}
+        for fam in part.families:
+            for n in claims((fam,)) or ():
+                owners[n] = (NORMALIZED, fam)
+        families = list(part.families)
+        seg = _Segment(key, families, families, b"".join(gz), Counter(), owners)
+        self._norm = seg
+        return seg
+
+    def _slo_segment(self, body: bytes, owners: Owners) -> _Segment:
+        key = owners_signature(owners)
+        seg = self._slo
+        if seg is not None and seg.source is body and seg.key == key:
+            return seg
+        seg = _segment(key, body, Part(SLO, parse_families(body.decode())), owners, {},
+                       CACHED_LEVEL)
+        self._slo = seg
+        return seg
+
+    def _passthrough_segment(self, part: Part, owners: Owners) -> _Segment:
+        key = owners_signature(owners)
+        seg = self._passthrough
+        if seg is not None and seg.source is part and seg.key == key:
+            return seg
+        seg = _segment(key, part, part, owners, self.scraper.encoded, CACHED_LEVEL)
+        self._passthrough = seg
+        return seg
+
+    def _whole(self, norm: Part, self_part: Part, slo_body: bytes | None,
+               passthrough: Part, gz: bool) -> bytes:
+        parts = [norm, self_part]
+        if slo_body is not None:
+            parts.append(Part(SLO, parse_families(slo_body.decode())))
+        parts.append(passthrough)
         result = assemble(parts)
         self.dropped.update(result.dropped)
-        self.dropped.update(self.scraper.dropped)  # left out when the cycle's parts were built
-        return result.text.encode()
+        self.dropped.update(self.scraper.dropped)
+        text = result.text.encode()
+        return gzip_member(text, REQUEST_LEVEL) if gz else text

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 import aiohttp
 
@@ -26,30 +27,50 @@ from fleetwatch.exporters.source import (
 )
 from fleetwatch.sidecar.config import Target
 
+T = TypeVar("T")
+
 
 class Prober:
     """Runs probes with the session ``session()`` returns (the scraper's, once open)."""
 
-    def __init__(self, session: Callable[[], aiohttp.ClientSession | None]) -> None:
+    def __init__(self, session: Callable[[], aiohttp.ClientSession | None],
+                 concurrency: int = 16) -> None:
         self._session = session
+        self.concurrency = concurrency
+
+    async def _bounded(self, calls: Sequence[Awaitable[T]]) -> list[T]:
+        """Await ``calls`` concurrently, at most :attr:`concurrency` at a time, in order."""
+        sem = asyncio.Semaphore(self.concurrency)
+
+        async def one(call: Awaitable[T]) -> T:
+            async with sem:
+                return await call
+        return list(await asyncio.gather(*(one(c) for c in calls)))
 
     def learns_runtimes(self, source: Source | None, target: Target) -> bool:
         """Whether the target's models' runtimes can be asked (a probe and an api_url)."""
         return source is not None and source.runtime_probe is not None \
             and target.api_url is not None
 
+    def probes_each_model(self, source: Source | None, target: Target) -> bool:
+        """Whether readiness is one request per model (Triton's ``/v2/models/<m>/ready``)
+        rather than one per engine (vLLM's ``/health``)."""
+        return source is not None and isinstance(source.readiness, ModelReadyProbe) \
+            and target.api_url is not None
+
     async def readiness(self, source: Source | None, target: Target,
                         observed: Sequence[str]) -> dict[str, str | None]:
         """``{model: None when ready, else why not}`` for the target's ``models`` (else
-        those ``observed``); why is ``GET URL: HTTP 500``, ``… timeout after N s`` or
-        ``… connection failed: …``. ``{}`` when the source declares no readiness probe (or
-        needs an ``api_url`` the target lacks)."""
+        those ``observed``), at most :attr:`concurrency` requests at a time; why is
+        ``GET URL: HTTP 500``, ``… timeout after N s`` or ``… connection failed: …``.
+        ``{}`` when the source declares no readiness probe (or needs an ``api_url`` the
+        target lacks)."""
         probe = source.readiness if source is not None else None
         names = list(target.models or observed)
         if isinstance(probe, ModelReadyProbe) and target.api_url is not None:
             base = str(target.api_url).rstrip("/")
-            why = await asyncio.gather(*(self.problem(base + probe.path.format(model=_q(m)))
-                                         for m in names))
+            why = await self._bounded([self.problem(base + probe.path.format(model=_q(m)))
+                                       for m in names])
             return dict(zip(names, why, strict=True))
         if isinstance(probe, HealthProbe):
             url = str(target.health_url) if target.health_url else \
@@ -64,7 +85,7 @@ class Prober:
         be read, or ``(None, None)`` when there was no answer (ask again later)."""
         assert target.api_url is not None
         base = str(target.api_url).rstrip("/")
-        return list(await asyncio.gather(*(self.runtime(probe, base, m) for m in models)))
+        return await self._bounded([self.runtime(probe, base, m) for m in models])
 
     async def runtime(self, probe: RuntimeProbe, base: str, model: str
                       ) -> tuple[str | None, str | None]:

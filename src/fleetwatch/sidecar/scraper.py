@@ -30,20 +30,21 @@ from collections.abc import Callable
 
 import aiohttp
 
-from fleetwatch.exporters.assemble import NORMALIZED, PASSTHROUGH, Part, assemble
+from fleetwatch.exporters.assemble import NORMALIZED, PASSTHROUGH, Family, Part, assemble
 from fleetwatch.exporters.normalize import Normalized, Normalizer
 from fleetwatch.exporters.parser import describe_if_not_metrics
 from fleetwatch.exporters.render import normalized_families, passthrough_families
 from fleetwatch.exporters.snapshot import Snapshot
-from fleetwatch.exporters.sources import TABLES, detect_kind
+from fleetwatch.exporters.sources import SOURCES_BY_KIND, TABLES, detect_kind
 from fleetwatch.exporters.table import TargetContext
 from fleetwatch.exporters.validate import Limits
 from fleetwatch.labels.registry import Registry
 from fleetwatch.sidecar.coldstart import ColdStarts
 from fleetwatch.sidecar.config import SidecarConfig
+from fleetwatch.sidecar.encoding import gzip_member
 from fleetwatch.sidecar.fetch import ScrapeError, fetch_metrics
 from fleetwatch.sidecar.probes import Prober
-from fleetwatch.sidecar.targets import TargetState, sleeping_models
+from fleetwatch.sidecar.targets import TargetState, readiness_due, sleeping_models
 from fleetwatch.sidecar.warmup import WarmupGate
 
 log = logging.getLogger("fleetwatch.scraper")
@@ -69,8 +70,10 @@ class Scraper:
         #: Series the last cycle left out of its parts, by origin (normalized: a second
         #: target produced them too; passthrough: a second target passed them through).
         self.dropped: Counter[str] = Counter()
-        #: Both parts merged: what the last cycle normalized, as text.
-        self.body: bytes = b""
+        #: Each family of both parts as ``id(family) → (family, gzip member)``, encoded
+        #: once per cycle (:mod:`.encoding`; the /metrics assembler serves them).
+        self.encoded: dict[int, tuple[Family, bytes]] = {}
+        self._body: bytes | None = b""
         self.snapshot: Snapshot | None = None
         self.subscribers: list[Callable[[Snapshot], None]] = []
         #: ``(wants, observe)``: ``observe`` is called in a worker thread with each
@@ -80,7 +83,7 @@ class Scraper:
                                         Callable[[TargetState, str], None]]] = []
         self._session: aiohttp.ClientSession | None = None
         self._metrics_session: aiohttp.ClientSession | None = None
-        self.probes = Prober(lambda: self._session)
+        self.probes = Prober(lambda: self._session, cfg.scrape.probe_concurrency)
         #: Not-ready → ready durations per (target, model), from the readiness probes.
         self.cold_starts = ColdStarts()
         #: Which models ran their registry warm-up (None: no entry has one); /readyz.
@@ -145,6 +148,14 @@ class Scraper:
                 log.exception("snapshot subscriber failed")
         return snap
 
+    @property
+    def body(self) -> bytes:
+        """Both parts of the last cycle merged: what it normalized, as text (made when
+        first read after a cycle)."""
+        if self._body is None:
+            self._body = assemble([self.normalized_part, self.passthrough_part]).text.encode()
+        return self._body
+
     def _render(self, live: list[Normalized], extra: dict[str, list[str]]) -> None:
         collisions: list[str] = []
         families = normalized_families(live, extra, collisions)
@@ -154,12 +165,18 @@ class Scraper:
                         collisions[0])
         merged = assemble([Part(PASSTHROUGH, passthrough_families(n))
                            for n in live if n.passthrough])
+        encoded = {}
+        for fam in (*families, *merged.families):  # the plain text is made when asked
+            encoded[id(fam)] = (fam, gzip_member(fam.text().encode()))
+        # published together (the /metrics handler reads them on the event loop; a
+        # family it finds without its encoding is encoded there, never served wrong)
+        self.encoded = encoded
         self.normalized_part = Part(NORMALIZED, families, check_names=False,
                                     check_series=False)
         self.passthrough_part = Part(PASSTHROUGH, merged.families, check_series=False)
         self.collisions = len(collisions)
         self.dropped = merged.dropped + Counter({NORMALIZED: len(collisions)})
-        self.body = assemble([self.normalized_part, self.passthrough_part]).text.encode()
+        self._body = None
 
     async def _scrape_target(self, st: TargetState) -> None:
         t0 = time.perf_counter()
@@ -168,10 +185,17 @@ class Scraper:
             text = await fetch_metrics(self._metrics_session, str(st.target.url),
                                        self.cfg.scrape.max_body_bytes,
                                        self.cfg.scrape.timeout_seconds)
-            normalized = await asyncio.to_thread(self._normalize, st, text)
-            if await self._learn_runtimes(st, normalized):
-                # new models: label them with their runtime from the first scrape on
+            normalizer = self._normalizer(st, text)
+            if normalizer.ctx.defer is not None:
+                # runtimes are learned: find the new models first (one pass of lookups),
+                # ask their runtime, then compile their series once, labelled with it
+                deferred = await asyncio.to_thread(normalizer.discover, text)
+                await self._learn_runtimes(st, deferred)
+            st.deferring = False
+            try:
                 normalized = await asyncio.to_thread(self._normalize, st, text)
+            finally:
+                st.deferring = True
         except ScrapeError as exc:
             self._mark_down(st, exc.reason, str(exc))
         except Exception as exc:  # unexpected: still never crash the sidecar
@@ -190,21 +214,28 @@ class Scraper:
             self._forget_unseen_models(st)
         st.duration = time.perf_counter() - t0
 
-    def _normalize(self, st: TargetState, text: str) -> Normalized:
+    def _normalizer(self, st: TargetState, text: str) -> Normalizer:
+        """The target's normalizer, made on its first exposition (or while its kind,
+        detected from the exposition, is unknown)."""
         if st.normalizer is None or st.kind == "unknown":
             kind = st.target.kind if st.target.kind != "auto" else detect_kind(text)
             if kind != st.kind:
                 log.info("target %s: reading it as %s", st.target.name, kind)
+            defer = st.defer_runtime if self.probes.learns_runtimes(
+                SOURCES_BY_KIND.get(kind), st.target) else None
             ctx = TargetContext(runtime_for=st.runtime_for,
                                 extra_labels=tuple(sorted(st.target.labels.items())),
-                                model_version=st.target.model_version)
+                                model_version=st.target.model_version, defer=defer)
             sc = self.cfg.scrape
             limits = Limits(sc.max_series, sc.max_label_value_length,
                             sc.normalize_timeout_seconds)
             st.normalizer = Normalizer(TABLES[kind], ctx, self.cfg.passthrough_unmapped,
                                        limits)
             st.kind = kind
-        n = st.normalizer.normalize(text)
+        return st.normalizer
+
+    def _normalize(self, st: TargetState, text: str) -> Normalized:
+        n = self._normalizer(st, text).normalize(text)
         if n.refused is not None:
             raise ScrapeError(*n.refused)
         if n.series_count == 0:
@@ -297,8 +328,19 @@ class Scraper:
         n = st.normalized
         observed = sorted({m[0] for m in n.models}) if n else []
         before = st.models_ready
-        why = await self.probes.readiness(st.source, t, observed)
-        st.models_ready = {m: w is None for m, w in why.items()}
+        if self.probes.probes_each_model(st.source, t) and not t.models:
+            # one request per model found: on their own cadence (see _due)
+            sc = self.cfg.scrape
+            why = await self.probes.readiness(st.source, t, readiness_due(
+                st, observed, sc.interval_seconds, sc.readiness_every, time.monotonic()))
+            now = time.monotonic()
+            for m in why:
+                st.probed_at[m] = now
+            st.models_ready = {m: before[m] for m in observed if m in before}
+            st.models_ready.update((m, w is None) for m, w in why.items())
+        else:
+            why = await self.probes.readiness(st.source, t, observed)
+            st.models_ready = {m: w is None for m, w in why.items()}
         was_sleeping, st.models_sleeping = st.models_sleeping, sleeping_models(n)
         for model in st.models_sleeping:  # an engine asleep answers /health, serves nothing
             st.models_ready[model] = False
@@ -323,29 +365,34 @@ class Scraper:
         for m in gone:
             del st.last_seen[m]
             st.runtimes.pop(m, None)
+            st.runtime_asked.discard(m)
+            st.probed_at.pop(m, None)
             st.exposed_unknown.discard(m)
             st.unreadable_config.discard(m)
             if m not in keep_ready:
                 st.models_ready.pop(m, None)
 
-    async def _learn_runtimes(self, st: TargetState, n: Normalized) -> bool:
-        """Ask the runtime of models not seen before (the source's runtime probe, e.g.
-        Triton's ``/v2/models/<m>/config``); True when one was learned (the caller
-        re-normalizes). A model whose answer cannot be read is retried on the next scrape."""
+    async def _learn_runtimes(self, st: TargetState, new: set[str]) -> bool:
+        """Ask the runtime of the ``new`` models and of those of the last state still
+        without one (the source's runtime probe, e.g. Triton's
+        ``/v2/models/<m>/config``); True when one was learned (its series are compiled
+        again). A model whose answer cannot be read is retried on the next scrape."""
         t = st.target
         source = st.source
         if source is None or source.runtime_probe is None or not t.api_url:
             return False
-        unknown = sorted({m[0] for m in n.models} - st.runtimes.keys())
+        seen = {m[0] for m in st.normalized.models} if st.normalized is not None else set()
+        unknown = sorted((seen | new) - st.runtimes.keys())
         if not unknown:
             return False
+        st.runtime_asked.update(unknown)
         learned = await self.probes.runtimes(source.runtime_probe, t, unknown)
-        changed = False
+        changed: list[str] = []
         for m, (rt, problem) in zip(unknown, learned, strict=True):
             if rt is not None:
                 st.runtimes[m] = rt
                 st.unreadable_config.discard(m)
-                changed = True
+                changed.append(m)
                 if m in st.exposed_unknown:
                     st.exposed_unknown.discard(m)
                     log.info("target %s: model %s: runtime now %s (was exposed as %s)",
@@ -356,5 +403,5 @@ class Scraper:
                             "config (%s); runtime=%s until it can", t.name, m, problem,
                             t.runtime or "unknown")
         if changed and st.normalizer is not None:
-            st.normalizer.invalidate()
-        return changed
+            st.normalizer.invalidate_models(changed)  # those models' series only
+        return bool(changed)

@@ -4,8 +4,10 @@
 * ``/metrics`` — the latest normalized exposition, fleetwatch's own metrics, the SLO
   engine's and the families passed through, merged without duplicates by
   :class:`~fleetwatch.sidecar.metrics.MetricsAssembler` (text format 0.0.4,
-  ``Content-Type: text/plain; version=0.0.4; charset=utf-8``), gzip-compressed when the
-  client accepts gzip; ``extra_routes`` lets the SLO engine add its own.
+  ``Content-Type: text/plain; version=0.0.4; charset=utf-8``), gzip-coded when the
+  client's ``Accept-Encoding`` prefers it (:mod:`.encoding`: q-values, ``identity``,
+  ``*``), from gzip members compressed once per cycle; ``extra_routes`` lets the SLO
+  engine add its own.
 * ``/healthz`` — liveness: 200 while the process serves (never depends on upstreams).
 * ``/readyz`` — readiness: 200 only when every *required* target answered its last scrape
   and all its models report ready (Triton ``/v2/models/<m>/ready``, vLLM ``/health``);
@@ -38,6 +40,7 @@ from aiohttp import web
 from fleetwatch.exporters.assemble import Part
 from fleetwatch.labels.registry import Registry
 from fleetwatch.sidecar.config import SidecarConfig
+from fleetwatch.sidecar.encoding import wants_gzip
 from fleetwatch.sidecar.gpu_facts import GPUAccounting
 from fleetwatch.sidecar.gpu_facts import attach as attach_gpu_accounting
 from fleetwatch.sidecar.guard import ConnectionGuard, GuardedSite, install_exception_handler
@@ -75,19 +78,9 @@ class ListenError(RuntimeError):
 
 
 def accepts_gzip(accept_encoding: str) -> bool:
-    """True when an ``Accept-Encoding`` header accepts gzip (``gzip`` or ``*``, q > 0)."""
-    for item in accept_encoding.lower().split(","):
-        coding, _, params = item.strip().partition(";")
-        if coding.strip() not in ("gzip", "x-gzip", "*"):
-            continue
-        q = params.strip()
-        if q.startswith("q="):
-            try:
-                return float(q[2:]) > 0
-            except ValueError:
-                return False
-        return True
-    return False
+    """True when ``/metrics`` answers gzip-coded under an ``Accept-Encoding`` header
+    (:func:`~fleetwatch.sidecar.encoding.wants_gzip`: q-values, ``identity``, ``*``)."""
+    return wants_gzip(accept_encoding)
 
 
 def readiness(scraper: Scraper) -> tuple[bool, dict[str, Any]]:
@@ -126,11 +119,11 @@ def make_app(scraper: Scraper,
                                  guard.closed if guard is not None else None, normalized)
 
     async def metrics(request: web.Request) -> web.Response:
-        body = assembler.body()
-        resp = web.Response(body=body, headers={"Content-Type": METRICS_CONTENT_TYPE})
-        if accepts_gzip(request.headers.get("Accept-Encoding", "")):
-            resp.enable_compression(web.ContentCoding.gzip)
-        return resp
+        gz = wants_gzip(request.headers.get("Accept-Encoding", ""))
+        headers = {"Content-Type": METRICS_CONTENT_TYPE, "Vary": "Accept-Encoding"}
+        if gz:  # cached gzip members (sidecar.metrics), never compressed per request
+            headers["Content-Encoding"] = "gzip"
+        return web.Response(body=assembler.encode(gz), headers=headers)
 
     async def healthz(_request: web.Request) -> web.Response:
         return web.Response(text="ok\n")

@@ -3,6 +3,7 @@ normalized state (read by ``/metrics``, ``/readyz``, the self-metrics and the en
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -43,12 +44,21 @@ class TargetState:
     #: forgotten when the target goes down (it may come back upgraded).
     identity: dict[str, str] | None = None
     models_sleeping: set[str] = field(default_factory=set)  # engine asleep: not ready
+    runtime_asked: set[str] = field(default_factory=set)  # runtime asked (maybe no answer)
+    deferring: bool = True  # the normalizer may leave out models whose runtime is coming
+    probed_at: dict[str, float] = field(default_factory=dict)  # readiness asked (monotonic)
 
     @property
     def source(self) -> Source | None:
         """The source the target is read as (``None`` before the first scrape or when
         detection found none)."""
         return SOURCES_BY_KIND.get(self.kind or "")
+
+    def defer_runtime(self, model: str) -> bool:
+        """Whether a model's series wait for its runtime (never asked yet; see
+        ``TargetContext.defer``)."""
+        return self.deferring and model not in self.runtimes \
+            and model not in self.runtime_asked
 
     def runtime_for(self, model: str) -> str:
         return self.runtimes.get(model) or self.target.runtime or "unknown"
@@ -72,3 +82,19 @@ def sleeping_models(n: Normalized | None) -> set[str]:
         if labels.get("sleep_state") == "awake" and value_of(v) == 0 and "model" in labels:
             out.add(labels["model"])
     return out
+
+
+def readiness_due(st: TargetState, observed: list[str], interval: float, every: float,
+                  now: float) -> list[str]:
+    """The models found in the exposition whose readiness to ask in this scrape: the ones
+    not asked yet or not ready (every scrape: a loading LLM's cold start is measured to
+    the scrape), and of the ready ones those asked longest ago, once ``every`` seconds
+    (``scrape.readiness_every``) have passed, at most the share that spreads them evenly
+    over that cadence (no burst of requests every so often). ``now``: monotonic seconds,
+    the clock of ``st.probed_at``."""
+    due = [m for m in observed if st.models_ready.get(m) is not True]
+    ready = sorted((st.probed_at.get(m, -math.inf), m) for m in observed
+                   if st.models_ready.get(m) is True)
+    share = max(1, math.ceil(len(ready) * interval / every))
+    due += [m for at, m in ready[:share] if now - at >= every]
+    return due

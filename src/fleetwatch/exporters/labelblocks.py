@@ -1,0 +1,78 @@
+"""Label blocks read once: the compiler's cache of what a ``{a="b",…}`` text says.
+
+Upstream series share label blocks (a Triton model's 48 series carry 10 distinct blocks:
+the model's, its four failure reasons, its five quantiles), so the compiler
+(:mod:`.compile`) reads each distinct block once into a :class:`Block` — the strict parse
+(:func:`~.parser.parse_label_block`), the length bound, and, for series a rule maps, the
+canonical spelling of ``le``/``quantile`` and the sorted renderings that name the upstream
+series and its histogram. The cache is the compiler's, bounded with it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from fleetwatch.exporters.parser import (
+    ExpositionError,
+    LabelPairs,
+    format_value,
+    parse_label_block,
+    parse_value,
+)
+from fleetwatch.exporters.validate import BAD_LE, BAD_QUANTILE
+from fleetwatch.labels.text import render_labels
+
+
+@dataclass(slots=True)
+class Block:
+    """What one label block says. ``error``: the block cannot be read (the parser's
+    message); ``too_long``: a value longer than the bound (the message). The rest is
+    made on first use by a mapped series (:meth:`mapped`): ``labels`` with ``le`` and
+    ``quantile`` canonically spelled (``+inf`` → ``+Inf``, ``1`` → ``1.0``), or
+    ``special`` ``(message, reason)`` when one of them is invalid; ``canon`` the labels
+    sorted and rendered, ``group`` the same without ``le``/``quantile``."""
+
+    pairs: LabelPairs = ()
+    error: str | None = None
+    too_long: str | None = None
+    labels: dict[str, str] | None = None
+    special: tuple[str, str] | None = None
+    canon: str = ""
+    group: str = ""
+
+    def mapped(self) -> Block:
+        """Fill the fields a mapped series needs (once); returns ``self``."""
+        if self.labels is not None or self.special is not None:
+            return self
+        labels = dict(self.pairs)
+        for special, reason in (("le", BAD_LE), ("quantile", BAD_QUANTILE)):
+            if special in labels:  # canonical spelling: "+inf"/"Inf" → "+Inf", "1" → "1.0"
+                try:
+                    bound = parse_value(labels[special])
+                except ExpositionError:
+                    bound = math.nan
+                if bound != bound or (special == "quantile" and not 0.0 <= bound <= 1.0):
+                    self.special = (f"invalid {special} label {labels[special]!r}", reason)
+                    return self
+                labels[special] = format_value(bound)
+        self.labels = labels
+        ordered = sorted(labels.items())
+        self.canon = render_labels(tuple(ordered))
+        self.group = render_labels(tuple(p for p in ordered if p[0] not in ("le", "quantile")))
+        return self
+
+
+def read_block(block: str, limit: int) -> Block:
+    """Read a label block (``""`` for none, else ``{…}``) under the value-length bound
+    ``limit``. Never raises: a bad block is a :class:`Block` with ``error``."""
+    if not block:
+        return Block()
+    try:
+        pairs = parse_label_block(block)
+    except ExpositionError as exc:
+        return Block(error=str(exc))
+    for k, v in pairs:
+        if len(v) > limit:
+            return Block(pairs, too_long=f"label {k} value longer than {limit} characters")
+    return Block(pairs)
