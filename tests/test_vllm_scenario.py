@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pytest
 from tests.helpers import ROOT, SLOReplay, buckets, normalized_samples, pick
+from tests.sweep_checks import client_knee, replay_final, step_fractions, top_step_signal
 
 from fleetwatch.demo.vllm_sweep import load_sweep, run_sweep
 
@@ -186,3 +187,32 @@ def test_burn_is_low_at_low_concurrency_and_high_at_the_top_step(sweep, capsys):
               + ", ".join(f"c={c}: {b:.2f}" for c, b in burns.items()))
     assert burns[1] < 1
     assert burns[16] > TOP_BURN_MIN
+
+
+def test_replay_finds_the_client_side_knee_overload_beyond_and_regression_above(
+        sweep, tmp_path, capsys):
+    """``fleetwatch slo replay`` of the sweep (:mod:`tests.sweep_checks`, the checks of
+    ``tests/test_slo_replay.py``): capacity at the knee measured from the client's side
+    (within 10 %), ``overload`` beyond it with the envelope at the knee, ``regression``
+    with the envelope above it, and the concurrency component of the signal within 10 %
+    of the client's in-flight concurrency ÷ knee at the top step."""
+    knee = client_knee(sweep.folder)
+    fractions = step_fractions(sweep.folder)
+    at_knee = replay_final(sweep.folder, tmp_path, envelope=knee)["slo"]["slos"][0]
+    top = float(STEPS[-1])  # the envelope above the knee: the top step is inside it
+    above = replay_final(sweep.folder, tmp_path, envelope=top)["slo"]["slos"][0]
+    comp, expected = top_step_signal(sweep.folder, tmp_path, knee)
+    with capsys.disabled():
+        print(f"\n{sweep.folder.name}: TTFT ≤ {THRESHOLD_S} s per step "
+              + ", ".join(f"c={c}: {f:.2f}" for c, f in fractions.items())
+              + f"; client knee {knee:g}; replay capacity {at_knee['capacity']} "
+              f"({at_knee['capacity_evidence']}), {at_knee['state']} at envelope {knee:g}, "
+              f"{above['state']} at {top:g}; top-step concurrency component "
+              f"{comp:.2f} vs client {expected:.2f}")
+    assert knee >= 1, fractions  # some step met the objective
+    assert knee < STEPS[-1], fractions  # and the top step did not: there is a knee
+    assert at_knee["capacity"] == pytest.approx(knee, rel=0.10), at_knee
+    assert at_knee["state"] == "overload", at_knee["explanation"]
+    assert above["state"] == "regression", above["explanation"]
+    assert above["capacity"] < top  # burn lowered it from the envelope
+    assert comp == pytest.approx(expected, rel=0.10)
