@@ -28,8 +28,11 @@ from __future__ import annotations
 import logging
 import math
 import time
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Iterator
+
+import numpy as np
 
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.registry import Registry
@@ -38,7 +41,7 @@ from fleetwatch.slo import judge as _judge
 from fleetwatch.slo import status as _status
 from fleetwatch.slo.account import Ledger, ModelGauges, Selection, interval_events
 from fleetwatch.slo.autoscaling import ModelSignal
-from fleetwatch.slo.bands import band_label, band_of
+from fleetwatch.slo.bands import band_label
 from fleetwatch.slo.capacity import update_capacity
 from fleetwatch.slo.concurrency import estimate as estimate_concurrency
 from fleetwatch.slo.concurrency import in_system
@@ -102,6 +105,20 @@ class SLOEngine:
         self.models_refused: Counter[str] = Counter()
         self._refused: set[tuple[str, ModelKey]] = set()  # counted once each (bounded)
         self._refused_logged: dict[str, float] = {}  # SLO name → when last logged
+        # threshold → bucket boundary matches, valid for one decoder bounds_version
+        self._matches: dict[tuple[str, ModelKey, float], float | None] = {}
+        self._matches_version = -1
+        # SLO name → (band bounds ascending, their labels + "+Inf"): bisect for the band
+        self._band_tables: dict[str, tuple[list[float], list[str]]] = {
+            s.name: (list(s.concurrency.bands),
+                     [band_label(b) for b in [*s.concurrency.bands, math.inf]])
+            for s in slos.slos}
+        # judged only when something the judge reads changed: the states marked here
+        # (new, first events, error changed) and the owners of rows whose burning flag
+        # flipped
+        self._dirty: set[tuple[str, ModelKey]] = set()
+        self._row_owner: dict[int, tuple[str, ModelKey]] = {}
+        self._prev_burning: list[bool] = []
 
     @property
     def gpu_memory_ratio(self) -> float | None:
@@ -141,8 +158,10 @@ class SLOEngine:
         for key in [k for k in self.states if k[1] in gone_set]:
             st = self.states.pop(key)
             self._tracked[key[0]] -= 1
-            for band in st.rows:
+            self._dirty.discard(key)
+            for band, row in st.rows.items():
                 windows.release((st.slo.name, st.model, band))
+                self._row_owner.pop(row, None)
         for mk in gone:
             del self._model_seen[mk]
             for d in (self._prev_in_system, self.gauges.concurrency, self.gauges.queue_wait,
@@ -173,7 +192,13 @@ class SLOEngine:
         self._tracked[slo.name] += 1
         st = self.states[(slo.name, mk)] = SLOModelState(slo, mk,
                                                          capacity=slo.concurrency.envelope)
+        self._dirty.add((slo.name, mk))
         return st
+
+    def mark_changed(self, st: SLOModelState) -> None:
+        """Have the next update judge ``st`` again (the engine judges only the states
+        whose judged inputs changed: call this when a stage changes another)."""
+        self._dirty.add((st.slo.name, st.model))
 
     def _account(self, ts: float, prev_ts: float,
                  intervals: dict[ModelKey, Interval]) -> None:
@@ -181,6 +206,10 @@ class SLOEngine:
         goods: list[float] = []
         totals: list[float] = []
         gauges, bounds = self.gauges, self._decoder.bounds
+        if self._decoder.bounds_version != self._matches_version:
+            self._matches.clear()
+            self._matches_version = self._decoder.bounds_version
+        matches = self._matches
         for mk, iv in intervals.items():
             # the model's own interval: since it last had data (a target down stretches it)
             dt = ts - self._model_seen.get(mk, prev_ts)
@@ -208,7 +237,10 @@ class SLOEngine:
                         continue
                 if slo.sli.source == "traces":
                     continue  # judged per request: add_events
-                ev = interval_events(st, iv, bounds)
+                err = st.error
+                ev = interval_events(st, iv, bounds, matches)
+                if st.error != err:
+                    self._dirty.add((slo.name, mk))
                 if ev is None or conc is None:
                     continue
                 lat = slo.sli.latency
@@ -224,8 +256,11 @@ class SLOEngine:
         if not (0.0 < total < math.inf and 0.0 <= good < math.inf):
             return  # no events, or not finite: never accounted
         good = min(good, total)
-        band = band_label(band_of(conc, st.slo.concurrency.bands))
+        bounds, labels = self._band_tables[st.slo.name]
+        band = labels[bisect_left(bounds, conc)]  # the smallest bound ≥ conc, or +Inf
         st.last_band = band
+        if not st.events:
+            self._dirty.add((st.slo.name, st.model))  # no_data → judged
         # the band's evidence for capacity: its mean concurrency (every SLI) and,
         # for a latency SLI, its latency distribution
         bl = st.latency.get(band)
@@ -239,7 +274,11 @@ class SLOEngine:
         for b in (band, ALL):
             st.events[b] += total
             st.good[b] += good
-            rows.append(self.ledger.row(st, b))
+            r = st.rows.get(b)
+            if r is None:
+                r = self.ledger.row(st, b)
+                self._row_owner[r] = (st.slo.name, st.model)
+            rows.append(r)
             goods.append(good)
             totals.append(total)
 
@@ -273,14 +312,29 @@ class SLOEngine:
         ledger, gauges = self.ledger, self.gauges
         ledger.add(ts, rows, goods, totals)
         burning = ledger.burning.tolist()
+        prev = self._prev_burning
+        prev.extend([False] * (len(burning) - len(prev)))
+        dirty = self._dirty
+        owner = self._row_owner
+        for r in (ledger.burning != np.asarray(prev[:len(burning)], dtype=bool)
+                  ).nonzero()[0].tolist():
+            key = owner.get(r)
+            if key is not None:
+                dirty.add(key)
+        self._prev_burning = burning
+        states = self.states
+        for key in dirty:
+            st = states.get(key)
+            if st is not None:
+                _judge.judge(st, burning)
+        dirty.clear()
         cap_cfg = self.spec.capacity
         cap_total = ledger.window_totals(cap_cfg.window)
         cap_burn = ledger.window_burn(cap_cfg.window)
-        for st in self.states.values():
-            _judge.judge(st, burning)
+        batch = gauges.batch_limit
+        for st in states.values():
             if st.state != "misconfigured" and st.state != "no_data":
-                update_capacity(st, cap_cfg, cap_total, cap_burn,
-                                gauges.batch_limit.get(st.model))
+                update_capacity(st, cap_cfg, cap_total, cap_burn, batch.get(st.model))
 
     # -- outputs (see the modules named) -------------------------------------------
     def window_sums(self, st: SLOModelState, band: str, window: float,
