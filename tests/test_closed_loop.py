@@ -3,51 +3,47 @@ signal.
 
 Up to 4 ``tritonserver`` processes (:class:`fleetwatch.demo.triton.TritonServer`), each
 serving ``slo_sim`` (one instance, 8 ms service time: latency ≈ concurrency × 8 ms),
-started lazily when the controller first asks for them and reused across the two load
+started lazily when the controller first asks for them and reused across the load
 levels. One sidecar per replica, driven in-process for determinism: every snapshot
 scrapes each live replica's ``/metrics``, normalizes it with its own normalizer and
 feeds its own :class:`~fleetwatch.slo.engine.SLOEngine` (no ``fleetwatch serve``
 processes, so snapshots — not wall-clock time — are the unit the assertions count). A
 load generator holds a total concurrency C of closed-loop clients spread round-robin
 over the live replicas. The controller applies KEDA's rule for an ``AverageValue``
-target of 1 to the fleet metric of the Prometheus trigger in ``docs/autoscaling.md`` —
-Σ concurrency ÷ the lowest capacity any replica has learned (the per-replica signals
-summed, Σ signal, are logged beside it): desired = ceil(metric), HPA's 10 % tolerance
-(no change while |metric / replicas − 1| ≤ 0.1), clamped to [1, 4], scale-up at once,
-scale-down to the highest recommendation of the last ``STABILISATION`` snapshots. Why
-not Σ signal: a replica added at load below the knee has seen no burn, so its capacity
-is still the envelope (6, above the knee) and Σ signal under-reads; the loop then scales
-in until a replica is pushed over the knee and learns — measured: a 4 → 3 (→ 4) excursion
-at C = 13 in 6 of 9 runs with Σ signal. The fleet metric has no such structural
-excursion, but one replica's spurious low capacity moves the whole fleet (seen once:
-0.99 after the 14 → 3 step, from requests that queued at 14 finishing in a low-load
-interval). Each replica is warmed up (30
-requests) before it takes load, as a readiness gate after model warm-up would: a fresh
+target of 1 to Σ signal, the sum of the replicas' own autoscaling signals (what the
+Prometheus trigger of ``docs/autoscaling.md`` reads): desired = ceil(Σ signal), HPA's
+10 % tolerance (no change while |Σ signal / replicas − 1| ≤ 0.1), clamped to [1, 4],
+scale-up at once, scale-down to the highest recommendation of the last
+``STABILISATION`` snapshots (longer than the capacity window, as KEDA's 300 s default is
+longer than a capacity window in practice). Each replica is warmed up (30 requests)
+before it takes load, as a readiness gate after model warm-up would: a fresh
 Python-backend instance's first slow requests otherwise read as burn.
+
+The envelope (3) is the operator's prior *below* the knee (≈ 4): a replica that has
+seen good load above it raises its capacity to that load, burn beyond the knee lowers
+it. An envelope above the knee is a declared regression by the engine's own rule (burn
+inside the envelope is ``regression``), and it makes Σ signal under-read on every
+replica added at load below the knee (its capacity is still the envelope): with the
+envelope at 6 the loop scaled 4 → 3 (→ 4) at C = 13 in 6 of 9 runs (before this test
+took Σ signal).
 
 The knee is measured from the client side: the highest per-replica concurrency whose
 client latencies meet the objective (p90 ≤ 40 ms), interpolated between the observed
 levels. Asserted: from 1 replica the loop converges to ceil(C / knee) within
-``CONVERGE`` snapshots at C = 6 and after a step to C = 13 and holds it for the last
+``CONVERGE`` snapshots at C = 6 and after a step to C = 14 and holds it for the last
 ``HOLD`` snapshots; it does not flap (after first reaching the count, at most one
-excursion: a replica added at load below the knee keeps capacity = envelope — it has
-seen no burn — so Σ signal underestimates until one scale-in pushes a replica above the
-knee and it learns; measured: one 4 → 3 → 4 at C = 13); a load step shows in Σ signal
-within 2 snapshots; after C drops to 3 it scales in. The log prints the replica count per
-snapshot (``pytest -s``).
+excursion); a load step shows in Σ signal within 2 snapshots; after C drops to 3 it
+scales in, to ceil(3 / knee). The log prints the replica count per snapshot with each
+replica's concurrency and capacity (``pytest -s``).
 
-With the old capacity rule (capacity = the highest trusted band burning below 1) the
-loop fails — checked once, 2026-12-01, by swapping the engine's ``update_capacity`` for
-the old walk (then with C = 7 → 13 → 3 and Σ signal; knee 4.05): at C = 13 it settled at
-3 replicas, under-provisioned (4.3 per replica, above the knee: the new replicas'
-capacity is the band they have seen, 6), and after C dropped to 3 it stayed at 3
-replicas, over-provisioned (each replica's capacity is its own band 1: Σ signal 2.1).
-Measured with the new rule on a quiet machine (knee 4.0–4.2): 2 replicas at C = 6 from
-snapshot 1, 4 at C = 14 from the first snapshot after the step, 1 at C = 3 after the
-5-snapshot stabilisation; 80–95 s in all with 4 replicas started lazily. On 2 cores
-shared with other engineers' jobs (load average 5–16) the client-side knee itself moved
-between 2.3 and 4.2 within runs; under load average 16 no level met the threshold and
-the test failed on the knee measurement.
+Measured 2026-12-01 on the shared 2-core machine (knee 4.1–4.3): 2 replicas at C = 6
+from the first snapshot, 4 at C = 14 from the first snapshot after the step (Σ signal
+3.9–4.6), 1 at C = 3 once the stabilisation window passed; 85–95 s in all with 4
+replicas started lazily. With the old capacity rule (capacity = the highest trusted band
+burning below 1) the loop fails — checked once, 2026-12-01, by swapping the engine's
+``update_capacity`` for the old walk: after C dropped to 3 it stayed at 3 replicas,
+over-provisioned (knee 4.29: ceil(3 / knee) = 1): once the capacity window had expired
+the high-load evidence each replica's capacity was its own band 1, Σ signal 2.9.
 """
 
 from __future__ import annotations
@@ -306,5 +302,7 @@ def test_closed_loop_converges_without_flapping_and_scales_in():
     # the step C_LOW → C_HIGH shows in Σ signal within 2 snapshots
     before = first[-1][2]
     assert max(r[2] for r in step[:2]) > before * 1.3, (before, step[:2])
-    # scales in after C drops
+    # scales in after C drops, to the count the knee implies (the old capacity rule
+    # stayed over-provisioned here)
     assert low[-1][3] < step[-1][3], [r[3] for r in low]
+    assert low[-1][3] in _targets(3, knee), (knee, [r[3] for r in low])
