@@ -85,7 +85,7 @@ MIN_REPLICAS, MAX_REPLICAS = 1, 4
 TOLERANCE = 0.1
 STABILISATION = 15  # snapshots: longer than the capacity window (10 s)
 INTERVAL_S = 1.0
-CONVERGE = 20  # snapshots allowed to converge
+CONVERGE = STABILISATION + 10  # snapshots allowed to converge (a scale-in waits out the window)
 C_LOW, C_HIGH = 6, 14  # ceil(C / knee) = 2 and 4 for a knee of 3–4.6 (4 = max below)
 HOLD = 6  # snapshots that must follow without a change
 

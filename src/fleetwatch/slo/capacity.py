@@ -34,7 +34,11 @@ concurrent requests per replica, rounded to 3 significant digits
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from enum import Enum
+
+import numpy as np
+import numpy.typing as npt
 
 from fleetwatch.slo.latency import predict, round_capacity
 from fleetwatch.slo.spec import CapacitySettings
@@ -144,3 +148,91 @@ def update_capacity(st: SLOModelState, cfg: CapacitySettings, window_totals: lis
     value, evidence = estimate(st, cfg, window_totals, window_burn, batch_limit)
     if adopt(st, value, cfg) or evidence is Evidence.REGRESSION:
         st.capacity_evidence = evidence.value
+
+
+class BandRows:
+    """The window-store rows of every state's bands as one padded matrix, for
+    :func:`update_capacities` (rebuild with :meth:`build` when states or their rows
+    change): ``rows[i, k]`` is the row of band ``k`` of ``states[i]`` (−1: none yet),
+    ``upper[i, k]`` its upper bound (requests; ``inf`` for ``+Inf`` and padding)."""
+
+    def __init__(self) -> None:
+        self.states: list[SLOModelState] = []
+        self.rows: npt.NDArray[np.int64] = np.zeros((0, 0), dtype=np.int64)
+        self.upper: npt.NDArray[np.float64] = np.zeros((0, 0))
+        self._at: dict[int, int] = {}  # id(state) → its index
+
+    def set(self, st: SLOModelState, label: str, row: int) -> bool:
+        """Record a new row of a band of an indexed state; False when ``st`` is not
+        indexed (then :meth:`build` again)."""
+        i = self._at.get(id(st))
+        if i is None or self.states[i] is not st:
+            return False
+        for k, (_lower, _upper, lab) in enumerate(st.band_edges()):
+            if lab == label:
+                self.rows[i, k] = row
+        return True
+
+    def build(self, states: Sequence[SLOModelState]) -> None:
+        self.states = list(states)
+        self._at = {id(st): i for i, st in enumerate(self.states)}
+        width = max((len(st.band_edges()) for st in self.states), default=0)
+        rows = np.full((len(self.states), width), -1, dtype=np.int64)
+        upper = np.full((len(self.states), width), math.inf)
+        for i, st in enumerate(self.states):
+            for k, (_lower, u, label) in enumerate(st.band_edges()):
+                rows[i, k] = st.rows.get(label, -1)
+                upper[i, k] = u
+        self.rows, self.upper = rows, upper
+
+
+def update_capacities(index: BandRows, cfg: CapacitySettings,
+                      window_totals: npt.NDArray[np.float64],
+                      window_burn: npt.NDArray[np.float64],
+                      observed: npt.NDArray[np.float64],
+                      batch_limits: dict[tuple[str, str, str], float]) -> None:
+    """:func:`update_capacity` for every judged state of ``index`` (not ``misconfigured``
+    nor ``no_data``), with the same result: which bands are trusted and burn, and the
+    highest observed concurrency of a good band, are computed for all states at once
+    (``window_totals``/``window_burn``: per window-store row over the capacity window;
+    ``observed``: per row the band's observed concurrency, requests, NaN unknown); a
+    state with a burning band goes through :func:`estimate`."""
+    rows = index.rows
+    if rows.size == 0:
+        return
+    valid = rows >= 0
+    n = len(window_totals)
+    at = np.where(valid, rows, n)  # padding reads an appended row of nothing
+    totals = np.append(window_totals, 0.0)
+    with np.errstate(invalid="ignore"):
+        trusted = valid & (totals[at] >= cfg.min_events)
+        burning = trusted & (np.append(window_burn, math.nan)[at] >= 1.0)
+    any_trusted = trusted.any(axis=1).tolist()
+    any_burning = burning.any(axis=1).tolist()
+    obs = np.append(observed, math.nan)[at]
+    upper = index.upper
+    x = np.where(np.isnan(obs), upper, np.minimum(obs, upper))  # _observed
+    good = np.where(trusted & np.isfinite(upper), x, -math.inf).max(axis=1, initial=0.0)
+    goods = good.tolist()
+    totals_list: list[float] | None = None
+    burn_list: list[float] = []
+    for i, st in enumerate(index.states):
+        state = st.state
+        if state == "misconfigured" or state == "no_data":
+            continue
+        if not any_trusted[i]:  # estimate: unchanged; adopt: nothing pending
+            st.pending_capacity, st.pending_count = None, 0
+            continue
+        if any_burning[i]:
+            if totals_list is None:
+                totals_list, burn_list = window_totals.tolist(), window_burn.tolist()
+            update_capacity(st, cfg, totals_list, burn_list, batch_limits.get(st.model))
+            continue
+        st.capacity_predicted = None
+        g = goods[i]
+        if g >= st.capacity:
+            value, evidence = round_capacity(g), Evidence.BANDS
+        else:
+            value, evidence = st.capacity, Evidence.KEPT
+        if adopt(st, value, cfg):
+            st.capacity_evidence = evidence.value
