@@ -160,6 +160,8 @@ class BandRows:
         self.states: list[SLOModelState] = []
         self.rows: npt.NDArray[np.int64] = np.zeros((0, 0), dtype=np.int64)
         self.upper: npt.NDArray[np.float64] = np.zeros((0, 0))
+        self.lower: npt.NDArray[np.float64] = np.zeros((0, 0))
+        self.model_based: list[bool] = []  # latency SLIs: the capacity model may act
         self._at: dict[int, int] = {}  # id(state) → its index
 
     def set(self, st: SLOModelState, label: str, row: int) -> bool:
@@ -179,11 +181,14 @@ class BandRows:
         width = max((len(st.band_edges()) for st in self.states), default=0)
         rows = np.full((len(self.states), width), -1, dtype=np.int64)
         upper = np.full((len(self.states), width), math.inf)
+        lower = np.full((len(self.states), width), math.inf)
         for i, st in enumerate(self.states):
-            for k, (_lower, u, label) in enumerate(st.band_edges()):
+            for k, (low, u, label) in enumerate(st.band_edges()):
                 rows[i, k] = st.rows.get(label, -1)
                 upper[i, k] = u
-        self.rows, self.upper = rows, upper
+                lower[i, k] = low
+        self.rows, self.upper, self.lower = rows, upper, lower
+        self.model_based = [st.slo.sli.latency is not None for st in self.states]
 
 
 def update_capacities(index: BandRows, cfg: CapacitySettings,
@@ -209,11 +214,20 @@ def update_capacities(index: BandRows, cfg: CapacitySettings,
         burning = trusted & (np.append(window_burn, math.nan)[at] >= 1.0)
     any_trusted = trusted.any(axis=1).tolist()
     any_burning = burning.any(axis=1).tolist()
+    lowest_burns = burning[:, 0].tolist()  # the lowest band (lower edge 0) burns
     obs = np.append(observed, math.nan)[at]
     upper = index.upper
     x = np.where(np.isnan(obs), upper, np.minimum(obs, upper))  # _observed
     good = np.where(trusted & np.isfinite(upper), x, -math.inf).max(axis=1, initial=0.0)
     goods = good.tolist()
+    # the lowest burning band's lower edge, and the highest good observed concurrency
+    # below it (the "bands" rule of a burning state without the capacity model)
+    first = burning.argmax(axis=1)
+    edge = np.take_along_axis(index.lower, first[:, None], axis=1)[:, 0]
+    below = trusted & ~burning & (upper <= edge[:, None])
+    g_below = np.where(below, x, -math.inf).max(axis=1, initial=0.0).tolist()
+    edges = edge.tolist()
+    model_based = index.model_based
     totals_list: list[float] | None = None
     burn_list: list[float] = []
     for i, st in enumerate(index.states):
@@ -224,6 +238,16 @@ def update_capacities(index: BandRows, cfg: CapacitySettings,
             st.pending_capacity, st.pending_count = None, 0
             continue
         if any_burning[i]:
+            if lowest_burns[i]:  # estimate: a regression, unchanged; adopt: nothing pending
+                st.pending_capacity, st.pending_count = None, 0
+                st.capacity_evidence = Evidence.REGRESSION.value
+                continue
+            if not model_based[i]:  # estimate without a prediction: the bands rule
+                st.capacity_predicted = None
+                value = min(max(st.capacity, g_below[i]), edges[i])
+                if adopt(st, value, cfg):
+                    st.capacity_evidence = Evidence.BANDS.value
+                continue
             if totals_list is None:
                 totals_list, burn_list = window_totals.tolist(), window_burn.tolist()
             update_capacity(st, cfg, totals_list, burn_list, batch_limits.get(st.model))
