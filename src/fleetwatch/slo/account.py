@@ -36,9 +36,10 @@ BoolArray = npt.NDArray[np.bool_]
 class ModelGauges:
     """Per-model observations of the last interval that had them: ``concurrency``
     (requests in the system per replica), ``queue_wait`` (mean seconds), ``kv_usage``
-    (ratio 0–1), ``estimator`` (which measured the concurrency: ``"little"`` or
-    ``"gauges"``, see :mod:`.concurrency`), ``batch_limit`` (the largest running gauge
-    seen while requests waited: the engine's concurrent-slot limit, requests); and the
+    (ratio 0–1), ``estimator`` (which measured the concurrency: ``"little"``,
+    ``"gauges"`` or ``"previous"``, see :mod:`.concurrency`), ``batch_limit`` (the
+    largest running gauge seen while requests waited: the engine's concurrent-slot
+    limit, requests); and the
     fleet's ``gpu_memory_ratio`` (0–1, None without GPU series)."""
 
     concurrency: dict[ModelKey, float] = field(default_factory=dict)

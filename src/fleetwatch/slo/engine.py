@@ -237,7 +237,8 @@ class SLOEngine:
             dt = ts - self._model_seen.get(mk, prev_ts)
             if dt <= 0:
                 continue
-            found = estimate_concurrency(iv, self._prev_in_system.get(mk), dt)
+            found = estimate_concurrency(iv, self._prev_in_system.get(mk), dt,
+                                         gauges.concurrency.get(mk))
             conc = None
             if found is not None and found[0] - found[0] == 0.0:  # finite: a band
                 conc, gauges.estimator[mk] = found
