@@ -263,6 +263,19 @@ def test_little_is_not_trusted_over_an_interval_shorter_than_the_latency():
     assert used == "little" and value == pytest.approx(0.17)
 
 
+def test_a_drain_interval_too_short_for_little_takes_the_previous_concurrency():
+    """A capture right after a load step drained (16 → 0 in the system within 0.18 s):
+    its completions — and the TTFT events of requests that waited — lived mostly in the
+    interval before; the gauges' mean (8) would put them in the band of half the load."""
+    iv = Interval()
+    iv.hists[DURATION] = Hist(count=25, sum=25 * 0.4)  # mean latency 0.4 s > 0.18 s / 2
+    iv.running_now, iv.waiting_now = 0.0, 0.0
+    assert estimate(iv, 16.0, 0.18, previous=14.65) == (14.65, "previous")
+    assert estimate(iv, 16.0, 0.18) == (8.0, "gauges")  # no previous interval: the gauges
+    assert estimate(iv, 16.0, 0.18, previous=3.0) == (8.0, "gauges")  # the larger one
+    assert estimate(iv, 0.0, 10.0, previous=14.65) == (1.0, "little")  # long enough
+
+
 # -- the model's pieces -----------------------------------------------------------------
 
 def test_isotonic_pools_adjacent_violators():

@@ -21,101 +21,33 @@ concurrency component at the top step 1.91 against 15.7 ÷ 8 = 1.96 from the cli
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 import pytest
-import yaml
-from click.testing import CliRunner
-
-from fleetwatch.cli import main
+from tests.sweep_checks import (
+    captures,
+    client_knee,
+    replay,
+    replay_final,
+    slo_file,
+    top_step_signal,
+)
+from tests.sweep_checks import no_nan as _no_nan
 
 SWEEP = Path(__file__).resolve().parent / "data" / "vllm-sweep"
-CAPTURES = sorted((SWEEP / "captures").glob("*.prom"))
-THRESHOLD_S = 0.02  # a TTFT bucket boundary of vLLM 0.32
-OBJECTIVE = 0.95
+CAPTURES = captures(SWEEP)
 MAX_NUM_SEQS = 8  # the sweep's vLLM flag (README)
-
-
-def slo_file(tmp_path: Path, envelope: float) -> Path:
-    """The sweep's TTFT SLO. The window pair's burn threshold is 1 (0.1 × 10 min / 1 min)
-    so that a band is judged burning exactly when capacity calls it burning."""
-    spec = {
-        "windows": [{"long": "1m", "short": "10s", "budget_consumed": 0.1}],
-        "capacity": {"window": "1m", "min_events": 50, "hysteresis_updates": 1},
-        "slos": [{"name": "ttft", "selector": {"models": ["tiny-llm"]},
-                  "sli": {"latency": {"metric": "ttft", "threshold_seconds": THRESHOLD_S}},
-                  "objectives": [{"target": OBJECTIVE}], "timeWindow": [{"duration": "10m"}],
-                  "concurrency": {"envelope": envelope, "bands": [1, 2, 4, 8, 16]}}],
-    }
-    p = tmp_path / f"slos-{envelope:g}.yaml"
-    p.write_text(yaml.safe_dump(spec), encoding="utf-8")
-    return p
-
-
-def _no_nan(text: str) -> object:
-    def bad(token: str) -> None:
-        raise AssertionError(f"non-strict JSON token {token}")
-    return json.loads(text, parse_constant=bad)
-
-
-def replay(*args: str) -> tuple[int, str, str]:
-    r = CliRunner().invoke(main, ["slo", "replay", *args])
-    return r.exit_code, r.stdout, r.stderr
-
-
-def _ttft_le(path: Path) -> tuple[float, float]:
-    """(observations ≤ THRESHOLD_S, all observations) of vLLM's TTFT histogram."""
-    good = total = 0.0
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("vllm:time_to_first_token_seconds_bucket"):
-            v = float(line.rsplit(" ", 1)[1])
-            if f'le="{THRESHOLD_S}"' in line:
-                good += v
-            elif 'le="+Inf"' in line:
-                total += v
-    return good, total
-
-
-def client_knee() -> float:
-    steps = json.loads((SWEEP / "steps.json").read_text(encoding="utf-8"))
-    knee = 0.0
-    for step in steps:
-        g1, t1 = _ttft_le(SWEEP / "captures" / step["end_capture"])
-        g0, t0 = _ttft_le(SWEEP / "captures" / step["start_capture"])
-        assert t1 - t0 == step["requests"]  # the step's requests, as the client counted
-        if (g1 - g0) / (t1 - t0) >= OBJECTIVE:
-            knee = max(knee, float(step["concurrency"]))
-    return knee
-
-
-def client_in_flight(t0: float, t1: float) -> float:
-    """Time-averaged requests the client had in flight over [t0, t1] (seconds)."""
-    busy = 0.0
-    for line in (SWEEP / "requests.jsonl").read_text(encoding="utf-8").splitlines():
-        r = json.loads(line)
-        a, b = r["t_start"], r["t_start"] + r["e2e_s"]
-        busy += max(0.0, min(b, t1) - max(a, t0))
-    return busy / (t1 - t0)
-
-
-def _stamp(p: Path) -> float:
-    return int(re.findall(r"\d{12,14}", p.name)[-1]) / 1000
 
 
 @pytest.fixture(scope="module")
 def knee() -> float:
-    k = client_knee()
+    k = client_knee(SWEEP)
     assert k == MAX_NUM_SEQS  # the client's knee is where requests start to wait
     return k
 
 
 def test_replay_reproduces_the_knee_and_says_overload_beyond_it(tmp_path, knee):
-    code, out, err = replay("--slos", str(slo_file(tmp_path, envelope=knee)),
-                            *map(str, CAPTURES))
-    assert code == 0, err
-    doc = _no_nan(out)
+    doc = replay_final(SWEEP, tmp_path, envelope=knee)
     st = doc["slo"]["slos"][0]
     assert st["capacity"] == pytest.approx(knee, rel=0.10)
     assert st["capacity_evidence"] == "model"  # the fit, not the envelope fallback
@@ -128,29 +60,13 @@ def test_replay_reproduces_the_knee_and_says_overload_beyond_it(tmp_path, knee):
 
 
 def test_with_the_envelope_above_the_knee_the_same_burn_is_a_regression(tmp_path, knee):
-    code, out, err = replay("--slos", str(slo_file(tmp_path, envelope=16)),
-                            *map(str, CAPTURES))
-    assert code == 0, err
-    st = _no_nan(out)["slo"]["slos"][0]
+    st = replay_final(SWEEP, tmp_path, envelope=16)["slo"]["slos"][0]
     assert st["state"] == "regression", st["explanation"]
     assert st["capacity"] < 16  # burn lowered it from the envelope
 
 
 def test_signal_at_the_top_step_is_in_system_concurrency_over_the_knee(tmp_path, knee):
-    steps = json.loads((SWEEP / "steps.json").read_text(encoding="utf-8"))
-    top = steps[-1]
-    names = [p.name for p in CAPTURES]
-    # the last full 2-s interval inside the top step (not the drain)
-    i_end = names.index(top["end_capture"]) - 1
-    upto = CAPTURES[: i_end + 1]
-    code, out, err = replay("--slos", str(slo_file(tmp_path, envelope=knee)), "--each",
-                            *map(str, upto))
-    assert code == 0, err
-    lines = [_no_nan(x) for x in out.splitlines()]
-    assert len(lines) == len(upto)
-    last = lines[-1]
-    comp = last["autoscaling"]["models"][0]["components"]["concurrency"]
-    expected = client_in_flight(_stamp(upto[-2]), _stamp(upto[-1])) / knee
+    comp, expected = top_step_signal(SWEEP, tmp_path, knee)
     assert comp == pytest.approx(expected, rel=0.10)
     assert comp > 1.5  # the step is well beyond the knee
 

@@ -36,9 +36,10 @@ BoolArray = npt.NDArray[np.bool_]
 class ModelGauges:
     """Per-model observations of the last interval that had them: ``concurrency``
     (requests in the system per replica), ``queue_wait`` (mean seconds), ``kv_usage``
-    (ratio 0–1), ``estimator`` (which measured the concurrency: ``"little"`` or
-    ``"gauges"``, see :mod:`.concurrency`), ``batch_limit`` (the largest running gauge
-    seen while requests waited: the engine's concurrent-slot limit, requests); and the
+    (ratio 0–1), ``estimator`` (which measured the concurrency: ``"little"``,
+    ``"gauges"`` or ``"previous"``, see :mod:`.concurrency`), ``batch_limit`` (the
+    largest running gauge seen while requests waited: the engine's concurrent-slot
+    limit, requests); and the
     fleet's ``gpu_memory_ratio`` (0–1, None without GPU series)."""
 
     concurrency: dict[ModelKey, float] = field(default_factory=dict)
@@ -76,11 +77,15 @@ class Selection:
 
 
 def interval_events(st: SLOModelState, iv: Interval,
-                    bounds: dict[tuple[str, ModelKey], set[float]]) -> tuple[float, float] | None:
+                    bounds: dict[tuple[str, ModelKey], set[float]],
+                    matches: dict[tuple[str, ModelKey, float], float | None] | None = None,
+                    ) -> tuple[float, float] | None:
     """``(good, total)`` events of an interval for one SLO and model, or None when the
     interval has no evidence for it. A latency threshold that is not a bucket boundary
     (``bounds``: seconds seen per (family, model)) sets ``st.error`` (naming the nearest
-    boundaries) and yields None; a matching one clears it."""
+    boundaries) and yields None; a matching one clears it. ``matches`` caches the
+    boundary matching a threshold per (family, model, threshold): the caller clears it
+    when ``bounds`` change."""
     sli = st.slo.sli
     if sli.availability:
         return iv.good_requests, iv.total_requests
@@ -89,10 +94,17 @@ def interval_events(st: SLOModelState, iv: Interval,
         h = iv.hists.get(fam)
         if h is None:
             return None
-        seen = bounds.get((fam, st.model), set())
         thr = sli.latency.threshold_seconds
-        match = next((b for b in seen if math.isclose(b, thr, rel_tol=1e-9)), None)
+        key = (fam, st.model, thr)
+        if matches is not None and key in matches:
+            match = matches[key]
+        else:
+            seen = bounds.get((fam, st.model), set())
+            match = next((b for b in seen if math.isclose(b, thr, rel_tol=1e-9)), None)
+            if matches is not None:
+                matches[key] = match
         if match is None:
+            seen = bounds.get((fam, st.model), set())
             finite = sorted(b for b in seen if not math.isinf(b))
             below = [b for b in finite if b < thr][-2:]
             above = [b for b in finite if b > thr][:2]

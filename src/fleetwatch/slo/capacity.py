@@ -34,8 +34,13 @@ concurrent requests per replica, rounded to 3 significant digits
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from enum import Enum
 
+import numpy as np
+import numpy.typing as npt
+
+from fleetwatch.slo.judge import LEARNS_CAPACITY
 from fleetwatch.slo.latency import predict, round_capacity
 from fleetwatch.slo.spec import CapacitySettings
 from fleetwatch.slo.state import SLOModelState
@@ -144,3 +149,115 @@ def update_capacity(st: SLOModelState, cfg: CapacitySettings, window_totals: lis
     value, evidence = estimate(st, cfg, window_totals, window_burn, batch_limit)
     if adopt(st, value, cfg) or evidence is Evidence.REGRESSION:
         st.capacity_evidence = evidence.value
+
+
+class BandRows:
+    """The window-store rows of every state's bands as one padded matrix, for
+    :func:`update_capacities` (rebuild with :meth:`build` when states or their rows
+    change): ``rows[i, k]`` is the row of band ``k`` of ``states[i]`` (−1: none yet),
+    ``upper[i, k]`` its upper bound (requests; ``inf`` for ``+Inf`` and padding)."""
+
+    def __init__(self) -> None:
+        self.states: list[SLOModelState] = []
+        self.rows: npt.NDArray[np.int64] = np.zeros((0, 0), dtype=np.int64)
+        self.upper: npt.NDArray[np.float64] = np.zeros((0, 0))
+        self.lower: npt.NDArray[np.float64] = np.zeros((0, 0))
+        self.model_based: list[bool] = []  # latency SLIs: the capacity model may act
+        self._at: dict[int, int] = {}  # id(state) → its index
+
+    def set(self, st: SLOModelState, label: str, row: int) -> bool:
+        """Record a new row of a band of an indexed state; False when ``st`` is not
+        indexed (then :meth:`build` again)."""
+        i = self._at.get(id(st))
+        if i is None or self.states[i] is not st:
+            return False
+        for k, (_lower, _upper, lab) in enumerate(st.band_edges()):
+            if lab == label:
+                self.rows[i, k] = row
+        return True
+
+    def build(self, states: Sequence[SLOModelState]) -> None:
+        self.states = list(states)
+        self._at = {id(st): i for i, st in enumerate(self.states)}
+        width = max((len(st.band_edges()) for st in self.states), default=0)
+        rows = np.full((len(self.states), width), -1, dtype=np.int64)
+        upper = np.full((len(self.states), width), math.inf)
+        lower = np.full((len(self.states), width), math.inf)
+        for i, st in enumerate(self.states):
+            for k, (low, u, label) in enumerate(st.band_edges()):
+                rows[i, k] = st.rows.get(label, -1)
+                upper[i, k] = u
+                lower[i, k] = low
+        self.rows, self.upper, self.lower = rows, upper, lower
+        self.model_based = [st.slo.sli.latency is not None for st in self.states]
+
+
+def update_capacities(index: BandRows, cfg: CapacitySettings,
+                      window_totals: npt.NDArray[np.float64],
+                      window_burn: npt.NDArray[np.float64],
+                      observed: npt.NDArray[np.float64],
+                      batch_limits: dict[tuple[str, str, str], float]) -> None:
+    """:func:`update_capacity` for every state of ``index`` whose state learns capacity
+    (:data:`~.judge.LEARNS_CAPACITY`), with the same result: which bands are trusted
+    and burn, and the highest observed concurrency of a good band, are computed for all
+    states at once
+    (``window_totals``/``window_burn``: per window-store row over the capacity window;
+    ``observed``: per row the band's observed concurrency, requests, NaN unknown); a
+    state with a burning band goes through :func:`estimate`."""
+    rows = index.rows
+    if rows.size == 0:
+        return
+    valid = rows >= 0
+    n = len(window_totals)
+    at = np.where(valid, rows, n)  # padding reads an appended row of nothing
+    totals = np.append(window_totals, 0.0)
+    with np.errstate(invalid="ignore"):
+        trusted = valid & (totals[at] >= cfg.min_events)
+        burning = trusted & (np.append(window_burn, math.nan)[at] >= 1.0)
+    any_trusted = trusted.any(axis=1).tolist()
+    any_burning = burning.any(axis=1).tolist()
+    lowest_burns = burning[:, 0].tolist()  # the lowest band (lower edge 0) burns
+    obs = np.append(observed, math.nan)[at]
+    upper = index.upper
+    x = np.where(np.isnan(obs), upper, np.minimum(obs, upper))  # _observed
+    good = np.where(trusted & np.isfinite(upper), x, -math.inf).max(axis=1, initial=0.0)
+    goods = good.tolist()
+    # the lowest burning band's lower edge, and the highest good observed concurrency
+    # below it (the "bands" rule of a burning state without the capacity model)
+    first = burning.argmax(axis=1)
+    edge = np.take_along_axis(index.lower, first[:, None], axis=1)[:, 0]
+    below = trusted & ~burning & (upper <= edge[:, None])
+    g_below = np.where(below, x, -math.inf).max(axis=1, initial=0.0).tolist()
+    edges = edge.tolist()
+    model_based = index.model_based
+    totals_list: list[float] | None = None
+    burn_list: list[float] = []
+    for i, st in enumerate(index.states):
+        if st.state not in LEARNS_CAPACITY:
+            continue
+        if not any_trusted[i]:  # estimate: unchanged; adopt: nothing pending
+            st.pending_capacity, st.pending_count = None, 0
+            continue
+        if any_burning[i]:
+            if lowest_burns[i]:  # estimate: a regression, unchanged; adopt: nothing pending
+                st.pending_capacity, st.pending_count = None, 0
+                st.capacity_evidence = Evidence.REGRESSION.value
+                continue
+            if not model_based[i]:  # estimate without a prediction: the bands rule
+                st.capacity_predicted = None
+                value = min(max(st.capacity, g_below[i]), edges[i])
+                if adopt(st, value, cfg):
+                    st.capacity_evidence = Evidence.BANDS.value
+                continue
+            if totals_list is None:
+                totals_list, burn_list = window_totals.tolist(), window_burn.tolist()
+            update_capacity(st, cfg, totals_list, burn_list, batch_limits.get(st.model))
+            continue
+        st.capacity_predicted = None
+        g = goods[i]
+        if g >= st.capacity:
+            value, evidence = round_capacity(g), Evidence.BANDS
+        else:
+            value, evidence = st.capacity, Evidence.KEPT
+        if adopt(st, value, cfg):
+            st.capacity_evidence = evidence.value

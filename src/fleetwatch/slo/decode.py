@@ -3,10 +3,14 @@
 A :class:`Decoder` reads the typed series of a
 :class:`~fleetwatch.exporters.snapshot.Snapshot` — ``Normalized.families[i]`` maps a
 series prefix to a value (a float, or number text), ``Normalized.key(prefix)`` gives its
-``(sample name, label pairs)`` — and never parses exposition text. Each series is
-compiled once into a *reader* (what it feeds: a bucket, a count, a gauge …); cumulative
-series yield reset-aware deltas (after a reset the new value is the delta, never a
-negative or lost count), gauges their value at the end of the interval.
+``(sample name, label pairs)`` — and never parses exposition text. Per target it compiles
+a :class:`Plan` once for the target's set of series (what each series feeds: a bucket, a
+count, a gauge …, as index arrays); while the set is unchanged (label sets repeat every
+scrape) an update is one pass converting the values to a float array and vectorized
+arithmetic over it (numpy): reset-aware deltas of the cumulative series (after a reset
+the new value is the delta, never a negative or lost count), gauges at the end of the
+interval, summed per model and field with ``bincount``. A changed series set compiles a
+new plan, carrying the last cumulative values over by series.
 
 Units: durations in seconds, counts in events, ratios 0–1, timestamps Unix seconds.
 """
@@ -14,17 +18,48 @@ Units: durations in seconds, counts in events, ratios 0–1, timestamps Unix sec
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
 
 from fleetwatch.exporters.snapshot import SeriesKey, Snapshot
 from fleetwatch.labels.schema import METRICS
+from fleetwatch.slo.series_plan import (
+    _BUCKET,
+    _COUNT,
+    _GPU_TOTAL,
+    _GPU_USED,
+    _KV,
+    _NO_MODEL,
+    _QUANTILE,
+    _REQ_BAD,
+    _REQ_GOOD,
+    _RUNNING,
+    _SKIP,
+    _SKIP_READER,
+    _SUM,
+    _SUMMARY_COUNT,
+    _WAITING,
+    MAX_READERS,
+    Hist,
+    Interval,
+    Plan,
+    Reader,
+)
 from fleetwatch.slo.sli import LATENCY_METRICS, SUMMARY_METRICS
 from fleetwatch.slo.spec import SLOFile
 from fleetwatch.slo.state import ModelKey
 
+__all__ = ["Decoded", "Decoder", "Hist", "Interval", "needed_families"]
+
 if TYPE_CHECKING:
     from fleetwatch.exporters.normalize import Normalized
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
 
 REQUESTS = "modelserver_requests_total"
 ACTIVE = "modelserver_requests_active"
@@ -33,52 +68,6 @@ QUEUE = "modelserver_queue_duration_seconds"
 KV = "modelserver_kv_cache_usage_ratio"
 GPU_USED = "modelserver_gpu_memory_used_bytes"
 GPU_TOTAL = "modelserver_gpu_memory_total_bytes"
-
-# How a normalized series feeds an interval (codes ≥ _COUNTERS are cumulative).
-_SKIP, _RUNNING, _KV, _QUANTILE, _GPU_USED, _GPU_TOTAL, _WAITING = range(7)
-_COUNTERS = 10
-_BUCKET, _COUNT, _SUM, _REQ_GOOD, _REQ_BAD, _SUMMARY_COUNT = range(10, 16)
-
-_NO_MODEL: ModelKey = ("", "", "")
-#: ``(code, model, family, le, quantile)``: how one series feeds the interval.
-Reader = tuple[int, ModelKey, str, float, str]
-_SKIP_READER: Reader = (_SKIP, _NO_MODEL, "", 0.0, "")
-#: Compiled readers kept before the cache is dropped (label churn).
-MAX_READERS = 500_000
-
-
-@dataclass
-class Hist:
-    """Deltas of one histogram of one model over one interval: ``count`` observations,
-    ``sum`` of observed seconds, ``buckets`` upper bound ``le`` → observations ≤ it."""
-
-    count: float = 0.0
-    sum: float = 0.0
-    buckets: dict[float, float] = field(default_factory=dict)
-
-
-@dataclass
-class Interval:
-    """What one model did during one interval (deltas) and its gauges at the end.
-
-    ``hists``: histogram family → :class:`Hist`; ``good_requests``/``total_requests``:
-    finished requests (good = ``outcome="success"``); ``running_now``: the
-    running-requests gauge (summed over series), None without one; ``waiting_now``: the
-    waiting-requests gauge (vLLM ``num_requests_waiting``, Triton's pending count), None
-    without one; ``quantiles``:
-    ``(summary family, quantile label)`` → seconds; ``summary_counts``: summary family →
-    Δcount; ``kv_usage``: the largest KV-cache usage ratio (0–1), None without one.
-    """
-
-    hists: dict[str, Hist] = field(default_factory=lambda: defaultdict(Hist))
-    good_requests: float = 0.0
-    total_requests: float = 0.0
-    running_now: float | None = None
-    waiting_now: float | None = None
-    quantiles: dict[tuple[str, str], float] = field(default_factory=dict)
-    summary_counts: dict[str, float] = field(default_factory=dict)
-    kv_usage: float | None = None
-
 
 @dataclass
 class Decoded:
@@ -108,9 +97,11 @@ class Decoder:
     """Turns successive snapshots into per-model :class:`Interval` deltas.
 
     ``CARRY_SECONDS``: how long a series' last cumulative value is kept when its target
-    is down, so that the events of the gap are counted (over the longer interval) when it
-    returns. ``bounds[(family, model)]`` collects the bucket bounds seen (seconds), which
-    latency SLIs check their threshold against.
+    is down (or the series absent or not finite), so that the events of the gap are
+    counted (over the longer interval) when it returns. ``bounds[(family, model)]``
+    collects the bucket bounds seen (seconds), which latency SLIs check their threshold
+    against. Cumulative values are kept per target (a series is identified by its target
+    and prefix).
     """
 
     CARRY_SECONDS = 3600.0
@@ -118,32 +109,38 @@ class Decoder:
     def __init__(self, families: list[int]) -> None:
         self.families = families
         self.bounds: dict[tuple[str, ModelKey], set[float]] = defaultdict(set)
-        # series prefix → (last cumulative value, when seen)
-        self._prev: dict[str, tuple[float, float]] = {}
+        #: incremented whenever ``bounds`` may have changed (cached matches are stale)
+        self.bounds_version = 0
         self._readers: dict[str, Reader] = {}
+        self._plans: dict[str, Plan] = {}
+        #: target → series prefix → (last cumulative value, when seen) of series that
+        #: are not in the target's current plan (carried for CARRY_SECONDS)
+        self._orphans: dict[str, dict[str, tuple[float, float]]] = {}
+        self._last_ts: float | None = None
 
     def decode(self, snap: Snapshot) -> Decoded:
         """Deltas since the previous call (the first call only primes the counters:
         its deltas are zero). Call with increasing timestamps."""
         ts = snap.timestamp
-        intervals: dict[ModelKey, Interval] = defaultdict(Interval)
-        seen: dict[str, tuple[float, float]] = {}
+        intervals: dict[ModelKey, Interval] = {}
         gpu_used = gpu_total = 0.0
-        for normalized in snap.targets.values():
+        for target, normalized in snap.targets.items():
             if normalized is None:
                 continue
-            u, tot = self._read(normalized, intervals, seen, ts)
+            u, tot = self._read(target, normalized, intervals, ts)
             gpu_used, gpu_total = gpu_used + u, gpu_total + tot
-        for prefix, (value, when) in self._prev.items():
-            if prefix not in seen and ts - when <= self.CARRY_SECONDS:
-                seen[prefix] = (value, when)
-        self._prev = seen
+        self._last_ts = ts
+        for target in [t for t, p in self._plans.items()
+                       if ts - p.seen > self.CARRY_SECONDS]:
+            del self._plans[target]  # a target gone for good: its values have expired
+            self._orphans.pop(target, None)
         return Decoded(intervals, gpu_used / gpu_total if gpu_total > 0 else None)
 
     def forget(self, models: set[ModelKey]) -> None:
         """Drop the bucket bounds seen for ``models`` (forgotten by the engine)."""
         for k in [k for k in self.bounds if k[1] in models]:
             del self.bounds[k]
+        self.bounds_version += 1
 
     def _reader(self, fam_name: str, key: SeriesKey) -> Reader:
         """Compile how a normalized series feeds the interval (once per series)."""
@@ -167,9 +164,7 @@ class Decoder:
             return (_KV, mk, "", 0.0, "")
         summary = fam_name.endswith("_summary_seconds")
         if name.endswith("_bucket"):
-            le = float(labels["le"])
-            self.bounds[(fam_name, mk)].add(le)
-            return (_BUCKET, mk, fam_name, le, "")
+            return (_BUCKET, mk, fam_name, float(labels["le"]), "")
         if name.endswith("_sum"):
             return (_SKIP if summary else _SUM, mk, fam_name, 0.0, "")
         if name.endswith("_count"):
@@ -178,62 +173,135 @@ class Decoder:
             return (_QUANTILE, mk, fam_name, 0.0, labels["quantile"])
         return _SKIP_READER
 
-    def _read(self, n: Normalized, intervals: dict[ModelKey, Interval],
-              seen: dict[str, tuple[float, float]], ts: float) -> tuple[float, float]:
-        """The hot loop: every needed series of one target into ``intervals``; returns
-        the target's (GPU memory used, total) in bytes."""
-        gpu_used = gpu_total = 0.0
-        readers = self._readers
-        prev = self._prev
-        families, key = n.families, n.key
-        for idx in self.families:
+    def _plan(self, target: str, n: Normalized, keys: list[list[str]]) -> Plan:
+        """Compile the plan of a target's new set of series, carrying the last cumulative
+        values over by series (from the old plan, and from series gone before)."""
+        readers_cache = self._readers
+        if len(readers_cache) > MAX_READERS:
+            readers_cache.clear()
+        readers: list[Reader] = []
+        for idx, fam_keys in zip(self.families, keys, strict=True):
             fam_name = METRICS[idx].name
-            for prefix, raw in families[idx].items():
-                r = readers.get(prefix)
+            for prefix in fam_keys:
+                r = readers_cache.get(prefix)
                 if r is None:
-                    if len(readers) > MAX_READERS:
-                        readers.clear()
-                    r = readers[prefix] = self._reader(fam_name, key(prefix))
-                code, mk, fam, le, quantile = r
-                if code == _SKIP:
-                    continue
-                value = raw if raw.__class__ is float else float(raw)
-                if value - value != 0.0 or (value < 0.0 and code >= _COUNTERS):
-                    continue  # NaN/±Inf, a negative count: never a delta nor a gauge
-                if code >= _COUNTERS:  # cumulative: take the reset-aware delta
-                    seen[prefix] = (value, ts)
-                    before = prev.get(prefix)
-                    d = 0.0 if before is None else (
-                        value - before[0] if value >= before[0] else value)
-                    iv = intervals[mk]
-                    if code == _BUCKET:
-                        h = iv.hists[fam]
-                        h.buckets[le] = h.buckets.get(le, 0.0) + d
-                    elif code == _COUNT:
-                        iv.hists[fam].count += d
-                    elif code == _SUM:
-                        iv.hists[fam].sum += d
-                    elif code == _REQ_GOOD:
-                        iv.total_requests += d
-                        iv.good_requests += d
-                    elif code == _REQ_BAD:
-                        iv.total_requests += d
-                    else:  # _SUMMARY_COUNT
-                        iv.summary_counts[fam] = iv.summary_counts.get(fam, 0.0) + d
-                elif code == _RUNNING:
-                    iv = intervals[mk]
-                    iv.running_now = (iv.running_now or 0.0) + value
-                elif code == _WAITING:
-                    iv = intervals[mk]
-                    iv.waiting_now = (iv.waiting_now or 0.0) + value
-                elif code == _KV:
-                    iv = intervals[mk]
-                    iv.kv_usage = max(iv.kv_usage or 0.0, value)
-                elif code == _QUANTILE:
-                    intervals[mk].quantiles[(fam, quantile)] = value
-                elif code == _GPU_USED:
-                    gpu_used += value
-                elif code == _GPU_TOTAL:
-                    gpu_total += value
-        return gpu_used, gpu_total
+                    r = readers_cache[prefix] = self._reader(fam_name, n.key(prefix))
+                if r[0] == _BUCKET:
+                    self.bounds[(fam_name, r[1])].add(r[3])
+                readers.append(r)
+        plan = Plan(keys, readers)
+        self.bounds_version += 1
+        carried = self._orphans.setdefault(target, {})
+        old = self._plans.get(target)
+        if old is not None:
+            prefixes = old.prefixes
+            for k, prev, when in zip(old.take.tolist(), old.prev.tolist(),
+                                     old.when.tolist(), strict=True):
+                if when == when:
+                    carried[prefixes[k]] = (prev, when)
+        last = self._last_ts
+        for e, k in enumerate(plan.take.tolist()):
+            got = carried.pop(plan.prefixes[k], None)
+            if got is not None:
+                plan.prev[e], plan.when[e] = got
+        if last is not None:
+            for prefix in [p for p, (_v, w) in carried.items()
+                           if last - w > self.CARRY_SECONDS]:
+                del carried[prefix]
+        self._plans[target] = plan
+        return plan
 
+    def _read(self, target: str, n: Normalized, intervals: dict[ModelKey, Interval],
+              ts: float) -> tuple[float, float]:
+        """The hot path: every needed series of one target into ``intervals``; returns
+        the target's (GPU memory used, total) in bytes."""
+        fams = [n.families[idx] for idx in self.families]
+        keys = [list(f) for f in fams]  # the same prefix objects every scrape: fast ==
+        plan = self._plans.get(target)
+        if plan is None or keys != plan.keys:
+            plan = self._plan(target, n, keys)
+        plan.seen = ts
+        if not plan.n_values:
+            return 0.0, 0.0
+        values = np.fromiter(map(float, chain.from_iterable(f.values() for f in fams)),
+                             float, plan.n_values)
+        v = values[plan.take]
+        counter = plan.counter
+        valid = np.isfinite(v) & ~(counter & (v < 0.0))  # never a delta nor a gauge
+        last = self._last_ts
+        known = counter & valid & (plan.when >= (-np.inf if last is None else
+                                                 last - self.CARRY_SECONDS))
+        prev = plan.prev
+        with np.errstate(invalid="ignore"):
+            delta = np.where(v >= prev, v - prev, v)  # after a reset the value is the delta
+        contrib = np.where(counter, np.where(known, delta, 0.0), v)
+        update = counter & valid
+        plan.prev = np.where(update, v, prev)
+        plan.when = np.where(update, ts, plan.when)
+        all_valid = bool(valid.all())
+        if not all_valid or any(mk in intervals for mk in plan.models):
+            return self._read_slow(plan, contrib, valid, intervals)
+        nslots = len(plan.fields)
+        summed = plan.summed
+        out = np.bincount(plan.slot[summed], weights=contrib[summed], minlength=nslots)
+        has2 = plan.has2
+        if has2.any():
+            out += np.bincount(plan.slot2[has2], weights=contrib[has2], minlength=nslots)
+        if plan.kv.any():
+            kv = plan.kv
+            peak = np.zeros(nslots)
+            np.maximum.at(peak, plan.slot[kv], contrib[kv])
+            out[plan.slot[kv]] = peak[plan.slot[kv]]
+        if plan.quantile.any():
+            q = plan.quantile
+            out[plan.slot[q]] = contrib[q]  # the last series wins
+        res = out.tolist()
+        for mk, fields in plan.models.items():
+            intervals[mk] = fields.interval(res)
+        return (res[plan.gpu_used] if plan.gpu_used >= 0 else 0.0,
+                res[plan.gpu_total] if plan.gpu_total >= 0 else 0.0)
+
+    @staticmethod
+    def _read_slow(plan: Plan, contrib: FloatArray, valid: BoolArray,
+                   intervals: dict[ModelKey, Interval]) -> tuple[float, float]:
+        """Series by series, skipping the values that are not valid (NaN/±Inf, a negative
+        count), and adding into intervals other targets already started."""
+        gpu_used = gpu_total = 0.0
+        fields = plan.fields
+        for code, j, x, ok in zip(plan.code.tolist(), plan.slot.tolist(), contrib.tolist(),
+                                  valid.tolist(), strict=True):
+            if not ok:
+                continue
+            _c, mk, fam, le, quantile = fields[j]
+            if code == _GPU_USED:
+                gpu_used += x
+                continue
+            if code == _GPU_TOTAL:
+                gpu_total += x
+                continue
+            iv = intervals.get(mk)
+            if iv is None:
+                iv = intervals[mk] = Interval()
+            if code == _BUCKET:
+                h = iv.hists[fam]
+                h.buckets[le] = h.buckets.get(le, 0.0) + x
+            elif code == _COUNT:
+                iv.hists[fam].count += x
+            elif code == _SUM:
+                iv.hists[fam].sum += x
+            elif code == _REQ_GOOD:
+                iv.total_requests += x
+                iv.good_requests += x
+            elif code == _REQ_BAD:
+                iv.total_requests += x
+            elif code == _SUMMARY_COUNT:
+                iv.summary_counts[fam] = iv.summary_counts.get(fam, 0.0) + x
+            elif code == _RUNNING:
+                iv.running_now = (iv.running_now or 0.0) + x
+            elif code == _WAITING:
+                iv.waiting_now = (iv.waiting_now or 0.0) + x
+            elif code == _KV:
+                iv.kv_usage = max(iv.kv_usage or 0.0, x)
+            elif code == _QUANTILE:
+                iv.quantiles[(fam, quantile)] = x
+        return gpu_used, gpu_total

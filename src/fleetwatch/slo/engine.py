@@ -1,5 +1,9 @@
 """The SLO engine: concurrency-conditioned events, burn rates, state, capacity, signals.
 
+Why this module is long: it is the one place the stages meet, and it keeps the caches
+that make an update cheap across them (per-model SLO lists, threshold matches, band
+tables, the states to judge, every state's band rows for capacity).
+
 Fed every sidecar snapshot (typed, timestamped: see
 :class:`~fleetwatch.exporters.snapshot.Snapshot`), per SLO and model it:
 
@@ -23,6 +27,10 @@ gauges), an SLO tracks at most ``max_models_per_slo`` models (a further one is c
 ``SLO S tracks N models (limits.max_models_per_slo): not tracking model M …``). An
 interval whose events or concurrency are not finite is not accounted (the decoder never
 yields one; this is the last guard), so no bad interval outlives itself.
+
+Cost: the judge runs only for the states whose judged inputs changed (new, first events,
+an error set or cleared, a row whose burning flag flipped; :meth:`SLOEngine.mark_changed`
+adds one), capacity for all states at once (:func:`~.capacity.update_capacities`).
 """
 
 from __future__ import annotations
@@ -30,8 +38,11 @@ from __future__ import annotations
 import logging
 import math
 import time
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Iterator
+
+import numpy as np
 
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.placement import Placement
@@ -41,8 +52,8 @@ from fleetwatch.slo import judge as _judge
 from fleetwatch.slo import status as _status
 from fleetwatch.slo.account import Ledger, ModelGauges, Selection, interval_events
 from fleetwatch.slo.autoscaling import ModelSignal
-from fleetwatch.slo.bands import band_label, band_of
-from fleetwatch.slo.capacity import update_capacity
+from fleetwatch.slo.bands import band_label
+from fleetwatch.slo.capacity import BandRows, update_capacities
 from fleetwatch.slo.concurrency import estimate as estimate_concurrency
 from fleetwatch.slo.concurrency import in_system
 from fleetwatch.slo.decode import QUEUE, Decoder, Hist, Interval, needed_families
@@ -99,6 +110,9 @@ class SLOEngine:
         self._decoder = Decoder(needed_families(slos))
         self._decoder.CARRY_SECONDS = self.CARRY_SECONDS
         self._selects = Selection(self.registry)
+        # model → its SLOs: (spec, state key, traces SLI, latency histogram family)
+        self._model_slos: dict[ModelKey, list[tuple[SLOSpec, tuple[str, ModelKey], bool,
+                                                    str | None]]] = {}
         self._prev_ts: float | None = None
         self._model_seen: dict[ModelKey, float] = {}  # when each model last had data
         self._trace_seen: dict[ModelKey, float] = {}  # … trace events (add_events)
@@ -110,6 +124,25 @@ class SLOEngine:
         self.models_refused: Counter[str] = Counter()
         self._refused: set[tuple[str, ModelKey]] = set()  # counted once each (bounded)
         self._refused_logged: dict[str, float] = {}  # SLO name → when last logged
+        # threshold → bucket boundary matches, valid for one decoder bounds_version
+        self._matches: dict[tuple[str, ModelKey, float], float | None] = {}
+        self._matches_version = -1
+        # SLO name → (band bounds ascending, their labels + "+Inf"): bisect for the band
+        self._band_tables: dict[str, tuple[list[float], list[str]]] = {
+            s.name: (list(s.concurrency.bands),
+                     [band_label(b) for b in [*s.concurrency.bands, math.inf]])
+            for s in slos.slos}
+        # judged only when something the judge reads changed: the states marked here
+        # (new, first events, error changed) and the owners of rows whose burning flag
+        # flipped
+        self._dirty: set[tuple[str, ModelKey]] = set()
+        self._row_owner: dict[int, tuple[str, ModelKey]] = {}
+        self._prev_burning: list[bool] = []
+        # capacity for all states at once: their band rows (rebuilt when states or rows
+        # change) and per row the band's observed concurrency (NaN: none)
+        self._band_rows = BandRows()
+        self._layout_changed = True
+        self._observed: FloatArray = np.full(64, np.nan)
 
     @property
     def gpu_memory_ratio(self) -> float | None:
@@ -154,8 +187,12 @@ class SLOEngine:
         for key in [k for k in self.states if k[1] in gone_set]:
             st = self.states.pop(key)
             self._tracked[key[0]] -= 1
-            for band in st.rows:
+            self._dirty.discard(key)
+            self._layout_changed = True
+            for band, row in st.rows.items():
                 windows.release((st.slo.name, st.model, band))
+                self._row_owner.pop(row, None)
+                self._observed[row] = np.nan
         for mk in gone:
             self._model_seen.pop(mk, None)
             traced.pop(mk, None)
@@ -163,6 +200,8 @@ class SLOEngine:
                       self.gauges.kv_usage):
                 d.pop(mk, None)
         self._selects.forget(gone_set)
+        for mk in gone:
+            self._model_slos.pop(mk, None)
         self._decoder.forget(gone_set)
         self._refused = {k for k in self._refused if k[1] not in gone_set}
 
@@ -187,7 +226,14 @@ class SLOEngine:
         self._tracked[slo.name] += 1
         st = self.states[(slo.name, mk)] = SLOModelState(slo, mk,
                                                          capacity=slo.concurrency.envelope)
+        self._dirty.add((slo.name, mk))
+        self._layout_changed = True
         return st
+
+    def mark_changed(self, st: SLOModelState) -> None:
+        """Have the next update judge ``st`` again (the engine judges only the states
+        whose judged inputs changed: call this when a stage changes another)."""
+        self._dirty.add((st.slo.name, st.model))
 
     def _account(self, ts: float, prev_ts: float,
                  intervals: dict[ModelKey, Interval]) -> None:
@@ -195,12 +241,18 @@ class SLOEngine:
         goods: list[float] = []
         totals: list[float] = []
         gauges, bounds = self.gauges, self._decoder.bounds
+        if self._decoder.bounds_version != self._matches_version:
+            self._matches.clear()
+            self._matches_version = self._decoder.bounds_version
+        matches = self._matches
+        states = self.states
         for mk, iv in intervals.items():
             # the model's own interval: since it last had data (a target down stretches it)
             dt = ts - self._model_seen.get(mk, prev_ts)
             if dt <= 0:
                 continue
-            found = estimate_concurrency(iv, self._prev_in_system.get(mk), dt)
+            found = estimate_concurrency(iv, self._prev_in_system.get(mk), dt,
+                                         gauges.concurrency.get(mk))
             conc = None
             if found is not None and found[0] - found[0] == 0.0:  # finite: a band
                 conc, gauges.estimator[mk] = found
@@ -212,21 +264,27 @@ class SLOEngine:
                 gauges.queue_wait[mk] = q.sum / q.count
             if iv.kv_usage is not None:
                 gauges.kv_usage[mk] = iv.kv_usage
-            for slo in self.spec.slos:
-                if not self._selects(slo, mk):
-                    continue
-                st = self.states.get((slo.name, mk))
+            slos = self._model_slos.get(mk)
+            if slos is None:
+                slos = self._model_slos[mk] = [
+                    (slo, (slo.name, mk), slo.sli.source == "traces",
+                     LATENCY_METRICS[slo.sli.latency.metric] if slo.sli.latency else None)
+                    for slo in self.spec.slos if self._selects(slo, mk)]
+            for slo, key, traces, lat_fam in slos:
+                st = states.get(key)
                 if st is None:
                     st = self._new_state(slo, mk, ts)
                     if st is None:
                         continue
-                if slo.sli.source == "traces":
+                if traces:
                     continue  # judged per request: add_events
-                ev = interval_events(st, iv, bounds)
+                err = st.error
+                ev = interval_events(st, iv, bounds, matches)
+                if st.error != err:
+                    self._dirty.add(key)
                 if ev is None or conc is None:
                     continue
-                lat = slo.sli.latency
-                h = iv.hists.get(LATENCY_METRICS[lat.metric]) if lat is not None else None
+                h = iv.hists.get(lat_fam) if lat_fam is not None else None
                 self._book(st, ts, conc, ev[0], ev[1], h, rows, goods, totals)
         self._add_and_judge(ts, rows, goods, totals)
 
@@ -238,8 +296,11 @@ class SLOEngine:
         if not (0.0 < total < math.inf and 0.0 <= good < math.inf):
             return  # no events, or not finite: never accounted
         good = min(good, total)
-        band = band_label(band_of(conc, st.slo.concurrency.bands))
+        bounds, labels = self._band_tables[st.slo.name]
+        band = labels[bisect_left(bounds, conc)]  # the smallest bound ≥ conc, or +Inf
         st.last_band = band
+        if not st.events:
+            self._dirty.add((st.slo.name, st.model))  # no_data → judged
         # the band's evidence for capacity: its mean concurrency (every SLI) and,
         # for a latency SLI, its latency distribution
         bl = st.latency.get(band)
@@ -253,9 +314,21 @@ class SLOEngine:
         for b in (band, ALL):
             st.events[b] += total
             st.good[b] += good
-            rows.append(self.ledger.row(st, b))
+            r = st.rows.get(b)
+            if r is None:
+                r = self.ledger.row(st, b)
+                self._row_owner[r] = (st.slo.name, st.model)
+                if b != ALL and not self._band_rows.set(st, b, r):
+                    self._layout_changed = True
+                if r >= len(self._observed):
+                    grown = np.full(2 * (r + 1), np.nan)
+                    grown[: len(self._observed)] = self._observed
+                    self._observed = grown
+            rows.append(r)
             goods.append(good)
             totals.append(total)
+        x = bl.concurrency()
+        self._observed[st.rows[band]] = math.nan if x is None else x
 
     def add_events(self, events: Iterable[tuple[str, ModelKey, float, float, float, float]],
                    ) -> None:
@@ -288,16 +361,34 @@ class SLOEngine:
         ledger, gauges = self.ledger, self.gauges
         ledger.add(ts, rows, goods, totals)
         burning = ledger.burning.tolist()
+        prev = self._prev_burning
+        prev.extend([False] * (len(burning) - len(prev)))
+        dirty = self._dirty
+        owner = self._row_owner
+        for r in (ledger.burning != np.asarray(prev[:len(burning)], dtype=bool)
+                  ).nonzero()[0].tolist():
+            key = owner.get(r)
+            if key is not None:
+                dirty.add(key)
+        self._prev_burning = burning
+        states = self.states
+        attribution = self.attribution
+        attribution.record(ts, states, gauges.concurrency)
+        placement = attribution.placement
+        for key, st in states.items():
+            # a placed model is re-judged every update: attribution reads other models
+            if key in dirty or (placement and placement.gpus_of(st.model[0])):
+                _judge.judge(st, burning)
+                attribution.attribute(ts, key, st, ledger)  # regression → interference …
+        dirty.clear()
+        if self._layout_changed:
+            self._band_rows.build(list(states.values()))
+            self._layout_changed = False
         cap_cfg = self.spec.capacity
-        cap_total = ledger.window_totals(cap_cfg.window)
-        cap_burn = ledger.window_burn(cap_cfg.window)
-        self.attribution.record(ts, self.states, gauges.concurrency)
-        for key, st in self.states.items():
-            _judge.judge(st, burning)
-            self.attribution.attribute(ts, key, st, ledger)  # regression → interference …
-            if st.state in _judge.LEARNS_CAPACITY:
-                update_capacity(st, cap_cfg, cap_total, cap_burn,
-                                gauges.batch_limit.get(st.model))
+        index = ledger.windows.index[float(cap_cfg.window)]
+        n = len(burning)
+        update_capacities(self._band_rows, cap_cfg, ledger.windows.sums()[:, index, 1],
+                          ledger.burn[:, index], self._observed[:n], gauges.batch_limit)
 
     # -- outputs (see the modules named) -------------------------------------------
     def window_sums(self, st: SLOModelState, band: str, window: float,

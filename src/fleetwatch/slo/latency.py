@@ -44,6 +44,12 @@ class BandLatency:
     count: float = 0.0
     conc: float = 0.0
     last: float = 0.0
+    # the bucket bounds ascending and the highest finite one (None: recompute)
+    _sorted: tuple[list[float], float | None] | None = field(default=None, repr=False,
+                                                            compare=False)
+    # the last quantile asked for and its answer (cleared by add)
+    _quantile: tuple[float, float | None] | None = field(default=None, repr=False,
+                                                         compare=False)
 
     def add(self, ts: float, tau: float, buckets: dict[float, float], count: float,
             concurrency: float) -> None:
@@ -59,9 +65,13 @@ class BandLatency:
             self.conc *= f
             self.origin, x = ts, 0.0
         w = math.exp(x)
+        self._quantile = None
         b = self.buckets
+        n = len(b)
         for le, c in buckets.items():
             b[le] = b.get(le, 0.0) + c * w
+        if len(b) != n:
+            self._sorted = None
         self.count += count * w
         self.conc += concurrency * count * w
         self.last = ts
@@ -73,25 +83,36 @@ class BandLatency:
     def quantile(self, q: float) -> float | None:
         """The ``q`` quantile (0–1) in seconds, ``histogram_quantile``-style; None without
         observations."""
+        cached = self._quantile
+        if cached is not None and cached[0] == q:
+            return cached[1]
+        answer = self._quantile_of(q)
+        self._quantile = (q, answer)
+        return answer
+
+    def _quantile_of(self, q: float) -> float | None:
         if self.count <= 0 or not self.buckets:
             return None
-        bounds = sorted(self.buckets)
+        if self._sorted is None:
+            ordered = sorted(self.buckets)
+            finite = [b for b in ordered if not math.isinf(b)]
+            self._sorted = (ordered, finite[-1] if finite else None)
+        bounds, top = self._sorted
         total = self.buckets.get(math.inf, self.count)
         if total <= 0:
             return None
         rank = q * total
         lower, below = 0.0, 0.0
-        finite = [b for b in bounds if not math.isinf(b)]
         for le in bounds:
             cum = self.buckets[le]
             if cum >= rank:
                 if math.isinf(le):
-                    return finite[-1] if finite else None
+                    return top
                 if cum <= below:
                     return le
                 return lower + (le - lower) * (rank - below) / (cum - below)
             lower, below = le, cum
-        return finite[-1] if finite else None
+        return top
 
 
 def isotonic(ys: list[float]) -> list[float]:

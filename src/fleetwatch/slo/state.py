@@ -90,12 +90,16 @@ class SLOModelState:
     last_band: str | None = None
     latency: dict[str, BandLatency] = field(default_factory=dict)
     attribution: Attribution | None = None
+    edges: list[tuple[float, float, str]] = field(default_factory=list)
 
     def band_edges(self) -> list[tuple[float, float, str]]:
-        """``(lower, upper, label)`` of every band (lower edge of the first: 0)."""
-        bounds = self.band_bounds()
-        return [(bounds[i - 1][0] if i else 0.0, b, label)
-                for i, (b, label) in enumerate(bounds)]
+        """``(lower, upper, label)`` of every band (lower edge of the first: 0; computed
+        once)."""
+        if not self.edges:
+            bounds = self.band_bounds()
+            self.edges = [(bounds[i - 1][0] if i else 0.0, b, label)
+                          for i, (b, label) in enumerate(bounds)]
+        return self.edges
 
     def band_bounds(self) -> list[tuple[float, str]]:
         """``(bound, label)`` of every band of the SLO, ascending, ending with

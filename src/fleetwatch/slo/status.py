@@ -82,7 +82,7 @@ class SLOStatus(TypedDict):
     capacity_predicted: float | None  # the capacity model's prediction (requests)
     envelope: float
     concurrency: float | None
-    concurrency_estimator: str | None  # little | gauges (slo.concurrency), None: no data
+    concurrency_estimator: str | None  # little | gauges | previous (slo.concurrency)
     batch_limit: float | None  # running requests seen while requests waited (requests)
     band_latency: dict[str, BandLatencyStatus]  # band → evidence (latency: latency SLIs)
     burn_rates: dict[str, dict[str, float | None]]  # window label → band → burn (None: no data)

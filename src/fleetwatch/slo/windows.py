@@ -32,7 +32,9 @@ class RollingWindows:
         self.buckets = buckets
         self.resolution = self.windows / buckets
         n_w = len(self.windows)
-        self._data = np.zeros((capacity, n_w, buckets, 2))
+        # [window, bucket, row, good/total]: a bucket of all rows is contiguous, so
+        # expiring it (every rotation) is one pass over contiguous memory
+        self._data = np.zeros((n_w, buckets, capacity, 2))
         self._sums = np.zeros((capacity, n_w, 2))
         self._last = np.full(n_w, -1, dtype=np.int64)
         self.rows: dict[Hashable, int] = {}
@@ -50,9 +52,9 @@ class RollingWindows:
                 return r
             r = self._high
             self._high += 1
-            if r >= self._data.shape[0]:
-                grow = self._data.shape[0]
-                self._data = np.concatenate([self._data, np.zeros_like(self._data[:grow])])
+            if r >= self._sums.shape[0]:
+                grow = self._sums.shape[0]
+                self._data = np.concatenate([self._data, np.zeros_like(self._data)], axis=2)
                 self._sums = np.concatenate([self._sums, np.zeros_like(self._sums[:grow])])
             self.rows[key] = r
         return r
@@ -61,7 +63,7 @@ class RollingWindows:
         """Free the row of ``key`` (its counts are zeroed; the row is reused)."""
         r = self.rows.pop(key, None)
         if r is not None:
-            self._data[r] = 0.0
+            self._data[:, :, r] = 0.0
             self._sums[r] = 0.0
             self._free.append(r)
 
@@ -77,10 +79,11 @@ class RollingWindows:
             if cur <= last:
                 continue
             steps = min(cur - last, self.buckets)
+            n = self._high
             for k in range(1, steps + 1):
                 b = (last + k) % self.buckets
-                self._sums[:, w, :] -= self._data[:, w, b, :]
-                self._data[:, w, b, :] = 0.0
+                self._sums[:n, w, :] -= self._data[w, b, :n]
+                self._data[w, b, :n] = 0.0
             self._last[w] = cur
 
     def add(self, t: float, rows: IntArray, good: FloatArray, total: FloatArray) -> None:
@@ -88,15 +91,16 @@ class RollingWindows:
         self.advance(t)
         if len(rows) == 0:
             return
-        vals = np.stack([good, total], axis=1)
-        n = self._high
-        acc = np.zeros((n, 2))
-        np.add.at(acc, rows, vals)
-        touched = np.unique(rows)
-        for w in range(len(self.windows)):
-            b = int(self._last[w] % self.buckets)
-            self._data[touched, w, b, :] += acc[touched]
-            self._sums[touched, w, :] += acc[touched]
+        touched, inverse = np.unique(rows, return_inverse=True)
+        acc = np.empty((len(touched), 2))
+        acc[:, 0] = np.bincount(inverse, weights=good, minlength=len(touched))
+        acc[:, 1] = np.bincount(inverse, weights=total, minlength=len(touched))
+        n_w = len(self.windows)
+        current = self._last % self.buckets  # each window's current bucket
+        # every window at once: [window, its current bucket, touched, good/total]
+        self._data[np.arange(n_w)[:, None], current[:, None], touched[None, :]] += \
+            acc[None, :, :]
+        self._sums[touched] += acc[:, None, :]
 
     def sums(self) -> FloatArray:
         """``[rows, windows, 2]`` good/total sums (a view: copy before keeping it; a
