@@ -40,8 +40,10 @@ def test_hostile_registry_and_slo_text_give_strict_json_and_round_tripping_confi
         for i, v in enumerate(HOSTILE)]})
     files = generate(REGISTRY, slos)
     dashboards = {p: _strict(t) for p, t in files.items() if p.endswith(".json")}
-    assert len(dashboards) == 4
     maps = list(yaml.safe_load_all(files["kubernetes/grafana-dashboards-configmaps.yaml"]))
+    # every dashboard (fleet, models, SLOs, GPUs, rollouts) is strict JSON and provisioned
+    assert set(dashboards) == {f"dashboards/{n}" for cm in maps for n in cm["data"]}
+    assert len(dashboards) == 5 and "dashboards/rollouts.json" in dashboards
     for cm in maps:
         for name, text in cm["data"].items():
             assert text == files[f"dashboards/{name}"]

@@ -12,6 +12,8 @@ to it.
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import attr
 from grafanalib import core as g
 
@@ -92,7 +94,8 @@ def good_ratio_by_band(s: SLOSpec) -> str:
 
 def _heat_map(grid: p.Grid, s: SLOSpec) -> None:
     grid.row(f"{s.name}: {sli_text(s)} — {percent(s.objective)}", description=md(s.description))
-    low = 1 - 2 * (1 - s.objective)  # twice the error rate the objective allows
+    # twice the error rate the objective allows, in decimal (no 0.99998000000000001)
+    low = float(2 * Decimal(repr(s.objective)) - 1)
     heat = p.table(
         "Good ratio by band and version", "Rows: model and version; columns: concurrency "
         f"band (upper bound). Each cell: good ÷ all events of {s.name} over the last {RANGE}, "
