@@ -269,7 +269,7 @@ def test_vllm_ttft_buckets_and_goodput_from_spans(sidecar: Sidecar) -> None:
     delta = {le: b1[le] - b0.get(le, 0.0) for le in b1}
     assert delta == {le: float(sum(v <= le for v in ttft)) for le in delta}
     # goodput computed by the sidecar == the fraction computed here from the same spans,
-    # and the client (who sees more latency, never less) finds no more good requests
+    # and the client (who sees more TTFT, never less) finds no more requests within TTFT
     def tpot(a: dict) -> float:
         n = a["gen_ai.usage.completion_tokens"].int_value
         return a["gen_ai.latency.time_in_model_decode"].double_value / (n - 1) if n > 1 else 0.0
@@ -291,7 +291,15 @@ def test_vllm_ttft_buckets_and_goodput_from_spans(sidecar: Sidecar) -> None:
         print(f"goodput TTFT ≤ {a * 1e3:g} ms and TPOT ≤ {b * 1e3:g} ms: sidecar {got:.3f}, "
               f"from spans {expected:.3f}, client {client:.3f}")
         assert got == expected
-        assert client <= got + 2 / len(reqs)
+        # the cross-check that holds: the client sees more TTFT (its clock starts before
+        # HTTP parsing and tokenization, the span's after), so it finds no more requests
+        # within a TTFT objective. Not for TPOT: the client's decode interval starts when
+        # the first token *arrives*, later than the engine's, so its TPOT is shorter (a CI
+        # run found client 0.367 > spans 0.233 for TTFT ≤ 15 ms and TPOT ≤ 3 ms).
+        span_ttft = sum(1 for v in ttft if v <= a) / len(ttft)
+        client_ttft = sum(1 for r in results if r.ttft_s is not None
+                          and r.ttft_s <= a) / len(results)
+        assert client_ttft <= span_ttft + 2 / len(reqs)
         fractions.append(got)
     assert any(0 < f < 1 for f in fractions), fractions
     print(f"TTFT buckets (Δ vLLM = spans): {delta}")
