@@ -211,7 +211,7 @@ class Scraper:
                     log.exception("body observer failed")
             await self._refresh_identity(st)
             await self._refresh_model_facts(st)
-            self._forget_unseen_models(st)
+            st.forget_unseen_models(FORGET_AFTER_SCRAPES)
         st.duration = time.perf_counter() - t0
 
     def _normalizer(self, st: TargetState, text: str) -> Normalizer:
@@ -354,23 +354,6 @@ class Scraper:
                 log.warning("target %s: model %s not ready (%s)", t.name, model, problem)
             elif problem is None and was is False:
                 log.info("target %s: model %s ready again", t.name, model)
-
-    def _forget_unseen_models(self, st: TargetState) -> None:
-        """Drop per-model facts of models not observed for FORGET_AFTER_SCRAPES scrapes."""
-        oldest = st.scrapes_ok - FORGET_AFTER_SCRAPES
-        gone = [m for m, seen in st.last_seen.items() if seen <= oldest]
-        if not gone:
-            return
-        keep_ready = set(st.target.models)
-        for m in gone:
-            del st.last_seen[m]
-            st.runtimes.pop(m, None)
-            st.runtime_asked.discard(m)
-            st.probed_at.pop(m, None)
-            st.exposed_unknown.discard(m)
-            st.unreadable_config.discard(m)
-            if m not in keep_ready:
-                st.models_ready.pop(m, None)
 
     async def _learn_runtimes(self, st: TargetState, new: set[str]) -> bool:
         """Ask the runtime of the ``new`` models and of those of the last state still

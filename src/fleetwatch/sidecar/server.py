@@ -161,7 +161,8 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
                                 "reads its configuration once at start; restart to apply "
                                 "a changed configuration")
     install_exception_handler(loop)
-    guard = ConnectionGuard(_connection_cap(cfg.listen.max_connections),
+    guard = ConnectionGuard(_connection_cap(cfg.listen.max_connections,
+                                            _fd_reserve(cfg)),
                             cfg.listen.header_timeout_seconds)
     async with Scraper(cfg, registry) as scraper:
         routes, extra = None, None
@@ -215,29 +216,41 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
                 await gpu_task
 
 
-#: File descriptors kept beyond the connection cap: the upstream scrapes, probes, logs
-#: and files (64), and one accept burst (asyncio accepts up to the listen backlog of
-#: connections per loop turn before a refused one's descriptor is closed).
+#: File descriptors kept beyond the connection cap besides those open at start and one
+#: per concurrent readiness probe: the upstream scrapes (two per target, connection
+#: pools), logs and files (64), and one accept burst (asyncio accepts up to the listen
+#: backlog of connections per loop turn before a refused one's descriptor is closed).
 FD_RESERVE = 64 + GuardedSite.BACKLOG
 
 
-def _connection_cap(wanted: int) -> int:
-    """``listen.max_connections``, raising the soft file-descriptor limit to fit it (up to
-    the hard limit), else lowered to what the limit leaves after :data:`FD_RESERVE` (one
-    log line)."""
+def _fd_reserve(cfg: SidecarConfig) -> int:
+    """:data:`FD_RESERVE`, plus the descriptors open now (libraries, the log, thread
+    wake-up pipes), the readiness probes (``scrape.probe_concurrency``) and two per
+    target (its scrape and its API: Triton's config and statistics, vLLM's version)."""
+    try:
+        open_now = len(os.listdir("/proc/self/fd"))
+    except OSError:  # not Linux
+        open_now = 32
+    return FD_RESERVE + open_now + cfg.scrape.probe_concurrency + 2 * len(cfg.targets)
+
+
+def _connection_cap(wanted: int, reserve: int = FD_RESERVE) -> int:
+    """``listen.max_connections``, raising the soft file-descriptor limit to fit it and
+    ``reserve`` descriptors besides (up to the hard limit), else lowered to what the
+    limit leaves after ``reserve`` (one log line)."""
     try:
         import resource
     except ImportError:  # not POSIX
         return wanted
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    need = wanted + FD_RESERVE
+    need = wanted + reserve
     if soft != resource.RLIM_INFINITY and soft < need:
         new = need if hard == resource.RLIM_INFINITY else min(need, hard)
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
             soft = new
     if soft != resource.RLIM_INFINITY and soft < need:
-        cap = max(1, soft - FD_RESERVE)
+        cap = max(1, soft - reserve)
         log.warning("listen.max_connections %d does not fit the file-descriptor limit %d: "
                     "serving at most %d connections", wanted, soft, cap)
         return cap

@@ -63,6 +63,23 @@ class TargetState:
     def runtime_for(self, model: str) -> str:
         return self.runtimes.get(model) or self.target.runtime or "unknown"
 
+    def forget_unseen_models(self, after_scrapes: int) -> None:
+        """Drop the per-model facts (runtime, readiness, probe times) of models not
+        observed in the last ``after_scrapes`` successful scrapes; the target's listed
+        ``models`` keep their readiness."""
+        oldest = self.scrapes_ok - after_scrapes
+        gone = [m for m, seen in self.last_seen.items() if seen <= oldest]
+        keep_ready = set(self.target.models)
+        for m in gone:
+            del self.last_seen[m]
+            self.runtimes.pop(m, None)
+            self.runtime_asked.discard(m)
+            self.probed_at.pop(m, None)
+            self.exposed_unknown.discard(m)
+            self.unreadable_config.discard(m)
+            if m not in keep_ready:
+                self.models_ready.pop(m, None)
+
     @property
     def ready(self) -> bool:
         return self.up and all(self.models_ready.values())
