@@ -263,7 +263,7 @@ def test_rollout_plan_fits_on_measured_memory() -> None:
 
 
 @pytest.mark.parametrize(("model", "candidate", "message"), [
-    ("nope", "2", "unknown model 'nope': it is placed on no GPU"),
+    ("nope", "2", "model 'nope' is placed on no GPU"),
     ("tiny-llm", "9", "model 'tiny-llm' version '9': no footprint known"),
     ("ranker", "1", "model 'ranker' version '1' is already loaded on GPU"),
 ])

@@ -47,6 +47,9 @@ def usage(config_path: str | None, registry_path: str | None, captures: tuple[st
     a = load_assessment(config_path, registry_path, captures, triton_configs, triton_stats,
                         quotas_path, served_only)
     click.echo(render_usage(a), nl=False)
+    if a.quotas is None:
+        click.echo("fleetwatch: no quota file (the configuration has no quotas: and no "
+                   "--quotas was given): usage only, no limits", err=True)
     if over_quota(a):
         raise SystemExit(1)
 

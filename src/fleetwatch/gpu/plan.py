@@ -78,7 +78,7 @@ def rollout_plan(model: str, candidate: str, placement: Placement, feet: dict[Ke
     uuids = [g.gpu_uuid for g in placement.gpus if g.gpu_uuid in placement.gpus_of(model)]
     if not uuids:
         placed = sorted({m for g in placement.gpus for m in (x.model for x in g.models)})
-        raise PlanError(f"unknown model {model!r}: it is placed on no GPU (placed models: "
+        raise PlanError(f"model {model!r} is placed on no GPU (placed models: "
                         f"{', '.join(placed) or 'none'}; declare it under placement: in the "
                         "sidecar configuration, or give captures that show it)")
     plan = RolloutPlan(model, candidate)
