@@ -344,7 +344,7 @@ class TritonServer(ServerProcess):
             )
         self._wait_models([name], deadline, timeout_s)
 
-    def unload_model(self, name: str, timeout_s: float = 30.0) -> None:
+    def unload_model(self, name: str, timeout_s: float = 90.0) -> None:
         """Unload ``name`` and wait (at most ``timeout_s`` seconds) until it is fully unloaded.
 
         Triton answers the unload request at once and stops the model in the background
