@@ -257,3 +257,17 @@ class SidecarThread:
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(stop.set)
         self._thread.join(15)
+
+
+def wait_until(pred, what: str, seconds: float = 30.0):  # type: ignore[no-untyped-def]
+    """Poll ``pred()`` every 0.25 s until it is truthy and return that value; fail the
+    test saying ``what`` after ``seconds``."""
+    import pytest
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.25)
+    pytest.fail(f"{what}: not within {seconds:g} s")

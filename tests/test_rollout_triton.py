@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from tests.helpers import PrometheusProcess
+from tests.helpers import PrometheusProcess, wait_until
 from tests.test_dashboards_prometheus import SidecarThread
 
 from fleetwatch.cli import main
@@ -93,14 +93,6 @@ def _prom_has(base: str, selector: str) -> bool:
     return status == 200 and bool(json.loads(body)["data"]["result"])
 
 
-def _wait(pred, what: str, seconds: float = 30.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.25)
-    raise AssertionError(f"{what}: not within {seconds:g} s")
 
 
 class Capturer:
@@ -142,13 +134,13 @@ def rollout(tmp_path_factory):
         try:
             with PrometheusProcess([f"127.0.0.1:{sidecar.port}"]) as prom:
                 # warm-up gating: not ready until version 3's warm-up ran
-                status, body = _wait(lambda: (s := _get(f"{base}/readyz"))[1].count("slo_sim")
+                status, body = wait_until(lambda: (s := _get(f"{base}/readyz"))[1].count("slo_sim")
                                      and s, "the sidecar's first readiness answer")
                 out["before"] = (status, json.loads(body))
                 res = CliRunner().invoke(main, ["warmup", "--config", str(tmp / "sidecar.yaml")])
                 out["warmup"] = res
                 print(res.output)
-                out["after"] = _wait(lambda: (s := _get(f"{base}/readyz"))[0] == 200 and s,
+                out["after"] = wait_until(lambda: (s := _get(f"{base}/readyz"))[0] == 200 and s,
                                      "/readyz 200 after the warm-up")
                 # the gRPC client path (tritonclient.grpc), on version 1
                 spec = WarmupSpec.model_validate({**WARMUP, "protocol": "grpc", "count": 5})
@@ -156,7 +148,7 @@ def rollout(tmp_path_factory):
                     Plan("slo_sim", "1", spec, f"127.0.0.1:{triton.grpc_port}"))
                 # the range test's increase() loses a series' first sample: let Prometheus
                 # see version 1's band-1 series (the gRPC warm-up made it) before phase 1
-                _wait(lambda: _prom_has(prom.url, 'fleetwatch_slo_events_total{model='
+                wait_until(lambda: _prom_has(prom.url, 'fleetwatch_slo_events_total{model='
                                         '"slo_sim",model_version="1",band="1"}'),
                       "Prometheus has version 1's band-1 events")
                 capturer.thread.start()

@@ -21,6 +21,7 @@ import urllib.request
 import pytest
 import yaml
 from click.testing import CliRunner
+from tests.helpers import wait_until
 from tests.test_dashboards_prometheus import SidecarThread
 
 from fleetwatch.cli import main
@@ -51,14 +52,6 @@ def _get(url: str) -> tuple[int, str]:
         return 0, ""
 
 
-def _wait(pred, what: str, seconds: float = 20.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.25)
-    pytest.fail(f"{what}: not within {seconds:g} s")
 
 
 def _prompt_tokens(s) -> float:
@@ -93,7 +86,7 @@ def test_readiness_flips_only_after_the_warm_up(vllm_server, tmp_path):
 
     try:
         s.terminate()
-        _wait(lambda: readyz()[0] == 503, "not ready after the stop")
+        wait_until(lambda: readyz()[0] == 503, "not ready after the stop")
         starting = threading.Thread(target=s.start)
         starting.start()
         starting.join(120)
@@ -106,10 +99,10 @@ def test_readiness_flips_only_after_the_warm_up(vllm_server, tmp_path):
             return r if r[0] == 503 and t.get("up") and t.get("models_not_ready") == [] \
                 and t.get("models_not_warm") else None
 
-        status, doc = _wait(cold, "vLLM ready, the sidecar not (cold)")
+        status, doc = wait_until(cold, "vLLM ready, the sidecar not (cold)")
         print("after the restart:", status, doc["targets"]["vllm"])
         assert doc["targets"]["vllm"]["models_not_warm"] == ["tiny-llm"]
-        _wait(lambda: f"{WARM} 0.0" in _get(f"{base}/metrics")[1], "fleetwatch_model_warm 0")
+        wait_until(lambda: f"{WARM} 0.0" in _get(f"{base}/metrics")[1], "fleetwatch_model_warm 0")
         for _ in range(3):  # a few more scrapes: still not ready without the warm-up
             time.sleep(1.0)
             assert readyz()[0] == 503
@@ -124,7 +117,7 @@ def test_readiness_flips_only_after_the_warm_up(vllm_server, tmp_path):
         print(res.output)
         assert res.exit_code == 0, res.output
         assert f"warm-up of {COUNT} requests" in res.output
-        _wait(lambda: readyz()[0] == 200, "ready after the warm-up")
+        wait_until(lambda: readyz()[0] == 200, "ready after the warm-up")
         assert f"{WARM} 1.0" in _get(f"{base}/metrics")[1]
         assert readyz()[1]["targets"]["vllm"]["models_not_warm"] == []
 

@@ -315,6 +315,7 @@ class Normalizer:
         decreasing: set[str] = set()
         max_series = self.limits.max_series
         deadline = time.perf_counter() + self.limits.max_seconds
+        # parser.iter_lines, inlined: a generator step per line costs on the hot path
         if text.startswith("\ufeff"):
             text = text[1:]
         lineno = 0
