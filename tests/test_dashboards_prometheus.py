@@ -28,6 +28,8 @@ from fleetwatch.alerts import recording
 from fleetwatch.dashboards import build_dashboards, dashboard_dict
 from fleetwatch.demo.llm_load import run_demo_llm_load
 from fleetwatch.demo.load import run_demo_load
+from fleetwatch.demo.triton import TritonServer
+from fleetwatch.demo.vllm import VLLMServer
 from fleetwatch.labels.registry import load_registry
 from fleetwatch.sidecar.config import parse_config
 from fleetwatch.slo.spec import SLOFile, load_slo_file
@@ -60,6 +62,15 @@ class Stack:
     prometheus: PrometheusProcess
     started: float
     rules: int
+    servers: tuple[TritonServer, VLLMServer]
+
+    def servers_down(self) -> str:
+        """What a failure must say when a real server died under the test (a CI run once saw
+        Triton's metrics port refuse connections for the whole test): its exit code and log
+        tail; "" while both run."""
+        return "".join(
+            f"\n{type(s).__name__} exited (code {s.returncode}) during the test; its log "
+            f"ends:\n{s.log_tail()}\n" for s in self.servers if not s.running)
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +104,7 @@ def stack(triton_server, vllm_server) -> Iterator[Stack]:
     prom = None
     try:
         prom = PrometheusProcess([f"127.0.0.1:{sidecar.port}"], rules).__enter__()
-        yield Stack(prom, time.time(), len(rules))
+        yield Stack(prom, time.time(), len(rules), (triton_server, vllm))
     finally:
         stop_load.set()
         if prom is not None:
@@ -180,7 +191,7 @@ def test_every_panel_returns_data_from_a_real_prometheus(stack, capsys):
         print(f"\n{stack.rules} recording rules of fleetwatch.alerts.recording; "
               f"{sum(r.status == 'data' for r in results)}/{len(results)} queries with data, "
               f"{time.time() - stack.started:.0f} s after Prometheus started\n{report}\n")
-    assert not missing, "queries without data:\n" + table(missing)
+    assert not missing, "queries without data:\n" + table(missing) + stack.servers_down()
     # the conditional panels are the GPU, TensorRT-LLM and response-cache ones and the
     # capacity panel's prediction (after a burn) only
     reasons = {r.conditional.split(" ")[0] for r in results if r.conditional}

@@ -172,6 +172,12 @@ class ServerProcess:
         """True while the server process is alive."""
         return self._process is not None and self._process.poll() is None
 
+    @property
+    def returncode(self) -> int | None:
+        """The exit code of the last process once it has exited (negative: killed by that
+        signal), None while it runs or before a start."""
+        return self._process.poll() if self._process is not None else None
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     def __enter__(self: _S) -> _S:
