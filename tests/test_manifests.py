@@ -254,7 +254,7 @@ def test_configmap_files_start_a_sidecar(tmp_path):
     assert cm["data"]["quotas.yaml"] == (EX / "quotas.yaml").read_text()
     r = CliRunner().invoke(main, ["validate", "--config", str(tmp_path / "sidecar.yaml")])
     assert r.exit_code == 0, r.output
-    assert "1 targets, 3 registry entries" in r.output
+    assert "1 target, 3 registry entries" in r.output
     r = CliRunner().invoke(main, ["slo", "validate", str(tmp_path / "slos.yaml")])
     assert r.exit_code == 0, r.output
 

@@ -86,6 +86,8 @@ def test_interval_option_replaces_file_name_times(tmp_path):
 
 @pytest.mark.parametrize("make,message", [
     (lambda d: d / "missing-1796116999999.prom", "cannot read"),
+    # a missing file without a time in its name: said missing, not "give --interval"
+    (lambda d: d / "missing.prom", "cannot read"),
     (lambda d: _write(d / "bin-1796116999999.prom", b"\xff\xfe\x00"), "not UTF-8"),
     (lambda d: _write(d / "page-1796116999999.prom", b"<html>nope</html>"),
      "not a /metrics body"),

@@ -150,7 +150,8 @@ def validate(config_path: str) -> None:
     from fleetwatch.commands.quota import check_config_gpus
 
     check_config_gpus(cfg, registry, config_path)
-    click.echo(f"{config_path}: ok ({len(cfg.targets)} targets, "
+    n = len(cfg.targets)
+    click.echo(f"{config_path}: ok ({n} {'target' if n == 1 else 'targets'}, "
                f"{len(registry.entries)} registry "
                f"{'entry' if len(registry.entries) == 1 else 'entries'})")
 

@@ -78,6 +78,9 @@ def capture_times(paths: Sequence[Path], interval: float | None) -> list[float]:
         return [i * interval for i in range(len(paths))]
     out: list[float] = []
     for p in paths:
+        if not p.is_file():  # say the file is missing before asking for its time
+            _read(p)
+            raise ReplayInputError(f"{p}: not a regular file")
         found = _STAMP.findall(p.name)
         if not found:
             raise ReplayInputError(f"{p}: no <unix_ms> time in the file name (e.g. "
