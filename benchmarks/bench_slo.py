@@ -50,10 +50,13 @@ SLOS = {"slos": [
 
 
 class Fleet:
-    """Cumulative counters of 100 simulated vLLM models."""
+    """Cumulative counters of ``models`` simulated vLLM models (random TTFT; with
+    ``knee_every`` = k, every k-th model's TTFT grows with its concurrency instead, so its
+    p99 crosses the TTFT SLO's 0.5 s between bands 8 and 16)."""
 
-    def __init__(self, models: int = 100) -> None:
+    def __init__(self, models: int = 100, knee_every: int = 0) -> None:
         self.rng = random.Random(7)
+        self.knee_every = knee_every
         self.models = [f"llm-{i:03d}" for i in range(models)]
         self.cum = {m: [0.0] * (len(TTFT) + 6) for m in self.models}
         self.step_no = 0
@@ -64,9 +67,14 @@ class Fleet:
         for i, m in enumerate(self.models):
             c = self.cum[m]
             n = self.rng.randint(5, 50)
-            running = BANDS[(self.step_no + i) % len(BANDS)] * 0.9
+            band = (self.step_no + i) % len(BANDS)
+            running = BANDS[band] * 0.9
             cum_b = 0
+            knee = 0.05 * 2.0 ** band if self.knee_every and i % self.knee_every == 0 else 0.0
             for k in range(len(TTFT)):
+                if knee:  # a share ≤ le growing to all requests at le = knee
+                    c[k] += n if TTFT[k] >= knee else round(n * 0.98 * TTFT[k] / knee)
+                    continue
                 cum_b += self.rng.randint(0, n // 4)
                 c[k] += min(cum_b, n)
             c[-6] += n
