@@ -17,6 +17,7 @@ from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.exporters.sources import TABLES
 from fleetwatch.labels.registry import load_registry
+from fleetwatch.slo.band_latency import BandLatencyStore
 from fleetwatch.slo.concurrency import estimate
 from fleetwatch.slo.decode import DURATION, Hist, Interval
 from fleetwatch.slo.engine import SLOEngine
@@ -290,7 +291,38 @@ def test_predict_is_none_without_a_crossing_or_below_the_first_point():
 
 
 def test_band_latency_quantile_in_the_inf_bucket_is_the_highest_finite_bound():
-    bl = BandLatency(origin=0.0)
-    bl.add(1.0, 60.0, {0.1: 1.0, 0.2: 1.0, math.inf: 10.0}, 10.0, 5.0)
+    store = BandLatencyStore()
+    store.reset(3, origin=0.0)
+    store.add(1.0, 60.0, [3], [{0.1: 1.0, 0.2: 1.0, math.inf: 10.0}], [10.0], [5.0])
+    bl = BandLatency(store, 3)
     assert bl.quantile(0.9) == 0.2
+    assert bl.quantile(0.05) == pytest.approx(0.05)  # inside the first bucket
     assert bl.concurrency() == pytest.approx(5.0)
+
+
+def test_band_latency_rows_are_independent_and_weighted_by_time():
+    """Two bands in one add; a later interval weighs exp(Δt / τ) more; a bound a row never
+    saw takes no part in its quantile."""
+    store = BandLatencyStore(rows=1)  # grows
+    for row in (0, 5):
+        store.reset(row, origin=0.0)
+    store.add(0.0, 60.0, [0, 5], [{0.1: 4.0, 1.0: 4.0}, {0.5: 0.0, 2.0: 2.0}], [4.0, 2.0],
+              [1.0, 8.0])
+    store.add(60.0, 60.0, [0], [{0.1: 0.0, 1.0: 4.0}], [4.0], [3.0])
+    w = math.exp(1.0)
+    assert BandLatency(store, 0).concurrency() == pytest.approx((4 + 3 * 4 * w) / (4 + 4 * w))
+    assert BandLatency(store, 0).buckets == pytest.approx({0.1: 4.0, 1.0: 4.0 + 4.0 * w})
+    # row 5: rank 1 of 2 lies in (0.5, 2.0]; 0.1 and 1.0 are not its bounds
+    assert BandLatency(store, 5).quantile(0.5) == pytest.approx(0.5 + 1.5 * 1.0 / 2.0)
+    assert BandLatency(store, 1).quantile(0.5) is None  # never added
+    assert BandLatency(store, 1).concurrency() is None
+
+
+def test_predict_queueing_form_holds_the_fit_until_the_batch_limit():
+    # flat at 0.02 s up to the limit 8, then linear to 0.10 s at 16: 0.05 s at 11
+    pts = [(2.0, 0.02), (4.0, 0.02), (16.0, 0.10)]
+    assert predict(pts, 0.05, batch_limit=8.0) == pytest.approx(8.0 + 8.0 * 0.03 / 0.08)
+    assert predict(pts, 0.05) == pytest.approx(4.0 + 12.0 * 0.03 / 0.08)  # no limit known
+    # a point at the limit (within 1e-9): no inserted point
+    assert predict([*pts, (8.0, 0.04)], 0.05, batch_limit=8.0) == pytest.approx(
+        8.0 + 8.0 * 0.01 / 0.06)

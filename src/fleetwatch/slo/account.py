@@ -27,7 +27,7 @@ from fleetwatch.slo.decode import Interval
 from fleetwatch.slo.sli import LATENCY_METRICS, SUMMARY_METRICS
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ModelKey, SLOModelState
-from fleetwatch.slo.windows import FloatArray, RollingWindows
+from fleetwatch.slo.windows import MAX_RESERVED_BYTES, FloatArray, RollingWindows
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -143,7 +143,13 @@ class Ledger:
         self.spec = slos
         self.window_lengths = sorted(set(slos.all_windows())
                                      | {s.period_seconds for s in slos.slos})
-        self.windows = RollingWindows(self.window_lengths, buckets)
+        # reserve the rows the limits allow (every SLO's models × its bands, ``all``),
+        # within MAX_RESERVED_BYTES: then no update copies the rings to grow them
+        rows = sum(slos.limits.max_models_per_slo * (len(s.concurrency.bands) + 2)
+                   for s in slos.slos)
+        row_bytes = len(self.window_lengths) * (buckets + 1) * 2 * 8
+        self.windows = RollingWindows(self.window_lengths, buckets,
+                                      max(64, min(rows, MAX_RESERVED_BYTES // row_bytes)))
         self._row_objective: list[float] = []
         self._row_period: list[float] = []
         self.burn: FloatArray = np.zeros((0, len(self.window_lengths)))

@@ -52,18 +52,22 @@ from fleetwatch.slo import judge as _judge
 from fleetwatch.slo import status as _status
 from fleetwatch.slo.account import Ledger, ModelGauges, Selection, interval_events
 from fleetwatch.slo.autoscaling import ModelSignal
+from fleetwatch.slo.band_latency import BandLatency, BandLatencyStore
 from fleetwatch.slo.bands import band_label
 from fleetwatch.slo.capacity import BandRows, update_capacities
 from fleetwatch.slo.concurrency import estimate as estimate_concurrency
 from fleetwatch.slo.concurrency import in_system
 from fleetwatch.slo.decode import QUEUE, Decoder, Hist, Interval, needed_families
 from fleetwatch.slo.interference import Attributor
-from fleetwatch.slo.latency import BandLatency
 from fleetwatch.slo.sli import LATENCY_METRICS
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState
 from fleetwatch.slo.status import Sample, SLOStatus
 from fleetwatch.slo.windows import FloatArray
+
+#: One interval's latency evidence waiting to be added: (Unix seconds, row, bucket
+#: deltas, observations, concurrency).
+_Pending = tuple[float, int, dict[float, float], float, float]
 
 __all__ = ["ALL", "STATES", "ModelKey", "SLOEngine", "SLOModelState"]
 
@@ -139,10 +143,12 @@ class SLOEngine:
         self._row_owner: dict[int, tuple[str, ModelKey]] = {}
         self._prev_burning: list[bool] = []
         # capacity for all states at once: their band rows (rebuilt when states or rows
-        # change) and per row the band's observed concurrency (NaN: none)
+        # change); per window-store row of a band its latency evidence (the bands booked
+        # in an update are added at once)
         self._band_rows = BandRows()
         self._layout_changed = True
-        self._observed: FloatArray = np.full(64, np.nan)
+        self.band_latency = BandLatencyStore()
+        self._pending: list[_Pending] = []
 
     @property
     def gpu_memory_ratio(self) -> float | None:
@@ -192,7 +198,7 @@ class SLOEngine:
             for band, row in st.rows.items():
                 windows.release((st.slo.name, st.model, band))
                 self._row_owner.pop(row, None)
-                self._observed[row] = np.nan
+                self.band_latency.reset(row, 0.0)
         for mk in gone:
             self._model_seen.pop(mk, None)
             traced.pop(mk, None)
@@ -301,16 +307,6 @@ class SLOEngine:
         st.last_band = band
         if not st.events:
             self._dirty.add((st.slo.name, st.model))  # no_data → judged
-        # the band's evidence for capacity: its mean concurrency (every SLI) and,
-        # for a latency SLI, its latency distribution
-        bl = st.latency.get(band)
-        if bl is None:
-            bl = st.latency[band] = BandLatency(origin=ts)
-        cap_window = self.spec.capacity.window
-        if h is not None and h.count > 0:
-            bl.add(ts, cap_window, h.buckets, h.count, conc)
-        else:
-            bl.add(ts, cap_window, {}, total, conc)
         for b in (band, ALL):
             st.events[b] += total
             st.good[b] += good
@@ -318,17 +314,20 @@ class SLOEngine:
             if r is None:
                 r = self.ledger.row(st, b)
                 self._row_owner[r] = (st.slo.name, st.model)
-                if b != ALL and not self._band_rows.set(st, b, r):
-                    self._layout_changed = True
-                if r >= len(self._observed):
-                    grown = np.full(2 * (r + 1), np.nan)
-                    grown[: len(self._observed)] = self._observed
-                    self._observed = grown
+                self.band_latency.reset(r, ts)
+                if b != ALL:
+                    st.latency[b] = BandLatency(self.band_latency, r)
+                    if not self._band_rows.set(st, b, r):
+                        self._layout_changed = True
             rows.append(r)
             goods.append(good)
             totals.append(total)
-        x = bl.concurrency()
-        self._observed[st.rows[band]] = math.nan if x is None else x
+        # the band's evidence for capacity: its mean concurrency (every SLI) and, for a
+        # latency SLI, its latency distribution (added in _add_and_judge)
+        if h is not None and h.count > 0:
+            self._pending.append((ts, st.rows[band], h.buckets, h.count, conc))
+        else:
+            self._pending.append((ts, st.rows[band], {}, total, conc))
 
     def add_events(self, events: Iterable[tuple[str, ModelKey, float, float, float, float]],
                    ) -> None:
@@ -356,8 +355,26 @@ class SLOEngine:
         if rows:
             self._add_and_judge(ts, rows, goods, totals)
 
+    def _add_latency(self) -> None:
+        """Add the pending latency evidence to the store: at once per run of entries with
+        one time and distinct rows (an interval books each (SLO, model) once; trace
+        events may book a row several times, in order)."""
+        pending, self._pending = self._pending, []
+        tau = self.spec.capacity.window
+        start = 0
+        while start < len(pending):
+            t0, seen, end = pending[start][0], set(), start
+            while end < len(pending) and pending[end][0] == t0 and pending[end][1] not in seen:
+                seen.add(pending[end][1])
+                end += 1
+            run = pending[start:end]
+            self.band_latency.add(t0, tau, [p[1] for p in run], [p[2] for p in run],
+                                  [p[3] for p in run], [p[4] for p in run])
+            start = end
+
     def _add_and_judge(self, ts: float, rows: list[int], goods: list[float],
                        totals: list[float]) -> None:
+        self._add_latency()
         ledger, gauges = self.ledger, self.gauges
         ledger.add(ts, rows, goods, totals)
         burning = ledger.burning.tolist()
@@ -386,9 +403,8 @@ class SLOEngine:
             self._layout_changed = False
         cap_cfg = self.spec.capacity
         index = ledger.windows.index[float(cap_cfg.window)]
-        n = len(burning)
         update_capacities(self._band_rows, cap_cfg, ledger.windows.sums()[:, index, 1],
-                          ledger.burn[:, index], self._observed[:n], gauges.batch_limit)
+                          ledger.burn[:, index], self.band_latency, gauges.batch_limit)
 
     # -- outputs (see the modules named) -------------------------------------------
     def window_sums(self, st: SLOModelState, band: str, window: float,
