@@ -150,8 +150,9 @@ class Ledger:
         row_bytes = len(self.window_lengths) * (buckets + 1) * 2 * 8
         self.windows = RollingWindows(self.window_lengths, buckets,
                                       max(64, min(rows, MAX_RESERVED_BYTES // row_bytes)))
-        self._row_objective: list[float] = []
-        self._row_period: list[float] = []
+        # per row its SLO's objective and period (seconds), grown ×2
+        self._row_objective: FloatArray = np.zeros(64)
+        self._row_period: FloatArray = np.zeros(64)
         self.burn: FloatArray = np.zeros((0, len(self.window_lengths)))
         self.burning: BoolArray = np.zeros(0, dtype=bool)
 
@@ -160,12 +161,12 @@ class Ledger:
         r = st.rows.get(band)
         if r is None:
             r = st.rows[band] = self.windows.row((st.slo.name, st.model, band))
-            if r == len(self._row_objective):
-                self._row_objective.append(st.slo.objective)
-                self._row_period.append(st.slo.period_seconds)
-            else:  # a released row, reused
-                self._row_objective[r] = st.slo.objective
-                self._row_period[r] = st.slo.period_seconds
+            if r >= len(self._row_objective):
+                size = max(2 * len(self._row_objective), r + 1)
+                self._row_objective = np.resize(self._row_objective, size)
+                self._row_period = np.resize(self._row_period, size)
+            self._row_objective[r] = st.slo.objective
+            self._row_period[r] = st.slo.period_seconds
         return r
 
     def add(self, ts: float, rows: list[int], goods: list[float],
@@ -180,8 +181,8 @@ class Ledger:
         """One vectorized pass for all SLOs, models and bands."""
         sums = self.windows.sums()
         n = sums.shape[0]
-        objective = np.asarray(self._row_objective[:n])
-        period = np.asarray(self._row_period[:n])
+        objective = self._row_objective[:n]
+        period = self._row_period[:n]
         with np.errstate(divide="ignore", invalid="ignore"):
             self.burn = (1.0 - sums[:, :, 0] / sums[:, :, 1]) / (1.0 - objective)[:, None]
         burning = np.zeros(n, dtype=bool)

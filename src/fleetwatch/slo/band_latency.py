@@ -135,23 +135,22 @@ class BandLatencyStore:
         cnt = np.asarray(counts)
         self.count[r] += cnt * w
         self.conc[r] += np.asarray(concurrency) * cnt * w
-        at_rows: list[int] = []
-        at_cols: list[int] = []
-        values: list[float] = []
-        weights: list[float] = []
-        wl = w.tolist()
-        for row, b, wi in zip(rows, buckets, wl, strict=True):
+        # rows with the same bucket bounds (one histogram layout) at once: [rows, bounds]
+        groups: dict[tuple[float, ...], tuple[list[int], list[int], list[list[float]]]] = {}
+        for k, b in enumerate(buckets):
             if b:
-                cols = self._columns(tuple(b))
-                at_rows.extend([row] * len(cols))
-                at_cols.extend(cols)
-                values.extend(b.values())
-                weights.extend([wi] * len(cols))
-        if at_rows:
-            ri = np.asarray(at_rows, dtype=np.int64)
-            ci = np.asarray(at_cols, dtype=np.int64)
-            self.cum[ri, ci] += np.asarray(values) * np.asarray(weights)
-            self.present[ri, ci] = True
+                key = tuple(b)
+                g = groups.get(key)
+                if g is None:
+                    g = groups[key] = ([], [], [])
+                g[0].append(rows[k])
+                g[1].append(k)
+                g[2].append(list(b.values()))
+        for key, (to, ks, values) in groups.items():
+            cols = np.asarray(self._columns(key), dtype=np.int64)
+            ri = np.asarray(to, dtype=np.int64)[:, None]
+            self.cum[ri, cols] += np.asarray(values) * w[ks][:, None]
+            self.present[ri, cols] = True
 
     def concurrency(self, n: int) -> FloatArray:
         """Observation-weighted mean concurrency of rows ``0 … n−1`` (requests; NaN for

@@ -35,6 +35,7 @@ adds one), capacity for all states at once (:func:`~.capacity.update_capacities`
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import time
@@ -43,6 +44,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 
 import numpy as np
+import numpy.typing as npt
 
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.placement import Placement
@@ -141,7 +143,7 @@ class SLOEngine:
         # flipped
         self._dirty: set[tuple[str, ModelKey]] = set()
         self._row_owner: dict[int, tuple[str, ModelKey]] = {}
-        self._prev_burning: list[bool] = []
+        self._prev_burning: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
         # capacity for all states at once: their band rows (rebuilt when states or rows
         # change); per window-store row of a band its latency evidence (the bands booked
         # in an update are added at once)
@@ -158,7 +160,24 @@ class SLOEngine:
 
     def update(self, snap: Snapshot) -> None:
         """Account one snapshot (call for every scrape, in order; a snapshot not newer
-        than the last one is ignored)."""
+        than the last one is ignored).
+
+        The cyclic garbage collector is paused meanwhile (if it was on), as
+        :meth:`~fleetwatch.exporters.normalize.Normalizer.normalize` does: an update
+        allocates ~10 short-lived containers per model (intervals, histograms, event
+        tuples), all freed by reference counting before it returns, and the collections
+        that allocation triggers (each older one scanning the whole heap: the engine's
+        states and the snapshots) were a quarter of an update and its slowest ones."""
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            self._update(snap)
+        finally:
+            if paused:
+                gc.enable()
+
+    def _update(self, snap: Snapshot) -> None:
         t0 = time.perf_counter()
         ts = snap.timestamp
         if self._prev_ts is not None and ts <= self._prev_ts:
@@ -377,17 +396,18 @@ class SLOEngine:
         self._add_latency()
         ledger, gauges = self.ledger, self.gauges
         ledger.add(ts, rows, goods, totals)
-        burning = ledger.burning.tolist()
+        now = ledger.burning
+        burning = now.tolist()
         prev = self._prev_burning
-        prev.extend([False] * (len(burning) - len(prev)))
+        if len(prev) < len(now):
+            prev = np.concatenate([prev, np.zeros(len(now) - len(prev), dtype=bool)])
         dirty = self._dirty
         owner = self._row_owner
-        for r in (ledger.burning != np.asarray(prev[:len(burning)], dtype=bool)
-                  ).nonzero()[0].tolist():
+        for r in (now != prev[:len(now)]).nonzero()[0].tolist():
             key = owner.get(r)
             if key is not None:
                 dirty.add(key)
-        self._prev_burning = burning
+        self._prev_burning = now
         states = self.states
         attribution = self.attribution
         attribution.record(ts, states, gauges.concurrency)
