@@ -135,6 +135,8 @@ def _ulps(a: float, b: float) -> float:
 def _diff(a: Any, b: Any, path: str) -> Iterator[tuple[str, Any, Any, float]]:
     """``(path, a, b, ulps)`` of every difference (ulps: inf unless both are floats)."""
     if isinstance(a, dict) and isinstance(b, dict):
+        if list(a) != list(b) and set(a) == set(b):  # the documents' key order too
+            yield f"{path}.<key order>", list(a), list(b), math.inf
         for k in sorted(set(a) | set(b)):
             yield from _diff(a.get(k), b.get(k), f"{path}.{k}")
     elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):

@@ -324,29 +324,39 @@ class SLOEngine:
         bounds, labels = self._band_tables[st.slo.name]
         band = labels[bisect_left(bounds, conc)]  # the smallest bound ≥ conc, or +Inf
         st.last_band = band
-        if not st.events:
+        events, goods_of, st_rows = st.events, st.good, st.rows
+        if not events:
             self._dirty.add((st.slo.name, st.model))  # no_data → judged
-        for b in (band, ALL):
-            st.events[b] += total
-            st.good[b] += good
-            r = st.rows.get(b)
-            if r is None:
-                r = self.ledger.row(st, b)
-                self._row_owner[r] = (st.slo.name, st.model)
-                self.band_latency.reset(r, ts)
-                if b != ALL:
-                    st.latency[b] = BandLatency(self.band_latency, r)
-                    if not self._band_rows.set(st, b, r):
-                        self._layout_changed = True
-            rows.append(r)
-            goods.append(good)
-            totals.append(total)
+        events[band] += total
+        goods_of[band] += good
+        events[ALL] += total
+        goods_of[ALL] += good
+        r, r_all = st_rows.get(band), st_rows.get(ALL)
+        if r is None:
+            r = self._new_row(st, band, ts)
+        if r_all is None:
+            r_all = self._new_row(st, ALL, ts)
+        rows.extend((r, r_all))
+        goods.extend((good, good))
+        totals.extend((total, total))
         # the band's evidence for capacity: its mean concurrency (every SLI) and, for a
         # latency SLI, its latency distribution (added in _add_and_judge)
         if h is not None and h.count > 0:
-            self._pending.append((ts, st.rows[band], h.buckets, h.count, conc))
+            self._pending.append((ts, r, h.buckets, h.count, conc))
         else:
-            self._pending.append((ts, st.rows[band], {}, total, conc))
+            self._pending.append((ts, r, {}, total, conc))
+
+    def _new_row(self, st: SLOModelState, band: str, ts: float) -> int:
+        """The window-store row of a band (or ``all``) booked for the first time, and
+        its (empty) latency evidence from ``ts`` on."""
+        r = self.ledger.row(st, band)
+        self._row_owner[r] = (st.slo.name, st.model)
+        self.band_latency.reset(r, ts)
+        if band != ALL:
+            st.latency[band] = BandLatency(self.band_latency, r)
+            if not self._band_rows.set(st, band, r):
+                self._layout_changed = True
+        return r
 
     def add_events(self, events: Iterable[tuple[str, ModelKey, float, float, float, float]],
                    ) -> None:
