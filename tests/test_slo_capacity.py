@@ -326,3 +326,53 @@ def test_predict_queueing_form_holds_the_fit_until_the_batch_limit():
     # a point at the limit (within 1e-9): no inserted point
     assert predict([*pts, (8.0, 0.04)], 0.05, batch_limit=8.0) == pytest.approx(
         8.0 + 8.0 * 0.01 / 0.06)
+
+
+def test_predict_rows_answers_each_row_as_predict_does():
+    """The vectorized fit over rows of different lengths, orders, batch limits and NaN
+    points gives each row the answer of the one-row fit."""
+    import numpy as np
+
+    from fleetwatch.slo.latency import predict_rows
+
+    cases = [
+        ([(4.0, 0.3), (1.0, 0.1), (16.0, 0.9), (8.0, 0.2)], 0.5, None),  # unsorted, PAV
+        ([(2.0, 0.02), (4.0, 0.02), (16.0, 0.10)], 0.05, 8.0),  # queueing form
+        ([(1.0, 0.6), (2.0, 0.7)], 0.5, None),  # first point above: None
+        ([(1.0, 0.1)], 0.5, 3.0),  # one point, no crossing
+        ([(3.0, math.nan), (1.0, 0.1), (5.0, 0.8)], 0.5, None),  # a NaN point left out
+        ([], 0.5, None),
+    ]
+    width = max(len(p) for p, _, _ in cases)
+    xs = np.full((len(cases), width), np.nan)
+    ys = np.full((len(cases), width), np.nan)
+    valid = np.zeros((len(cases), width), dtype=bool)
+    for i, (pts, _, _) in enumerate(cases):
+        for k, (x, y) in enumerate(pts):
+            xs[i, k], ys[i, k], valid[i, k] = x, y, True
+    got = predict_rows(xs, ys, valid, np.asarray([t for _, t, _ in cases]),
+                       np.asarray([math.nan if b is None else b for _, _, b in cases]))
+    want = [predict(p, t, b) for p, t, b in cases]
+    assert [None if g != g else g for g in got.tolist()] == want
+    assert want[0] == pytest.approx(8.0 + 8.0 * 0.25 / 0.65)  # 0.3 and 0.2 pooled: 0.25
+    assert want[2] is None and want[3] is None and want[5] is None
+
+
+def test_update_leaves_the_garbage_collector_as_it_found_it():
+    import gc
+
+    engine = SLOEngine(parse_slo_file({"slos": [
+        {"name": "avail", "sli": {"availability": {}}, "objectives": [{"target": 0.99}],
+         "timeWindow": [{"duration": "1d"}], "concurrency": {"envelope": 4, "bands": [1, 4]}},
+    ]}))
+    norm = Normalizer(TABLES["vllm"])
+    body = 'vllm:request_success_total{model_name="m",finished_reason="stop"} %d\n'
+    was = gc.isenabled()
+    try:
+        for i, enabled in enumerate((True, False, True)):
+            (gc.enable if enabled else gc.disable)()
+            engine.update(Snapshot(100.0 + i, {"vllm": norm.normalize(body % (10 * i))}))
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert engine.last_update == 102.0
