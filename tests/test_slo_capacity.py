@@ -316,6 +316,19 @@ def test_band_latency_rows_are_independent_and_weighted_by_time():
     assert BandLatency(store, 5).quantile(0.5) == pytest.approx(0.5 + 1.5 * 1.0 / 2.0)
     assert BandLatency(store, 1).quantile(0.5) is None  # never added
     assert BandLatency(store, 1).concurrency() is None
+    # row 0 sees a new bound: it keeps its counts, the new bound joins them, row 5 and
+    # its bounds are unchanged
+    store.add(60.0, 60.0, [0], [{0.5: 2.0}], [2.0], [3.0])
+    assert list(BandLatency(store, 0).buckets) == [0.1, 1.0, 0.5]
+    assert BandLatency(store, 0).buckets == pytest.approx(
+        {0.1: 4.0, 1.0: 4.0 + 4.0 * w, 0.5: 2.0 * w})
+    assert BandLatency(store, 5).buckets == {0.5: 0.0, 2.0: 2.0}
+    # rank 0.25 × 8.0 (no +Inf bucket: the count, 4 + 6w) lies in (0.1, 0.5] once sorted
+    rank = 0.25 * (4.0 + 6.0 * w)
+    assert BandLatency(store, 0).quantile(0.25) == pytest.approx(
+        0.1 + 0.4 * (rank - 4.0) / (2.0 * w - 4.0))
+    store.reset(0, origin=60.0)  # reused: empty
+    assert BandLatency(store, 0).buckets == {} and BandLatency(store, 0).quantile(0.5) is None
 
 
 def test_predict_queueing_form_holds_the_fit_until_the_batch_limit():

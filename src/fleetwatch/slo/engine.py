@@ -93,7 +93,9 @@ class SLOEngine:
     Attributes read by callers: ``states`` ((SLO name, model) → :class:`SLOModelState`),
     ``concurrency``/``queue_wait``/``kv_usage`` (model → requests / seconds / ratio),
     ``gpu_memory_ratio``, ``last_update`` (Unix seconds of the last accounted snapshot),
-    ``update_seconds`` (how long it took), ``windows``, ``window_lengths`` (seconds).
+    ``update_seconds`` (how long it took), ``windows``, ``window_lengths`` (seconds),
+    ``band_latency`` (every band's latency evidence:
+    :class:`~fleetwatch.slo.band_latency.BandLatencyStore`, a row per band's window row).
     """
 
     CARRY_SECONDS = Decoder.CARRY_SECONDS
