@@ -10,13 +10,16 @@ bands each, over the full default window catalog (5m … 3d, 28-day period). Con
 walks through all bands so every (SLO, model, band) row is live, and every model has
 events in every update (every state changes). Prints the median, p99 and max update
 time as this thread's CPU time (the figure that does not depend on what else the shared
-machine runs) and wall-clock, the steady state after the row store has grown, and the
-process's peak RSS.
+machine runs) and wall-clock, the steady state after the row store has grown, the
+cyclic garbage collector's time inside the updates and outside them (building the
+snapshots: a collection the update's allocations would trigger may run there instead),
+and the process's peak RSS.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import resource
 import statistics
@@ -50,10 +53,13 @@ SLOS = {"slos": [
 
 
 class Fleet:
-    """Cumulative counters of 100 simulated vLLM models."""
+    """Cumulative counters of ``models`` simulated vLLM models (random TTFT; with
+    ``knee_every`` = k, every k-th model's TTFT grows with its concurrency instead, so its
+    p99 crosses the TTFT SLO's 0.5 s between bands 8 and 16)."""
 
-    def __init__(self, models: int = 100) -> None:
+    def __init__(self, models: int = 100, knee_every: int = 0) -> None:
         self.rng = random.Random(7)
+        self.knee_every = knee_every
         self.models = [f"llm-{i:03d}" for i in range(models)]
         self.cum = {m: [0.0] * (len(TTFT) + 6) for m in self.models}
         self.step_no = 0
@@ -64,9 +70,14 @@ class Fleet:
         for i, m in enumerate(self.models):
             c = self.cum[m]
             n = self.rng.randint(5, 50)
-            running = BANDS[(self.step_no + i) % len(BANDS)] * 0.9
+            band = (self.step_no + i) % len(BANDS)
+            running = BANDS[band] * 0.9
             cum_b = 0
+            knee = 0.05 * 2.0 ** band if self.knee_every and i % self.knee_every == 0 else 0.0
             for k in range(len(TTFT)):
+                if knee:  # a share ≤ le growing to all requests at le = knee
+                    c[k] += n if TTFT[k] >= knee else round(n * 0.98 * TTFT[k] / knee)
+                    continue
                 cum_b += self.rng.randint(0, n // 4)
                 c[k] += min(cum_b, n)
             c[-6] += n
@@ -100,13 +111,29 @@ def main() -> None:
     engine = SLOEngine(parse_slo_file(SLOS))
     times: list[float] = []  # wall-clock seconds
     cpu: list[float] = []  # CPU seconds of this thread
+    gc_cpu = {True: 0.0, False: 0.0}  # in an update → CPU seconds of cyclic GC
+    gc_runs = {True: 0, False: 0}
+    inside = [False]
+    started = [0.0]
+
+    def on_gc(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.thread_time()
+        else:
+            gc_cpu[inside[0]] += time.thread_time() - started[0]
+            gc_runs[inside[0]] += 1
+
+    gc.callbacks.append(on_gc)
     for i in range(args.updates + 1):  # snapshots are built one at a time, not timed
         snap = Snapshot(1_700_000_000.0 + 5.0 * i, {"vllm": norm.normalize(
             fleet.exposition())})
+        inside[0] = True
         t0, c0 = time.perf_counter(), time.thread_time()
         engine.update(snap)
         times.append(time.perf_counter() - t0)
         cpu.append(time.thread_time() - c0)
+        inside[0] = False
+    gc.callbacks.remove(on_gc)
     times, cpu = times[1:], cpu[1:]
     rows = len(engine.windows.rows)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -123,6 +150,10 @@ def main() -> None:
     print(f"  steady state (updates {len(BANDS) * 4 + 1}…): CPU median "
           f"{statistics.median(steady) * 1e3:.1f} ms, p99 "
           f"{sorted(steady)[int(len(steady) * 0.99) - 1] * 1e3:.1f} ms")
+    n = args.updates + 1
+    print(f"  cyclic GC per update: {gc_cpu[True] / n * 1e3:.1f} ms inside the update "
+          f"({gc_runs[True]} collections), {gc_cpu[False] / n * 1e3:.1f} ms outside it "
+          f"({gc_runs[False]} collections, while building the snapshots)")
     print(f"  peak RSS of the whole process (engine, mapping, one snapshot): {rss:.0f} MB")
     serve_while_updating(engine, fleet, norm, args.updates // 3)
 

@@ -17,6 +17,7 @@ from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.exporters.sources import TABLES
 from fleetwatch.labels.registry import load_registry
+from fleetwatch.slo.band_latency import BandLatencyStore
 from fleetwatch.slo.concurrency import estimate
 from fleetwatch.slo.decode import DURATION, Hist, Interval
 from fleetwatch.slo.engine import SLOEngine
@@ -290,7 +291,101 @@ def test_predict_is_none_without_a_crossing_or_below_the_first_point():
 
 
 def test_band_latency_quantile_in_the_inf_bucket_is_the_highest_finite_bound():
-    bl = BandLatency(origin=0.0)
-    bl.add(1.0, 60.0, {0.1: 1.0, 0.2: 1.0, math.inf: 10.0}, 10.0, 5.0)
+    store = BandLatencyStore()
+    store.reset(3, origin=0.0)
+    store.add(1.0, 60.0, [3], [{0.1: 1.0, 0.2: 1.0, math.inf: 10.0}], [10.0], [5.0])
+    bl = BandLatency(store, 3)
     assert bl.quantile(0.9) == 0.2
+    assert bl.quantile(0.05) == pytest.approx(0.05)  # inside the first bucket
     assert bl.concurrency() == pytest.approx(5.0)
+
+
+def test_band_latency_rows_are_independent_and_weighted_by_time():
+    """Two bands in one add; a later interval weighs exp(Δt / τ) more; a bound a row never
+    saw takes no part in its quantile."""
+    store = BandLatencyStore(rows=1)  # grows
+    for row in (0, 5):
+        store.reset(row, origin=0.0)
+    store.add(0.0, 60.0, [0, 5], [{0.1: 4.0, 1.0: 4.0}, {0.5: 0.0, 2.0: 2.0}], [4.0, 2.0],
+              [1.0, 8.0])
+    store.add(60.0, 60.0, [0], [{0.1: 0.0, 1.0: 4.0}], [4.0], [3.0])
+    w = math.exp(1.0)
+    assert BandLatency(store, 0).concurrency() == pytest.approx((4 + 3 * 4 * w) / (4 + 4 * w))
+    assert BandLatency(store, 0).buckets == pytest.approx({0.1: 4.0, 1.0: 4.0 + 4.0 * w})
+    # row 5: rank 1 of 2 lies in (0.5, 2.0]; 0.1 and 1.0 are not its bounds
+    assert BandLatency(store, 5).quantile(0.5) == pytest.approx(0.5 + 1.5 * 1.0 / 2.0)
+    assert BandLatency(store, 1).quantile(0.5) is None  # never added
+    assert BandLatency(store, 1).concurrency() is None
+    # row 0 sees a new bound: it keeps its counts, the new bound joins them, row 5 and
+    # its bounds are unchanged
+    store.add(60.0, 60.0, [0], [{0.5: 2.0}], [2.0], [3.0])
+    assert list(BandLatency(store, 0).buckets) == [0.1, 1.0, 0.5]
+    assert BandLatency(store, 0).buckets == pytest.approx(
+        {0.1: 4.0, 1.0: 4.0 + 4.0 * w, 0.5: 2.0 * w})
+    assert BandLatency(store, 5).buckets == {0.5: 0.0, 2.0: 2.0}
+    # rank 0.25 × 8.0 (no +Inf bucket: the count, 4 + 6w) lies in (0.1, 0.5] once sorted
+    rank = 0.25 * (4.0 + 6.0 * w)
+    assert BandLatency(store, 0).quantile(0.25) == pytest.approx(
+        0.1 + 0.4 * (rank - 4.0) / (2.0 * w - 4.0))
+    store.reset(0, origin=60.0)  # reused: empty
+    assert BandLatency(store, 0).buckets == {} and BandLatency(store, 0).quantile(0.5) is None
+
+
+def test_predict_queueing_form_holds_the_fit_until_the_batch_limit():
+    # flat at 0.02 s up to the limit 8, then linear to 0.10 s at 16: 0.05 s at 11
+    pts = [(2.0, 0.02), (4.0, 0.02), (16.0, 0.10)]
+    assert predict(pts, 0.05, batch_limit=8.0) == pytest.approx(8.0 + 8.0 * 0.03 / 0.08)
+    assert predict(pts, 0.05) == pytest.approx(4.0 + 12.0 * 0.03 / 0.08)  # no limit known
+    # a point at the limit (within 1e-9): no inserted point
+    assert predict([*pts, (8.0, 0.04)], 0.05, batch_limit=8.0) == pytest.approx(
+        8.0 + 8.0 * 0.01 / 0.06)
+
+
+def test_predict_rows_answers_each_row_as_predict_does():
+    """The vectorized fit over rows of different lengths, orders, batch limits and NaN
+    points gives each row the answer of the one-row fit."""
+    import numpy as np
+
+    from fleetwatch.slo.latency import predict_rows
+
+    cases = [
+        ([(4.0, 0.3), (1.0, 0.1), (16.0, 0.9), (8.0, 0.2)], 0.5, None),  # unsorted, PAV
+        ([(2.0, 0.02), (4.0, 0.02), (16.0, 0.10)], 0.05, 8.0),  # queueing form
+        ([(1.0, 0.6), (2.0, 0.7)], 0.5, None),  # first point above: None
+        ([(1.0, 0.1)], 0.5, 3.0),  # one point, no crossing
+        ([(3.0, math.nan), (1.0, 0.1), (5.0, 0.8)], 0.5, None),  # a NaN point left out
+        ([], 0.5, None),
+    ]
+    width = max(len(p) for p, _, _ in cases)
+    xs = np.full((len(cases), width), np.nan)
+    ys = np.full((len(cases), width), np.nan)
+    valid = np.zeros((len(cases), width), dtype=bool)
+    for i, (pts, _, _) in enumerate(cases):
+        for k, (x, y) in enumerate(pts):
+            xs[i, k], ys[i, k], valid[i, k] = x, y, True
+    got = predict_rows(xs, ys, valid, np.asarray([t for _, t, _ in cases]),
+                       np.asarray([math.nan if b is None else b for _, _, b in cases]))
+    want = [predict(p, t, b) for p, t, b in cases]
+    assert [None if g != g else g for g in got.tolist()] == want
+    assert want[0] == pytest.approx(8.0 + 8.0 * 0.25 / 0.65)  # 0.3 and 0.2 pooled: 0.25
+    assert want[2] is None and want[3] is None and want[5] is None
+
+
+def test_update_leaves_the_garbage_collector_as_it_found_it():
+    import gc
+
+    engine = SLOEngine(parse_slo_file({"slos": [
+        {"name": "avail", "sli": {"availability": {}}, "objectives": [{"target": 0.99}],
+         "timeWindow": [{"duration": "1d"}], "concurrency": {"envelope": 4, "bands": [1, 4]}},
+    ]}))
+    norm = Normalizer(TABLES["vllm"])
+    body = 'vllm:request_success_total{model_name="m",finished_reason="stop"} %d\n'
+    was = gc.isenabled()
+    try:
+        for i, enabled in enumerate((True, False, True)):
+            (gc.enable if enabled else gc.disable)()
+            engine.update(Snapshot(100.0 + i, {"vllm": norm.normalize(body % (10 * i))}))
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert engine.last_update == 102.0

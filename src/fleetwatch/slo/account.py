@@ -27,7 +27,7 @@ from fleetwatch.slo.decode import Interval
 from fleetwatch.slo.sli import LATENCY_METRICS, SUMMARY_METRICS
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ModelKey, SLOModelState
-from fleetwatch.slo.windows import FloatArray, RollingWindows
+from fleetwatch.slo.windows import MAX_RESERVED_BYTES, FloatArray, RollingWindows
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -143,9 +143,16 @@ class Ledger:
         self.spec = slos
         self.window_lengths = sorted(set(slos.all_windows())
                                      | {s.period_seconds for s in slos.slos})
-        self.windows = RollingWindows(self.window_lengths, buckets)
-        self._row_objective: list[float] = []
-        self._row_period: list[float] = []
+        # reserve the rows the limits allow (every SLO's models × its bands, ``all``),
+        # within MAX_RESERVED_BYTES: then no update copies the rings to grow them
+        rows = sum(slos.limits.max_models_per_slo * (len(s.concurrency.bands) + 2)
+                   for s in slos.slos)
+        row_bytes = len(self.window_lengths) * (buckets + 1) * 2 * 8
+        self.windows = RollingWindows(self.window_lengths, buckets,
+                                      max(64, min(rows, MAX_RESERVED_BYTES // row_bytes)))
+        # per row its SLO's objective and period (seconds), grown ×2
+        self._row_objective: FloatArray = np.zeros(64)
+        self._row_period: FloatArray = np.zeros(64)
         self.burn: FloatArray = np.zeros((0, len(self.window_lengths)))
         self.burning: BoolArray = np.zeros(0, dtype=bool)
 
@@ -154,12 +161,12 @@ class Ledger:
         r = st.rows.get(band)
         if r is None:
             r = st.rows[band] = self.windows.row((st.slo.name, st.model, band))
-            if r == len(self._row_objective):
-                self._row_objective.append(st.slo.objective)
-                self._row_period.append(st.slo.period_seconds)
-            else:  # a released row, reused
-                self._row_objective[r] = st.slo.objective
-                self._row_period[r] = st.slo.period_seconds
+            if r >= len(self._row_objective):
+                size = max(2 * len(self._row_objective), r + 1)
+                self._row_objective = np.resize(self._row_objective, size)
+                self._row_period = np.resize(self._row_period, size)
+            self._row_objective[r] = st.slo.objective
+            self._row_period[r] = st.slo.period_seconds
         return r
 
     def add(self, ts: float, rows: list[int], goods: list[float],
@@ -174,8 +181,8 @@ class Ledger:
         """One vectorized pass for all SLOs, models and bands."""
         sums = self.windows.sums()
         n = sums.shape[0]
-        objective = np.asarray(self._row_objective[:n])
-        period = np.asarray(self._row_period[:n])
+        objective = self._row_objective[:n]
+        period = self._row_period[:n]
         with np.errstate(divide="ignore", invalid="ignore"):
             self.burn = (1.0 - sums[:, :, 0] / sums[:, :, 1]) / (1.0 - objective)[:, None]
         burning = np.zeros(n, dtype=bool)

@@ -15,12 +15,12 @@ capacity window (``capacity.window``), a band is *trusted* once it has at least
    it: without a model prediction capacity becomes ``min(max(capacity, g), e)`` where
    ``g`` is the highest observed concurrency of a good band below ``e`` (``bands``: burn
    lowers it below the band, good load below raises it up to there); for a latency SLI
-   the capacity model
-   (:mod:`.latency`: per-band latency quantile at the objective, monotone / queueing fit)
-   predicts where the quantile reaches the threshold and capacity becomes that
-   prediction clamped to ``[g, x]`` — between the good band and the burning band's
-   observed concurrency (``model``). The model never acts without a burning band, so it
-   can only lower capacity from the envelope or place it between good and burning load.
+   the capacity model (:mod:`.band_latency`: per-band latency quantile at the
+   objective; :mod:`.latency`: monotone / queueing fit) predicts where the quantile
+   reaches the threshold and capacity becomes that prediction clamped to ``[g, x]`` —
+   between the good band and the burning band's observed concurrency (``model``). The
+   model never acts without a burning band, so it can only lower capacity from the
+   envelope or place it between good and burning load.
 4. **the lowest band itself burns** (lower edge 0): that is a regression, not a capacity
    (the model is slow even when alone); capacity stays where it is (``regression``) and
    the judge says ``regression``.
@@ -40,8 +40,9 @@ from enum import Enum
 import numpy as np
 import numpy.typing as npt
 
+from fleetwatch.slo.band_latency import BandLatencyStore
 from fleetwatch.slo.judge import LEARNS_CAPACITY
-from fleetwatch.slo.latency import predict, round_capacity
+from fleetwatch.slo.latency import predict_rows, round_capacity
 from fleetwatch.slo.spec import CapacitySettings
 from fleetwatch.slo.state import SLOModelState
 
@@ -57,68 +58,6 @@ class Evidence(Enum):
     BANDS = "bands"  # a good band raised it, or a burning band lowered it to its edge
     MODEL = "model"  # the capacity model placed it between good and burning load
     REGRESSION = "regression"  # the lowest band burns: kept (not a capacity)
-
-
-def _observed(st: SLOModelState, label: str, upper: float) -> float:
-    """The concurrency a band's good evidence was seen at: its observation-weighted mean
-    concurrency (requests), at most its upper bound (the bound when unknown)."""
-    bl = st.latency.get(label)
-    x = bl.concurrency() if bl is not None else None
-    return upper if x is None else min(x, upper)
-
-
-def _points(st: SLOModelState, trusted: list[str]) -> list[tuple[float, float]]:
-    """``(mean concurrency, latency quantile)`` of the trusted bands (latency SLIs)."""
-    out: list[tuple[float, float]] = []
-    q = st.slo.objective
-    for label in trusted:
-        bl = st.latency.get(label)
-        if bl is None:
-            continue
-        x, y = bl.concurrency(), bl.quantile(q)
-        if x is not None and y is not None:
-            out.append((x, y))
-    return out
-
-
-def estimate(st: SLOModelState, cfg: CapacitySettings, window_totals: list[float],
-             window_burn: list[float],
-             batch_limit: float | None = None) -> tuple[float, Evidence]:
-    """This update's capacity estimate of one SLO and model and its evidence (see the
-    module doc), from every window-store row's events and burn rate over the capacity
-    window; ``batch_limit``: the model's observed concurrent-slot limit (requests)."""
-    current = st.capacity
-    trusted: list[tuple[float, float, str, bool]] = []  # lower, upper, label, burning
-    for lower, upper, label in st.band_edges():
-        row = st.rows.get(label)
-        if row is None or window_totals[row] < cfg.min_events:
-            continue
-        trusted.append((lower, upper, label, window_burn[row] >= 1.0))
-    if not trusted:
-        return current, Evidence(st.capacity_evidence)
-    burning = [t for t in trusted if t[3]]
-    if not burning:
-        st.capacity_predicted = None
-        good = max((_observed(st, label, u) for _, u, label, _ in trusted
-                    if math.isfinite(u)), default=0.0)
-        if good >= current:
-            return round_capacity(good), Evidence.BANDS
-        return current, Evidence.KEPT
-    edge, _, burn_label, _ = burning[0]
-    if edge <= 0:
-        return current, Evidence.REGRESSION
-    g = max((_observed(st, label, u) for _, u, label, b in trusted if not b and u <= edge),
-            default=0.0)
-    pred = None
-    if st.slo.sli.latency is not None:
-        pred = predict(_points(st, [t[2] for t in trusted]),
-                       st.slo.sli.latency.threshold_seconds, batch_limit)
-    st.capacity_predicted = None if pred is None else round_capacity(pred)
-    observed = st.latency[burn_label].concurrency() if burn_label in st.latency else None
-    if st.capacity_predicted is not None and observed is not None:
-        hi = max(observed, g)
-        return round_capacity(min(max(st.capacity_predicted, g), hi)), Evidence.MODEL
-    return min(max(current, g), edge), Evidence.BANDS
 
 
 def _same(a: float | None, b: float) -> bool:
@@ -143,14 +82,6 @@ def adopt(st: SLOModelState, value: float, cfg: CapacitySettings) -> bool:
     return False
 
 
-def update_capacity(st: SLOModelState, cfg: CapacitySettings, window_totals: list[float],
-                    window_burn: list[float], batch_limit: float | None = None) -> None:
-    """One update of ``st.capacity``/``st.capacity_evidence`` (see the module doc)."""
-    value, evidence = estimate(st, cfg, window_totals, window_burn, batch_limit)
-    if adopt(st, value, cfg) or evidence is Evidence.REGRESSION:
-        st.capacity_evidence = evidence.value
-
-
 class BandRows:
     """The window-store rows of every state's bands as one padded matrix, for
     :func:`update_capacities` (rebuild with :meth:`build` when states or their rows
@@ -163,6 +94,8 @@ class BandRows:
         self.upper: npt.NDArray[np.float64] = np.zeros((0, 0))
         self.lower: npt.NDArray[np.float64] = np.zeros((0, 0))
         self.model_based: list[bool] = []  # latency SLIs: the capacity model may act
+        self.objective: npt.NDArray[np.float64] = np.zeros(0)  # per state (ratio)
+        self.threshold: npt.NDArray[np.float64] = np.zeros(0)  # latency SLI's (s), NaN
         self._at: dict[int, int] = {}  # id(state) → its index
 
     def set(self, st: SLOModelState, label: str, row: int) -> bool:
@@ -190,20 +123,27 @@ class BandRows:
                 lower[i, k] = low
         self.rows, self.upper, self.lower = rows, upper, lower
         self.model_based = [st.slo.sli.latency is not None for st in self.states]
+        self.objective = np.asarray([st.slo.objective for st in self.states], dtype=float)
+        self.threshold = np.asarray(
+            [st.slo.sli.latency.threshold_seconds if st.slo.sli.latency else math.nan
+             for st in self.states], dtype=float)
 
 
 def update_capacities(index: BandRows, cfg: CapacitySettings,
                       window_totals: npt.NDArray[np.float64],
                       window_burn: npt.NDArray[np.float64],
-                      observed: npt.NDArray[np.float64],
+                      latency: BandLatencyStore,
                       batch_limits: dict[tuple[str, str, str], float]) -> None:
-    """:func:`update_capacity` for every state of ``index`` whose state learns capacity
-    (:data:`~.judge.LEARNS_CAPACITY`), with the same result: which bands are trusted
-    and burn, and the highest observed concurrency of a good band, are computed for all
-    states at once
-    (``window_totals``/``window_burn``: per window-store row over the capacity window;
-    ``observed``: per row the band's observed concurrency, requests, NaN unknown); a
-    state with a burning band goes through :func:`estimate`."""
+    """One update of ``capacity``/``capacity_evidence``/``capacity_predicted`` (and the
+    hysteresis) of every state of ``index`` that learns capacity
+    (:data:`~.judge.LEARNS_CAPACITY`; see the module doc), for all states at once:
+    which bands are trusted and burn, the highest observed concurrency of a good band,
+    and the capacity model's fit (:func:`~.latency.predict_rows`) are computed
+    vectorized, then a loop applies the rules and hysteresis per state.
+
+    ``window_totals``/``window_burn``: per window-store row over the capacity window;
+    ``latency``: per row the band's evidence (mean concurrency, latency quantiles);
+    ``batch_limits``: model → its observed concurrent-slot limit (requests)."""
     rows = index.rows
     if rows.size == 0:
         return
@@ -215,43 +155,74 @@ def update_capacities(index: BandRows, cfg: CapacitySettings,
         trusted = valid & (totals[at] >= cfg.min_events)
         burning = trusted & (np.append(window_burn, math.nan)[at] >= 1.0)
     any_trusted = trusted.any(axis=1).tolist()
-    any_burning = burning.any(axis=1).tolist()
-    lowest_burns = burning[:, 0].tolist()  # the lowest band (lower edge 0) burns
-    obs = np.append(observed, math.nan)[at]
+    any_burning = burning.any(axis=1)
+    lowest_burns = burning[:, 0]  # the lowest band (lower edge 0) burns
+    obs = np.append(latency.concurrency(n), math.nan)[at]  # NaN: unknown
     upper = index.upper
-    x = np.where(np.isnan(obs), upper, np.minimum(obs, upper))  # _observed
+    x = np.where(np.isnan(obs), upper, np.minimum(obs, upper))  # observed, ≤ the bound
     good = np.where(trusted & np.isfinite(upper), x, -math.inf).max(axis=1, initial=0.0)
     goods = good.tolist()
     # the lowest burning band's lower edge, and the highest good observed concurrency
-    # below it (the "bands" rule of a burning state without the capacity model)
+    # below it
     first = burning.argmax(axis=1)
     edge = np.take_along_axis(index.lower, first[:, None], axis=1)[:, 0]
     below = trusted & ~burning & (upper <= edge[:, None])
     g_below = np.where(below, x, -math.inf).max(axis=1, initial=0.0).tolist()
     edges = edge.tolist()
     model_based = index.model_based
-    totals_list: list[float] | None = None
-    burn_list: list[float] = []
+    # the capacity model: states whose latency SLI has a trusted burning band above the
+    # lowest one
+    fit = (any_burning & ~lowest_burns & np.asarray(model_based, dtype=bool)).nonzero()[0]
+    predicted: list[float] = []
+    observed_burning: list[float] = []
+    g_fit: list[float] = []
+    at_fit: dict[int, int] = {}
+    if len(fit):
+        sel = at[fit]
+        ys = np.full(sel.shape, np.nan)
+        objective = index.objective[fit]
+        use = trusted[fit]  # the quantiles the fit reads
+        for q in set(objective.tolist()):
+            mine = (objective == q)[:, None] & use
+            ys[mine] = latency.quantiles(q, sel[mine])
+        states = index.states
+        limit = np.asarray([batch_limits.get(states[i].model, math.nan) for i in fit.tolist()])
+        predicted = predict_rows(obs[fit], ys, trusted[fit], index.threshold[fit],
+                                 limit).tolist()
+        observed_burning = obs[fit, first[fit]].tolist()
+        # as g_below, but 0 only without such a band
+        g_fit = np.where(below[fit].any(axis=1),
+                         np.where(below[fit], x[fit], -math.inf).max(axis=1), 0.0).tolist()
+        at_fit = {i: k for k, i in enumerate(fit.tolist())}
+    any_burning_list = any_burning.tolist()
+    lowest_list = lowest_burns.tolist()
     for i, st in enumerate(index.states):
         if st.state not in LEARNS_CAPACITY:
             continue
-        if not any_trusted[i]:  # estimate: unchanged; adopt: nothing pending
+        if not any_trusted[i]:  # unchanged; adopt: nothing pending
             st.pending_capacity, st.pending_count = None, 0
             continue
-        if any_burning[i]:
-            if lowest_burns[i]:  # estimate: a regression, unchanged; adopt: nothing pending
+        if any_burning_list[i]:
+            if lowest_list[i]:  # a regression: unchanged; adopt: nothing pending
                 st.pending_capacity, st.pending_count = None, 0
                 st.capacity_evidence = Evidence.REGRESSION.value
                 continue
-            if not model_based[i]:  # estimate without a prediction: the bands rule
+            k = at_fit.get(i)
+            evidence = Evidence.BANDS
+            if k is None:  # no capacity model: the bands rule
                 st.capacity_predicted = None
                 value = min(max(st.capacity, g_below[i]), edges[i])
-                if adopt(st, value, cfg):
-                    st.capacity_evidence = Evidence.BANDS.value
-                continue
-            if totals_list is None:
-                totals_list, burn_list = window_totals.tolist(), window_burn.tolist()
-            update_capacity(st, cfg, totals_list, burn_list, batch_limits.get(st.model))
+            else:
+                pred, g, seen = predicted[k], g_fit[k], observed_burning[k]
+                st.capacity_predicted = None if pred != pred else round_capacity(pred)
+                if st.capacity_predicted is not None and seen == seen:
+                    hi = max(seen, g)
+                    value = round_capacity(min(max(st.capacity_predicted, g), hi))
+                    evidence = Evidence.MODEL
+                else:
+                    value = min(max(st.capacity, g), edges[i])
+            if adopt(st, value, cfg):
+                st.capacity_evidence = evidence.value
             continue
         st.capacity_predicted = None
         g = goods[i]

@@ -35,6 +35,7 @@ adds one), capacity for all states at once (:func:`~.capacity.update_capacities`
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import time
@@ -43,6 +44,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 
 import numpy as np
+import numpy.typing as npt
 
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.placement import Placement
@@ -52,18 +54,22 @@ from fleetwatch.slo import judge as _judge
 from fleetwatch.slo import status as _status
 from fleetwatch.slo.account import Ledger, ModelGauges, Selection, interval_events
 from fleetwatch.slo.autoscaling import ModelSignal
+from fleetwatch.slo.band_latency import BandLatency, BandLatencyStore
 from fleetwatch.slo.bands import band_label
 from fleetwatch.slo.capacity import BandRows, update_capacities
 from fleetwatch.slo.concurrency import estimate as estimate_concurrency
 from fleetwatch.slo.concurrency import in_system
 from fleetwatch.slo.decode import QUEUE, Decoder, Hist, Interval, needed_families
 from fleetwatch.slo.interference import Attributor
-from fleetwatch.slo.latency import BandLatency
 from fleetwatch.slo.sli import LATENCY_METRICS
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState
 from fleetwatch.slo.status import Sample, SLOStatus
 from fleetwatch.slo.windows import FloatArray
+
+#: One interval's latency evidence waiting to be added: (Unix seconds, row, bucket
+#: deltas, observations, concurrency).
+_Pending = tuple[float, int, dict[float, float], float, float]
 
 __all__ = ["ALL", "STATES", "ModelKey", "SLOEngine", "SLOModelState"]
 
@@ -87,7 +93,9 @@ class SLOEngine:
     Attributes read by callers: ``states`` ((SLO name, model) → :class:`SLOModelState`),
     ``concurrency``/``queue_wait``/``kv_usage`` (model → requests / seconds / ratio),
     ``gpu_memory_ratio``, ``last_update`` (Unix seconds of the last accounted snapshot),
-    ``update_seconds`` (how long it took), ``windows``, ``window_lengths`` (seconds).
+    ``update_seconds`` (how long it took), ``windows``, ``window_lengths`` (seconds),
+    ``band_latency`` (every band's latency evidence:
+    :class:`~fleetwatch.slo.band_latency.BandLatencyStore`, a row per band's window row).
     """
 
     CARRY_SECONDS = Decoder.CARRY_SECONDS
@@ -137,12 +145,14 @@ class SLOEngine:
         # flipped
         self._dirty: set[tuple[str, ModelKey]] = set()
         self._row_owner: dict[int, tuple[str, ModelKey]] = {}
-        self._prev_burning: list[bool] = []
+        self._prev_burning: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
         # capacity for all states at once: their band rows (rebuilt when states or rows
-        # change) and per row the band's observed concurrency (NaN: none)
+        # change); per window-store row of a band its latency evidence (the bands booked
+        # in an update are added at once)
         self._band_rows = BandRows()
         self._layout_changed = True
-        self._observed: FloatArray = np.full(64, np.nan)
+        self.band_latency = BandLatencyStore()
+        self._pending: list[_Pending] = []
 
     @property
     def gpu_memory_ratio(self) -> float | None:
@@ -152,7 +162,24 @@ class SLOEngine:
 
     def update(self, snap: Snapshot) -> None:
         """Account one snapshot (call for every scrape, in order; a snapshot not newer
-        than the last one is ignored)."""
+        than the last one is ignored).
+
+        The cyclic garbage collector is paused meanwhile (if it was on), as
+        :meth:`~fleetwatch.exporters.normalize.Normalizer.normalize` does: an update
+        allocates ~10 short-lived containers per model (intervals, histograms, event
+        tuples), all freed by reference counting before it returns, and the collections
+        that allocation triggers (each older one scanning the whole heap: the engine's
+        states and the snapshots) were a quarter of an update and its slowest ones."""
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            self._update(snap)
+        finally:
+            if paused:
+                gc.enable()
+
+    def _update(self, snap: Snapshot) -> None:
         t0 = time.perf_counter()
         ts = snap.timestamp
         if self._prev_ts is not None and ts <= self._prev_ts:
@@ -192,7 +219,7 @@ class SLOEngine:
             for band, row in st.rows.items():
                 windows.release((st.slo.name, st.model, band))
                 self._row_owner.pop(row, None)
-                self._observed[row] = np.nan
+                self.band_latency.reset(row, 0.0)
         for mk in gone:
             self._model_seen.pop(mk, None)
             traced.pop(mk, None)
@@ -299,36 +326,39 @@ class SLOEngine:
         bounds, labels = self._band_tables[st.slo.name]
         band = labels[bisect_left(bounds, conc)]  # the smallest bound ≥ conc, or +Inf
         st.last_band = band
-        if not st.events:
+        events, goods_of, st_rows = st.events, st.good, st.rows
+        if not events:
             self._dirty.add((st.slo.name, st.model))  # no_data → judged
-        # the band's evidence for capacity: its mean concurrency (every SLI) and,
-        # for a latency SLI, its latency distribution
-        bl = st.latency.get(band)
-        if bl is None:
-            bl = st.latency[band] = BandLatency(origin=ts)
-        cap_window = self.spec.capacity.window
+        events[band] += total
+        goods_of[band] += good
+        events[ALL] += total
+        goods_of[ALL] += good
+        r, r_all = st_rows.get(band), st_rows.get(ALL)
+        if r is None:
+            r = self._new_row(st, band, ts)
+        if r_all is None:
+            r_all = self._new_row(st, ALL, ts)
+        rows.extend((r, r_all))
+        goods.extend((good, good))
+        totals.extend((total, total))
+        # the band's evidence for capacity: its mean concurrency (every SLI) and, for a
+        # latency SLI, its latency distribution (added in _add_and_judge)
         if h is not None and h.count > 0:
-            bl.add(ts, cap_window, h.buckets, h.count, conc)
+            self._pending.append((ts, r, h.buckets, h.count, conc))
         else:
-            bl.add(ts, cap_window, {}, total, conc)
-        for b in (band, ALL):
-            st.events[b] += total
-            st.good[b] += good
-            r = st.rows.get(b)
-            if r is None:
-                r = self.ledger.row(st, b)
-                self._row_owner[r] = (st.slo.name, st.model)
-                if b != ALL and not self._band_rows.set(st, b, r):
-                    self._layout_changed = True
-                if r >= len(self._observed):
-                    grown = np.full(2 * (r + 1), np.nan)
-                    grown[: len(self._observed)] = self._observed
-                    self._observed = grown
-            rows.append(r)
-            goods.append(good)
-            totals.append(total)
-        x = bl.concurrency()
-        self._observed[st.rows[band]] = math.nan if x is None else x
+            self._pending.append((ts, r, {}, total, conc))
+
+    def _new_row(self, st: SLOModelState, band: str, ts: float) -> int:
+        """The window-store row of a band (or ``all``) booked for the first time, and
+        its (empty) latency evidence from ``ts`` on."""
+        r = self.ledger.row(st, band)
+        self._row_owner[r] = (st.slo.name, st.model)
+        self.band_latency.reset(r, ts)
+        if band != ALL:
+            st.latency[band] = BandLatency(self.band_latency, r)
+            if not self._band_rows.set(st, band, r):
+                self._layout_changed = True
+        return r
 
     def add_events(self, events: Iterable[tuple[str, ModelKey, float, float, float, float]],
                    ) -> None:
@@ -356,21 +386,40 @@ class SLOEngine:
         if rows:
             self._add_and_judge(ts, rows, goods, totals)
 
+    def _add_latency(self) -> None:
+        """Add the pending latency evidence to the store: at once per run of entries with
+        one time and distinct rows (an interval books each (SLO, model) once; trace
+        events may book a row several times, in order)."""
+        pending, self._pending = self._pending, []
+        tau = self.spec.capacity.window
+        start = 0
+        while start < len(pending):
+            t0, seen, end = pending[start][0], set(), start
+            while end < len(pending) and pending[end][0] == t0 and pending[end][1] not in seen:
+                seen.add(pending[end][1])
+                end += 1
+            run = pending[start:end]
+            self.band_latency.add(t0, tau, [p[1] for p in run], [p[2] for p in run],
+                                  [p[3] for p in run], [p[4] for p in run])
+            start = end
+
     def _add_and_judge(self, ts: float, rows: list[int], goods: list[float],
                        totals: list[float]) -> None:
+        self._add_latency()
         ledger, gauges = self.ledger, self.gauges
         ledger.add(ts, rows, goods, totals)
-        burning = ledger.burning.tolist()
+        now = ledger.burning
+        burning = now.tolist()
         prev = self._prev_burning
-        prev.extend([False] * (len(burning) - len(prev)))
+        if len(prev) < len(now):
+            prev = np.concatenate([prev, np.zeros(len(now) - len(prev), dtype=bool)])
         dirty = self._dirty
         owner = self._row_owner
-        for r in (ledger.burning != np.asarray(prev[:len(burning)], dtype=bool)
-                  ).nonzero()[0].tolist():
+        for r in (now != prev[:len(now)]).nonzero()[0].tolist():
             key = owner.get(r)
             if key is not None:
                 dirty.add(key)
-        self._prev_burning = burning
+        self._prev_burning = now
         states = self.states
         attribution = self.attribution
         attribution.record(ts, states, gauges.concurrency)
@@ -386,9 +435,8 @@ class SLOEngine:
             self._layout_changed = False
         cap_cfg = self.spec.capacity
         index = ledger.windows.index[float(cap_cfg.window)]
-        n = len(burning)
         update_capacities(self._band_rows, cap_cfg, ledger.windows.sums()[:, index, 1],
-                          ledger.burn[:, index], self._observed[:n], gauges.batch_limit)
+                          ledger.burn[:, index], self.band_latency, gauges.batch_limit)
 
     # -- outputs (see the modules named) -------------------------------------------
     def window_sums(self, st: SLOModelState, band: str, window: float,

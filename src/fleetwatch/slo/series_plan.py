@@ -12,7 +12,9 @@ Units: durations in seconds, counts in events, ratios 0–1, timestamps Unix sec
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -126,6 +128,11 @@ class Plan:
         self.seen = 0.0  # Unix seconds the plan was last used
 
 
+def _picker(slots: list[int]) -> Callable[[list[float]], list[float]]:
+    """``out → [out[j] for j in slots]`` (``itemgetter`` of one slot is not a tuple)."""
+    return lambda out: [out[j] for j in slots]
+
+
 class _ModelFields:
     """The output slots of one model in a :class:`Plan` (−1: the model has no such
     series): per histogram family its count, sum and bucket slots."""
@@ -135,6 +142,10 @@ class _ModelFields:
         self.good = self.total = self.running = self.waiting = self.kv = -1
         self.quantiles: list[tuple[tuple[str, str], int]] = []
         self.summary_counts: list[tuple[str, int]] = []
+        #: per histogram family (family, count slot, sum slot, bounds, getter of the
+        #: bucket values from the results), compiled on the first interval
+        self._getters: list[tuple[str, int, int, list[float],
+                                  Callable[[list[float]], Any]]] | None = None
 
     def add(self, code: int, fam: str, le: float, q: str, j: int) -> None:
         if code in (_BUCKET, _COUNT, _SUM):
@@ -161,25 +172,24 @@ class _ModelFields:
 
     def interval(self, out: list[float]) -> Interval:
         """The model's interval from the per-slot results ``out`` (every slot present)."""
-        iv = Interval()
-        hists = iv.hists
-        for fam, (c, s, les, bs) in self.hists.items():
+        getters = self._getters
+        if getters is None:  # after the last add
+            getters = self._getters = []
+            for fam, (c, s, les, bs) in self.hists.items():
+                get: Callable[[list[float]], Any] = (
+                    itemgetter(*bs) if len(bs) > 1 else _picker(bs))
+                getters.append((fam, c, s, les, get))
+        hists: defaultdict[str, Hist] = defaultdict(Hist)
+        for fam, c, s, les, get in getters:
             hists[fam] = Hist(out[c] if c >= 0 else 0.0, out[s] if s >= 0 else 0.0,
-                              dict(zip(les, [out[b] for b in bs], strict=True)))
-        if self.total >= 0:
-            iv.total_requests = out[self.total]
-        if self.good >= 0:
-            iv.good_requests = out[self.good]
-        if self.running >= 0:
-            iv.running_now = out[self.running]
-        if self.waiting >= 0:
-            iv.waiting_now = out[self.waiting]
-        if self.kv >= 0:
-            iv.kv_usage = out[self.kv]
-        for qk, j in self.quantiles:
-            iv.quantiles[qk] = out[j]
-        for fam, j in self.summary_counts:
-            iv.summary_counts[fam] = out[j]
-        return iv
+                              dict(zip(les, get(out), strict=True)))
+        return Interval(hists,
+                        out[self.good] if self.good >= 0 else 0.0,
+                        out[self.total] if self.total >= 0 else 0.0,
+                        out[self.running] if self.running >= 0 else None,
+                        out[self.waiting] if self.waiting >= 0 else None,
+                        {qk: out[j] for qk, j in self.quantiles},
+                        {fam: out[j] for fam, j in self.summary_counts},
+                        out[self.kv] if self.kv >= 0 else None)
 
 

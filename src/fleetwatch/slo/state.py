@@ -10,10 +10,13 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fleetwatch.slo.bands import band_label
-from fleetwatch.slo.latency import BandLatency
 from fleetwatch.slo.spec import SLOSpec
+
+if TYPE_CHECKING:
+    from fleetwatch.slo.band_latency import BandLatency
 
 #: ``(model, model_version, backend)`` — the identity of a served model.
 ModelKey = tuple[str, str, str]
@@ -65,8 +68,8 @@ class SLOModelState:
     :class:`~fleetwatch.slo.capacity.Evidence`), ``capacity_predicted`` the capacity
     model's last prediction (requests; None without one), ``pending_capacity`` and
     ``pending_count`` the estimate waiting out hysteresis; ``latency`` the per-band
-    evidence (band label → :class:`BandLatency`: mean concurrency, and the latency
-    distribution of a latency SLI);
+    evidence (band label → :class:`~fleetwatch.slo.band_latency.BandLatency`, a row of
+    the engine's store: mean concurrency, and the latency distribution of a latency SLI);
     ``burning_bands`` the band labels burning on a window pair at the last update;
     ``rows`` maps a band label (or :data:`ALL`) to its row in the window store;
     ``events``/``good`` are the cumulative event counts per band label since start;

@@ -5,6 +5,12 @@ seconds (multi-resolution: a 5-minute window has 5-second buckets, a 30-day one 
 buckets), with a running sum, so an update costs O(series × windows) vectorized and
 memory is ``series × windows × buckets × 2`` floats whatever the window lengths. A
 window's sum covers between ``W (1 - 1/buckets)`` and ``W`` seconds of the past.
+
+Storage for ``capacity`` rows is reserved up front (``np.zeros``: the operating system
+maps zero pages on first touch, so a row not yet used costs address space, not memory)
+and grows ×2 beyond it, copying every window's rings: a caller that knows its bound
+(the engine: :data:`MAX_RESERVED_BYTES` at most) reserves it so that no update pays for
+a copy.
 """
 
 from __future__ import annotations
@@ -17,13 +23,17 @@ import numpy.typing as npt
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
+#: The most address space a caller should reserve for the rings (bytes): 512 MiB.
+MAX_RESERVED_BYTES = 512 * 2**20
+
 
 class RollingWindows:
     """Good/total event counts per series over several sliding windows.
 
     ``windows`` are lengths in seconds. Series are any hashable keys, allocated on first
     use and freed with :meth:`release` (a freed row is reused). Times are Unix seconds and
-    must not go backwards (a smaller time is treated as the last one).
+    must not go backwards (a smaller time is treated as the last one). ``capacity``:
+    rows reserved (see the module doc).
     """
 
     def __init__(self, windows: Sequence[float], buckets: int = 60, capacity: int = 64) -> None:
@@ -107,6 +117,11 @@ class RollingWindows:
         released row reads 0)."""
         return self._sums[: self._high]
 
+    def row_bytes(self) -> int:
+        """Bytes of one row's counts (every window's ring and sums)."""
+        return int(self._data[:, :, :1].nbytes + self._sums[:1].nbytes)
+
     def nbytes(self) -> int:
-        """Memory held by the counts, in bytes."""
-        return int(self._data.nbytes + self._sums.nbytes)
+        """Memory held by the counts of the rows allocated so far, in bytes (reserved
+        rows never used are not counted: see the module doc)."""
+        return self._high * self.row_bytes()
