@@ -18,7 +18,6 @@ the normalizer's loop decides nothing; split, one decision would be made in two 
 
 from __future__ import annotations
 
-import logging
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetwatch.exporters.labelblocks import Block, read_block
+from fleetwatch.exporters.labelmaps import LabelMapper, LabelPlan
 from fleetwatch.exporters.parser import (
     _NAME_RE,
     LabelPairs,
@@ -45,14 +45,10 @@ from fleetwatch.exporters.validate import (
     fits_type,
 )
 from fleetwatch.labels.schema import (
-    CORE_LABEL_ORDER,
     METRICS,
     METRICS_BY_NAME,
-    MetricDef,
     allowed_labels,
 )
-
-log = logging.getLogger("fleetwatch.mapping")
 
 _IGNORED_SUFFIXES = ("_created",)
 
@@ -123,6 +119,7 @@ class _Plan:
     mul: float
     fam_idx: int
     le_scaled: bool
+    vm_label: str | None
     samples: tuple[tuple[str, str, tuple[tuple[str, str], ...], frozenset[str], bool, bool],
                    ...]
 
@@ -145,13 +142,12 @@ class SeriesCompiler:
         self.keys: dict[str, SeriesKey] = {}
         self.mean_only: dict[str, tuple[int, str, str]] = {}
         self.stale: set[str] = set()  # upstream series (canonical) to compile again
-        self.dropped_labels: set[str] = set()
+        self._mapper = LabelMapper(table, ctx)
         # label pairs and label sets shared by the keys (one model's series repeat them)
         self._pool: dict[tuple[str, str], tuple[str, str]] = {}
         self._sets: dict[LabelPairs, LabelPairs] = {}
         self._owner: dict[str, str] = {}  # normalized series → first upstream key seen
         self._shared: set[str] = set()  # normalized series fed by several upstream series
-        self._allowed: dict[str, frozenset[str]] = {}
         self._by_sample: dict[str, list[_Plan]] = {}
         self._names: set[str] = set()  # sample names known valid
         renames = table.label_renames
@@ -160,6 +156,8 @@ class SeriesCompiler:
             ["model"] if "model" not in renames else [])
         self._blocks: dict[str, Block] = {}  # label block text → what it says
         self._maps: dict[tuple[int, str], Mapped | None] = {}  # (signature, block) → labels
+        # (signature, label names, value-map value) → how they map (None: no model)
+        self._plans: dict[tuple[int, tuple[str, ...], str | None], LabelPlan | None] = {}
         signatures: dict[tuple[object, ...], int] = {}
         self._known_families: set[str] = set()
         self._created_bases: set[str] = set()
@@ -184,6 +182,11 @@ class SeriesCompiler:
                 self._by_sample.setdefault(rule.source + suffix, []).append(
                     self._plan(rule, suffix, sig, keep, whole))
 
+    @property
+    def dropped_labels(self) -> set[str]:
+        """Upstream label names dropped because the schema has no place for them."""
+        return self._mapper.dropped_labels
+
     def reset(self) -> None:
         """Forget what was compiled. ``keys`` is replaced, not cleared: a
         :class:`~fleetwatch.exporters.normalize.Normalized` handed out earlier keeps its
@@ -193,6 +196,7 @@ class SeriesCompiler:
         self._sets = {}
         self._blocks = {}
         self._maps = {}
+        self._plans = {}
         self._names = set()
         self._owner.clear()
         self._shared.clear()
@@ -202,9 +206,10 @@ class SeriesCompiler:
         """Drop the caches that only compiling reads (label blocks, mappings): they pay
         within one exposition, whose series share blocks; the next new series mostly
         bring new blocks (new models)."""
-        if self._blocks or self._maps:
+        if self._blocks or self._maps or self._plans:
             self._blocks = {}
             self._maps = {}
+            self._plans = {}
 
     def prune(self, live: Iterable[Entry]) -> None:
         """Keep only what the ``live`` entries' series use (the normalizer evicted the
@@ -225,6 +230,7 @@ class SeriesCompiler:
         self._sets = {}
         self._blocks = {}
         self._maps = {}
+        self._plans = {}
         self._names = set()
 
     def compile(self, key: str, meta: Metadata) -> Entry:
@@ -279,6 +285,7 @@ class SeriesCompiler:
         check, le, group, no_model = NO_CHECK, None, "", False
         tracked = False
         maps_get = self._maps.get
+        runtime_of = self._mapper.runtime
         keys = self.keys
         owners = self._owner
         shared_set = self._shared
@@ -289,9 +296,9 @@ class SeriesCompiler:
             if plan.needs_le and "le" not in labels:
                 return Entry(error=f"{name} has no le label")
             mapped = maps_get((plan.sig, text))
-            if mapped is None or (mapped[4] is not None and mapped[4][3] != self._runtime(
+            if mapped is None or (mapped[4] is not None and mapped[4][3] != runtime_of(
                     mapped[4][0], rule)):
-                mapped = self._mapped(rule, plan.sig, plan.keep, text, labels)
+                mapped = self._mapped(rule, plan, text, block)
                 if mapped is None:
                     no_model = True  # a per-model family's series must name its model
                     continue
@@ -376,6 +383,8 @@ class SeriesCompiler:
                       CUMULATIVE if tdef.type == "counter" else NO_CHECK),
             div=div, mul=mul, fam_idx=FAMILY_INDEX[rule.target],
             le_scaled=rule.le_divide != 1.0,
+            vm_label=self.table.value_maps[rule.value_map].source_label
+            if rule.value_map else None,
             samples=tuple(
                 (t_suffix, sys.intern(rule.target + t_suffix), tuple(extra),
                  frozenset(k for k, _ in extra),
@@ -383,40 +392,38 @@ class SeriesCompiler:
                  (rule.target, t_suffix) in self._multi_fed)
                 for t_suffix, extra in samples))
 
-    def _mapped(self, rule: Rule, sig: int, keep: tuple[str, ...], text: str,
-                labels: dict[str, str]) -> Mapped | None:
+    def _mapped(self, rule: Rule, plan: _Plan, text: str, block: Block) -> Mapped | None:
         """The normalized labels of a label block under a rule (None: a per-model family's
         series without a model), cached per (mapping signature, block): rules that map
         labels alike (same target labels, match, value map, drops, constants) share it.
-        A cached answer whose model's runtime changed since is made again."""
-        cache_key = (sig, text)
+        Made by applying the signature's :class:`~.labelmaps.LabelPlan` for the block's
+        label names (planned once per signature and names). A cached answer whose
+        model's runtime changed since is made again."""
+        cache_key = (plan.sig, text)
         hit = self._maps.get(cache_key)
         if hit is not None:
             model = hit[4]
-            if model is None or model[3] == self._runtime(model[0], rule):
+            if model is None or model[3] == self._mapper.runtime(model[0], rule):
                 return hit
         elif cache_key in self._maps:
             return None
-        out, lossy = self._map_labels(rule, labels, keep)
-        tdef = METRICS_BY_NAME[rule.target]
-        if tdef.per_model and "model" not in out:
+        labels = block.labels
+        assert labels is not None
+        vm_value = labels.get(plan.vm_label) if plan.vm_label is not None else None
+        plan_key = (plan.sig, block.names, vm_value)
+        lplan = self._plans.get(plan_key)
+        if lplan is None and plan_key not in self._plans:
+            lplan = self._plans[plan_key] = self._mapper.plan(rule, block.names, labels,
+                                                               plan.keep)
+        if lplan is None:
             self._maps[cache_key] = None
             return None
-        # render the labels once; le/quantile always come last
-        tail_out = tuple((k, out.pop(k)) for k in ("quantile", "le") if k in out)
-        base_pairs = self._shared_pairs(_ordered(out, tdef))
-        model_id = (out["model"], out.get("model_version", ""), out["backend"],
-                    out.get("runtime", "unknown")) if tdef.per_model else None
-        mapped: Mapped = (tail_out, base_pairs, render_labels(base_pairs), lossy, model_id)
+        tail_out, base_pairs, rendered, model_id = self._mapper.apply(
+            lplan, rule, block.values, block.escaped)
+        mapped: Mapped = (tail_out, self._shared_pairs(base_pairs), rendered, lplan.lossy,
+                          model_id)
         self._maps[cache_key] = mapped
         return mapped
-
-    def _runtime(self, model: str, rule: Rule) -> str:
-        """The runtime label of a model's series under a rule (see _map_labels)."""
-        runtime = self.ctx.runtime_for(model)
-        if runtime == "unknown" and rule.runtime:
-            runtime = rule.runtime
-        return runtime
 
     def _shared_pairs(self, pairs: LabelPairs) -> LabelPairs:
         """``pairs`` as a tuple shared with every equal label set compiled before (the
@@ -453,85 +460,6 @@ class SeriesCompiler:
         self.mean_only[target + "_count" + base_labels] = (
             fam_idx, target + "_sum" + base_labels, inf)
 
-    def _map_labels(self, rule: Rule, labels: dict[str, str],
-                    keep: tuple[str, ...] = ()) -> tuple[dict[str, str], bool]:
-        """The normalized labels of an upstream series under ``rule``.
-
-        Renamed labels (the table's renames) come first; other upstream labels are kept
-        only when the schema allows them on the target metric and nothing renamed
-        produced them already (an upstream ``model_version`` never overrides the one
-        renamed from Triton's ``version``). Every other upstream label is dropped —
-        series that then coincide are summed — and named once in a log line. The flag
-        says whether the mapping lost information (a dropped label, a value map), i.e.
-        whether other upstream series may land on the same normalized series. Of ``le``
-        and ``quantile`` only those in ``keep`` are kept (a bucket's, a quantile's).
-        """
-        renames = self.table.label_renames
-        tdef = METRICS_BY_NAME[rule.target]
-        allowed = self._allowed.get(rule.target)
-        if allowed is None:
-            allowed = self._allowed[rule.target] = frozenset(allowed_labels(tdef))
-        consumed = {k for k, _ in rule.match}
-        vmap = self.table.value_maps[rule.value_map] if rule.value_map else None
-        if vmap is not None:
-            consumed.add(vmap.source_label)
-        out: dict[str, str] = {}
-        newly_dropped: list[str] = []
-        lossy = vmap is not None
-        for k, v in labels.items():
-            if k in consumed or k in ("le", "quantile"):
-                continue
-            new = renames.get(k)
-            if new is not None:
-                out[new] = v
-        for k, v in labels.items():
-            if k in consumed or k in renames or k in ("le", "quantile"):
-                continue
-            if k in allowed and k not in out:
-                out[k] = v
-                continue
-            lossy = True
-            if k not in self.dropped_labels:
-                self.dropped_labels.add(k)
-                newly_dropped.append(k)
-        if newly_dropped:  # one line per series compiled, naming every label it drops
-            log.info("%s: dropping upstream label%s %s (not in the schema of %s); series "
-                     "that differ only by them are summed", self.table.kind,
-                     "s" if len(newly_dropped) > 1 else "",
-                     ", ".join(map(repr, newly_dropped)), rule.target)
-        for k in ("le", "quantile"):
-            if k in labels:
-                if k in keep:
-                    out[k] = labels[k]
-                else:
-                    lossy = True
-        for k, v in self.table.label_defaults.items():
-            if k in allowed:
-                out.setdefault(k, v)
-        if vmap is not None:
-            vm_in = {vmap.source_label: labels[vmap.source_label]} \
-                if vmap.source_label in labels else {}
-            vmap.apply(vm_in)
-            out.update(vm_in)
-        for k in rule.drop:
-            if out.pop(k, None) is not None:
-                lossy = True
-        out.update(rule.const)
-        out["backend"] = self.table.backend
-        if tdef.per_model:
-            if self.ctx.model_version is not None:
-                out.setdefault("model_version", self.ctx.model_version)
-            if "model" in out:
-                runtime = self.ctx.runtime_for(out["model"])
-                if runtime == "unknown" and rule.runtime:
-                    runtime = rule.runtime
-                out["runtime"] = runtime
-        else:
-            for k in ("model", "model_version", "runtime"):
-                out.pop(k, None)
-        out.update(self.ctx.extra_labels)
-        return out, lossy
-
     def _family_of(self, name: str, meta: Metadata) -> str:
         """Best guess of the upstream family a sample name belongs to (prometheus_client's
         ``X_created`` gauges count as part of family ``X``)."""
@@ -567,20 +495,6 @@ def _check_of(rule: Rule, suffix: str) -> int:
     if rule.source_type == "summary":
         return QUANTILE
     return NO_CHECK
-
-
-def _ordered(labels: Mapping[str, str], tdef: MetricDef) -> LabelPairs:
-    """Core labels first, then the metric's own labels (schema order), then any other
-    labels alphabetically, ``quantile``/``le`` last."""
-    head = [(k, labels[k]) for k in CORE_LABEL_ORDER if k in labels]
-    own = [k for k in tdef.labels if k in labels and k not in CORE_LABEL_ORDER
-           and k not in ("le", "quantile")]
-    head += [(k, labels[k]) for k in own]
-    tail_keys = sorted(k for k in labels if k not in CORE_LABEL_ORDER
-                       and k not in ("le", "quantile") and k not in own)
-    tail = [(k, labels[k]) for k in tail_keys]
-    last = [(k, labels[k]) for k in ("quantile", "le") if k in labels]
-    return tuple(head + tail + last)
 
 
 def _append_labels(rendered: str, tail: Sequence[tuple[str, str]]) -> str:

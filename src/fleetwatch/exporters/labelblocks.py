@@ -21,7 +21,7 @@ from fleetwatch.exporters.parser import (
     parse_value,
 )
 from fleetwatch.exporters.validate import BAD_LE, BAD_QUANTILE
-from fleetwatch.labels.text import render_labels
+from fleetwatch.labels.text import escape_label_value, render_labels
 
 
 @dataclass(slots=True)
@@ -31,7 +31,9 @@ class Block:
     made on first use by a mapped series (:meth:`mapped`): ``labels`` with ``le`` and
     ``quantile`` canonically spelled (``+inf`` → ``+Inf``, ``1`` → ``1.0``), or
     ``special`` ``(message, reason)`` when one of them is invalid; ``canon`` the labels
-    sorted and rendered, ``group`` the same without ``le``/``quantile``."""
+    sorted and rendered, ``group`` the same without ``le``/``quantile``; ``names`` and
+    ``values`` the keys and values of ``labels``, ``escaped`` the values escaped for the
+    text format (what :mod:`.labelmaps` plans and applies)."""
 
     pairs: LabelPairs = ()
     error: str | None = None
@@ -40,6 +42,9 @@ class Block:
     special: tuple[str, str] | None = None
     canon: str = ""
     group: str = ""
+    names: tuple[str, ...] = ()
+    values: tuple[str, ...] = ()
+    escaped: tuple[str, ...] = ()
 
     def mapped(self) -> Block:
         """Fill the fields a mapped series needs (once); returns ``self``."""
@@ -57,6 +62,9 @@ class Block:
                     return self
                 labels[special] = format_value(bound)
         self.labels = labels
+        self.names = tuple(labels)
+        self.values = tuple(labels.values())
+        self.escaped = tuple(map(escape_label_value, self.values))
         ordered = sorted(labels.items())
         self.canon = render_labels(tuple(ordered))
         self.group = render_labels(tuple(p for p in ordered if p[0] not in ("le", "quantile")))
