@@ -60,9 +60,10 @@ Direct = tuple[int, str]  # (family index, series prefix): value copied as is
 Scaled = tuple[int, str, float, float, bool]  # + divide, multiply, negative-is-NaN
 Shared = tuple[int, str, float, float, bool, int]  # + priority: may meet other series
 #: A label block mapped under a rule: (le/quantile pairs, base pairs, base pairs rendered,
-#: lossy, (model, version, backend, runtime) of a per-model family).
+#: lossy, (model, version, backend, runtime) of a per-model family, base and le/quantile
+#: pairs, the same rendered).
 Mapped = tuple[tuple[tuple[str, str], ...], LabelPairs, str, bool,
-               "tuple[str, str, str, str] | None"]
+               "tuple[str, str, str, str] | None", LabelPairs, str]
 #: What a series emits into a family per scrape: (prefix, value, output line).
 Emitted = tuple[str, "float | str", str]
 
@@ -262,7 +263,8 @@ class SeriesCompiler:
         candidates = self._by_sample.get(name)
         if not candidates:
             return self._unused(name, meta, block.pairs)
-        block.mapped()
+        if block.labels is None:
+            block.mapped()
         if block.special is not None:
             return Entry(error=block.special[0], reason=block.special[1])
         labels = block.labels
@@ -302,7 +304,7 @@ class SeriesCompiler:
                 if mapped is None:
                     no_model = True  # a per-model family's series must name its model
                     continue
-            tail_out, base_pairs, base_labels, lossy, out_model = mapped
+            tail_out, base_pairs, base_labels, lossy, out_model, full_pairs, full = mapped
             if plan.check > check:
                 check = plan.check
             if plan.whole:  # interned: the normalizer compares histograms by identity
@@ -321,18 +323,17 @@ class SeriesCompiler:
             mean_only = False
             slot_scaled = div != 1.0 or mul != 1.0 or rule.negative_is_nan
             for t_suffix, tname, extra, extra_names, mean_count, multi in plan.samples:
-                if extra:
+                if extra or (plan.le_scaled and t_suffix == "_bucket"):
                     tail: tuple[tuple[str, str], ...] = tuple(
-                        p for p in tail_out if p[0] not in extra_names) + extra
-                elif plan.le_scaled and t_suffix == "_bucket":
-                    tail = (("le", _scale_bound(labels["le"], rule.le_divide)),)
-                else:
-                    tail = tail_out
-                prefix = tname + _append_labels(base_labels, tail) if tail \
-                    else tname + base_labels
-                if prefix not in keys:
-                    keys[prefix] = (tname, self._shared_pairs(base_pairs + tail)
-                                    if tail else base_pairs)
+                        p for p in tail_out if p[0] not in extra_names) + extra if extra \
+                        else (("le", _scale_bound(labels["le"], rule.le_divide)),)
+                    prefix = tname + _append_labels(base_labels, tail)
+                    if prefix not in keys:
+                        keys[prefix] = (tname, self._shared_pairs(base_pairs + tail))
+                else:  # the block's own le/quantile, if any (rendered with the mapping)
+                    prefix = tname + full
+                    if prefix not in keys:
+                        keys[prefix] = (tname, full_pairs)
                 if mean_count:
                     mean_only = True
                 if lossy or multi:
@@ -418,10 +419,17 @@ class SeriesCompiler:
         if lplan is None:
             self._maps[cache_key] = None
             return None
-        tail_out, base_pairs, rendered, model_id = self._mapper.apply(
+        tail_out, base_pairs, rendered, model_id, full = self._mapper.apply(
             lplan, rule, block.values, block.escaped)
-        mapped: Mapped = (tail_out, self._shared_pairs(base_pairs), rendered, lplan.lossy,
-                          model_id)
+        base_pairs = self._shared_pairs(base_pairs)
+        if tail_out:
+            pool = self._pool
+            tail_out = tuple([pool.setdefault(p, p) for p in tail_out])
+            full_pairs = base_pairs + tail_out
+        else:
+            full_pairs = base_pairs
+        mapped: Mapped = (tail_out, base_pairs, rendered, lplan.lossy, model_id, full_pairs,
+                          full)
         self._maps[cache_key] = mapped
         return mapped
 

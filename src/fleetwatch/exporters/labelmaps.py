@@ -45,7 +45,8 @@ class LabelPlan:
     ``base``: the normalized labels (target order, ``quantile``/``le`` excluded) as
     ``(name, source)``; ``tail``: ``quantile``/``le`` kept (a bucket's, a quantile's);
     ``pieces``: the rendering of ``base`` (``{a="…",…}``, ``""`` for none) as constant
-    text and value positions (values escaped); ``model``: the sources of ``(model,
+    text and value positions (values escaped), ``full`` that of ``base`` and ``tail``
+    together (a kept ``quantile``/``le`` comes last); ``model``: the sources of ``(model,
     model_version, backend, runtime)`` of a per-model family (None: not per model);
     ``runtime_of``: the source of the model whose runtime is the ``runtime`` label
     (None: no runtime label is looked up); ``lossy``: whether the mapping loses
@@ -54,6 +55,7 @@ class LabelPlan:
     base: tuple[tuple[str, Source], ...]
     tail: tuple[tuple[str, Source], ...]
     pieces: tuple[Source, ...]
+    full: tuple[Source, ...]
     model: tuple[Source, Source, Source, Source] | None
     runtime_of: Source | None
     lossy: bool
@@ -98,15 +100,15 @@ class LabelMapper:
         model = (_source(out["model"]), _source(out.get("model_version", "")),
                  _source(out["backend"]), _source(out.get("runtime", "unknown"))) \
             if tdef.per_model else None
-        return LabelPlan(base, tail, _pieces(base), model,
+        return LabelPlan(base, tail, _pieces(base), _pieces(base + tail), model,
                          None if runtime_of is None else _source(runtime_of), lossy)
 
     def apply(self, plan: LabelPlan, rule: Rule, values: tuple[str, ...],
               escaped: tuple[str, ...]
               ) -> tuple[tuple[tuple[str, str], ...], LabelPairs, str,
-                         tuple[str, str, str, str] | None]:
-        """``(tail pairs, base pairs, base rendered, model)`` of a block (its ``values``
-        and the same ``escaped``) under a plan of ``rule``."""
+                         tuple[str, str, str, str] | None, str]:
+        """``(tail pairs, base pairs, base rendered, model, base and tail rendered)`` of a
+        block (its ``values`` and the same ``escaped``) under a plan of ``rule``."""
         runtime_of = plan.runtime_of
         if runtime_of is not None:
             runtime = self.runtime(values[runtime_of] if isinstance(runtime_of, int)
@@ -115,11 +117,15 @@ class LabelMapper:
             escaped = (*escaped, escape_label_value(runtime))
         base = tuple([(k, values[s] if isinstance(s, int) else s) for k, s in plan.base])
         text = "".join([escaped[p] if isinstance(p, int) else p for p in plan.pieces])
-        tail = tuple([(k, values[s] if isinstance(s, int) else s) for k, s in plan.tail])
+        if plan.tail:
+            tail = tuple([(k, values[s] if isinstance(s, int) else s) for k, s in plan.tail])
+            full = "".join([escaped[p] if isinstance(p, int) else p for p in plan.full])
+        else:
+            tail, full = (), text
         pm = plan.model
         model = None if pm is None else tuple(
             [values[s] if isinstance(s, int) else s for s in pm])
-        return tail, base, text, model  # type: ignore[return-value]  # 4 sources, 4 values
+        return tail, base, text, model, full  # type: ignore[return-value]  # 4 sources
 
     def _map_labels(self, rule: Rule, labels: dict[str, str], keep: tuple[str, ...],
                     runtime_at: int) -> tuple[dict[str, str], bool, str | None]:

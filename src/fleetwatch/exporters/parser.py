@@ -215,28 +215,16 @@ def parse_label_block(block: str) -> LabelPairs:
         if j >= n or s[j] != '"':
             raise ExpositionError(f"label {lname} value is not quoted")
         j += 1
-        buf: list[str] = []
-        start = j
-        while True:
-            if j >= n:
-                raise ExpositionError(f"label {lname} value is not terminated")
-            c = s[j]
-            if c == "\\":
-                if j + 1 >= n or s[j + 1] not in _ESCAPES:
-                    raise ExpositionError(f"bad escape in label {lname}")
-                buf.append(s[start:j])
-                buf.append(_ESCAPES[s[j + 1]])
-                j += 2
-                start = j
-                continue
-            if c == '"':
-                buf.append(s[start:j])
-                break
-            j += 1
+        q = s.find('"', j)
+        if q >= 0 and s.find("\\", j, q) < 0:  # no escape: the value is one slice
+            value = s[j:q]
+            j = q
+        else:
+            value, j = _escaped_value(s, j, lname)
         if lname in seen:
             raise ExpositionError(f"label {lname} repeated")
         seen.add(lname)
-        pairs.append((lname, "".join(buf)))
+        pairs.append((lname, value))
         j += 1
         while j < n and s[j] in " \t":
             j += 1
@@ -246,6 +234,31 @@ def parse_label_block(block: str) -> LabelPairs:
             j += 1
         i = j
     return tuple(pairs)
+
+
+def _escaped_value(s: str, j: int, lname: str) -> tuple[str, int]:
+    """A quoted label value starting at ``s[j]`` (after its opening quote), escapes
+    resolved, and the position of its closing quote; raises :class:`ExpositionError`
+    for a bad escape or a value not terminated."""
+    n = len(s)
+    buf: list[str] = []
+    start = j
+    while True:
+        if j >= n:
+            raise ExpositionError(f"label {lname} value is not terminated")
+        c = s[j]
+        if c == "\\":
+            if j + 1 >= n or s[j + 1] not in _ESCAPES:
+                raise ExpositionError(f"bad escape in label {lname}")
+            buf.append(s[start:j])
+            buf.append(_ESCAPES[s[j + 1]])
+            j += 2
+            start = j
+            continue
+        if c == '"':
+            buf.append(s[start:j])
+            return "".join(buf), j
+        j += 1
 
 
 def format_value(value: float) -> str:
