@@ -277,15 +277,15 @@ class SeriesCompiler:
                     if defer(model):
                         return Entry(deferred=model)
                     break
-        # the upstream series' identity, whatever its spelling ("m" = "m{}", le="+inf")
-        canon = name + block.canon
+        # the upstream series' identity, whatever its spelling ("m" = "m{}", le="+inf"),
+        # made when needed (a series that may meet others)
+        canon: str | None = None
         direct: list[Direct] = []
         scaled_slots: list[Scaled] = []
         shared: list[Shared] = []
         model_id = None
         no_value = False
         check, le, group, no_model = NO_CHECK, None, "", False
-        tracked = False
         maps_get = self._maps.get
         runtime_of = self._mapper.runtime
         keys = self.keys
@@ -308,7 +308,7 @@ class SeriesCompiler:
             if plan.check > check:
                 check = plan.check
             if plan.whole:  # interned: the normalizer compares histograms by identity
-                group = sys.intern(rule.source + block.group)
+                group = sys.intern(rule.source + block.grouping())
                 if plan.bucket:
                     le = float(labels["le"])
             div, mul = plan.div, plan.mul
@@ -338,7 +338,8 @@ class SeriesCompiler:
                     mean_only = True
                 if lossy or multi:
                     # this series may meet others on one normalized series: track it
-                    tracked = True
+                    if canon is None:
+                        canon = name + block.canonical()
                     owner = owners.setdefault(prefix, canon)
                     if owner != canon and prefix not in shared_set:
                         shared_set.add(prefix)
@@ -359,9 +360,11 @@ class SeriesCompiler:
                 return Entry(error=f"{name} has no model label", reason=NO_MODEL)
             return Entry() if no_value else Entry(unmapped_family=self._family_of(name, meta))
         # the identity is kept only where series may meet (memory: most never do)
+        if shared and canon is None:
+            canon = name + block.canonical()
         return Entry(direct=tuple(direct), scaled=tuple(scaled_slots), shared=tuple(shared),
-                     model=model_id, canon=canon if tracked or shared else "", check=check,
-                     le=le, group=group or (canon if shared else ""))
+                     model=model_id, canon=canon or "", check=check,
+                     le=le, group=group or (canon or "" if shared else ""))
 
     def _plan(self, rule: Rule, suffix: str, sig: int, keep: tuple[str, ...],
               whole: bool) -> _Plan:

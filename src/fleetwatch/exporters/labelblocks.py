@@ -30,8 +30,9 @@ class Block:
     message); ``too_long``: a value longer than the bound (the message). The rest is
     made on first use by a mapped series (:meth:`mapped`): ``labels`` with ``le`` and
     ``quantile`` canonically spelled (``+inf`` → ``+Inf``, ``1`` → ``1.0``), or
-    ``special`` ``(message, reason)`` when one of them is invalid; ``canon`` the labels
-    sorted and rendered, ``group`` the same without ``le``/``quantile``; ``names`` and
+    ``special`` ``(message, reason)`` when one of them is invalid; :meth:`canonical` the
+    labels sorted and rendered, :meth:`grouping` the same without ``le``/``quantile``
+    (made on first use: most series need neither, or only one); ``names`` and
     ``values`` the keys and values of ``labels``, ``escaped`` the values escaped for the
     text format (what :mod:`.labelmaps` plans and applies)."""
 
@@ -40,8 +41,8 @@ class Block:
     too_long: str | None = None
     labels: dict[str, str] | None = None
     special: tuple[str, str] | None = None
-    canon: str = ""
-    group: str = ""
+    canon: str | None = None
+    group: str | None = None
     names: tuple[str, ...] = ()
     values: tuple[str, ...] = ()
     escaped: tuple[str, ...] = ()
@@ -63,12 +64,27 @@ class Block:
                 labels[special] = format_value(bound)
         self.labels = labels
         self.names = tuple(labels)
-        self.values = tuple(labels.values())
-        self.escaped = tuple(map(escape_label_value, self.values))
-        ordered = sorted(labels.items())
-        self.canon = render_labels(tuple(ordered))
-        self.group = render_labels(tuple(p for p in ordered if p[0] not in ("le", "quantile")))
+        self.values = values = tuple(labels.values())
+        self.escaped = tuple([escape_label_value(v) if "\\" in v or '"' in v or "\n" in v
+                              else v for v in values])
         return self
+
+    def canonical(self) -> str:
+        """The labels (of a mapped block) sorted and rendered: with the sample name, the
+        upstream series' identity whatever its spelling."""
+        if self.canon is None:
+            assert self.labels is not None
+            self.canon = render_labels(tuple(sorted(self.labels.items())))
+        return self.canon
+
+    def grouping(self) -> str:
+        """:meth:`canonical` without ``le``/``quantile``: with the family name, the
+        histogram or summary a sample belongs to."""
+        if self.group is None:
+            assert self.labels is not None
+            self.group = render_labels(tuple(sorted(
+                p for p in self.labels.items() if p[0] not in ("le", "quantile"))))
+        return self.group
 
 
 def read_block(block: str, limit: int) -> Block:

@@ -40,23 +40,30 @@ _MARK = "\x00"
 
 @dataclass(frozen=True, slots=True)
 class LabelPlan:
-    """How one rule maps the label blocks of one shape (see module docstring).
+    """How one rule maps the label blocks of one shape (see module docstring), compiled.
 
-    ``base``: the normalized labels (target order, ``quantile``/``le`` excluded) as
-    ``(name, source)``; ``tail``: ``quantile``/``le`` kept (a bucket's, a quantile's);
-    ``pieces``: the rendering of ``base`` (``{a="…",…}``, ``""`` for none) as constant
-    text and value positions (values escaped), ``full`` that of ``base`` and ``tail``
-    together (a kept ``quantile``/``le`` comes last); ``model``: the sources of ``(model,
-    model_version, backend, runtime)`` of a per-model family (None: not per model);
-    ``runtime_of``: the source of the model whose runtime is the ``runtime`` label
-    (None: no runtime label is looked up); ``lossy``: whether the mapping loses
-    information (other upstream series may land on the same normalized series)."""
+    A block's values, then its model's runtime, then ``consts`` form one sequence that
+    ``*_idx`` index: ``base_names``/``base_idx`` are the normalized labels (target
+    order, ``quantile``/``le`` excluded), ``tail_names``/``tail_idx`` the
+    ``quantile``/``le`` kept (a bucket's, a quantile's), ``model_idx`` ``(model,
+    model_version, backend, runtime)`` of a per-model family (None: not per model).
+    ``fmt`` renders the base labels (``{a="…",…}``, ``""`` for none) and ``full_fmt``
+    base and tail (``%`` formats: constants written in, ``%s`` the escaped values at
+    ``fmt_idx``/``full_idx``). ``runtime_of``: the source of the model whose runtime is
+    the ``runtime`` label (None: no runtime is looked up); ``lossy``: whether the
+    mapping loses information (other upstream series may land on the same normalized
+    series)."""
 
-    base: tuple[tuple[str, Source], ...]
-    tail: tuple[tuple[str, Source], ...]
-    pieces: tuple[Source, ...]
-    full: tuple[Source, ...]
-    model: tuple[Source, Source, Source, Source] | None
+    consts: tuple[str, ...]
+    base_names: tuple[str, ...]
+    base_idx: tuple[int, ...]
+    tail_names: tuple[str, ...]
+    tail_idx: tuple[int, ...]
+    model_idx: tuple[int, ...] | None
+    fmt: str
+    fmt_idx: tuple[int, ...]
+    full_fmt: str
+    full_idx: tuple[int, ...]
     runtime_of: Source | None
     lossy: bool
 
@@ -100,7 +107,20 @@ class LabelMapper:
         model = (_source(out["model"]), _source(out.get("model_version", "")),
                  _source(out["backend"]), _source(out.get("runtime", "unknown"))) \
             if tdef.per_model else None
-        return LabelPlan(base, tail, _pieces(base), _pieces(base + tail), model,
+        consts: dict[str, int] = {}
+        at = len(names) + 1  # the values, the runtime, then the constants
+
+        def idx(src: Source) -> int:
+            return src if isinstance(src, int) else consts.setdefault(src, at + len(consts))
+
+        base_idx = tuple(idx(v) for _k, v in base)
+        tail_idx = tuple(idx(v) for _k, v in tail)
+        model_idx = None if model is None else tuple(idx(v) for v in model)
+        fmt, fmt_idx = _format(base)
+        full_fmt, full_idx = _format(base + tail)
+        return LabelPlan(tuple(consts), tuple(k for k, _ in base), base_idx,
+                         tuple(k for k, _ in tail), tail_idx, model_idx, fmt, fmt_idx,
+                         full_fmt, full_idx,
                          None if runtime_of is None else _source(runtime_of), lossy)
 
     def apply(self, plan: LabelPlan, rule: Rule, values: tuple[str, ...],
@@ -110,22 +130,24 @@ class LabelMapper:
         """``(tail pairs, base pairs, base rendered, model, base and tail rendered)`` of a
         block (its ``values`` and the same ``escaped``) under a plan of ``rule``."""
         runtime_of = plan.runtime_of
-        if runtime_of is not None:
+        if runtime_of is None:
+            runtime = ""
+        else:
             runtime = self.runtime(values[runtime_of] if isinstance(runtime_of, int)
                                    else runtime_of, rule)
-            values = (*values, runtime)
-            escaped = (*escaped, escape_label_value(runtime))
-        base = tuple([(k, values[s] if isinstance(s, int) else s) for k, s in plan.base])
-        text = "".join([escaped[p] if isinstance(p, int) else p for p in plan.pieces])
-        if plan.tail:
-            tail = tuple([(k, values[s] if isinstance(s, int) else s) for k, s in plan.tail])
-            full = "".join([escaped[p] if isinstance(p, int) else p for p in plan.full])
+        vals = (*values, runtime, *plan.consts)
+        esc = (*escaped, escape_label_value(runtime))
+        get = vals.__getitem__
+        base = tuple(zip(plan.base_names, map(get, plan.base_idx), strict=True))
+        text = plan.fmt % tuple(map(esc.__getitem__, plan.fmt_idx))
+        if plan.tail_idx:
+            tail = tuple(zip(plan.tail_names, map(get, plan.tail_idx), strict=True))
+            full = plan.full_fmt % tuple(map(esc.__getitem__, plan.full_idx))
         else:
             tail, full = (), text
-        pm = plan.model
-        model = None if pm is None else tuple(
-            [values[s] if isinstance(s, int) else s for s in pm])
-        return tail, base, text, model, full  # type: ignore[return-value]  # 4 sources
+        model_idx = plan.model_idx
+        model = None if model_idx is None else tuple(map(get, model_idx))
+        return tail, base, text, model, full  # type: ignore[return-value]  # 4 indexes
 
     def _map_labels(self, rule: Rule, labels: dict[str, str], keep: tuple[str, ...],
                     runtime_at: int) -> tuple[dict[str, str], bool, str | None]:
@@ -213,24 +235,21 @@ def _source(value: str) -> Source:
     return int(value[1:]) if value[:1] == _MARK else value
 
 
-def _pieces(base: tuple[tuple[str, Source], ...]) -> tuple[Source, ...]:
+def _format(labels: tuple[tuple[str, Source], ...]) -> tuple[str, tuple[int, ...]]:
     """The rendering of planned labels (:func:`~fleetwatch.labels.text.render_labels`)
-    as constant text (adjacent constants joined) and value positions."""
-    if not base:
-        return ()
-    out: list[Source] = []
-    for i, (k, s) in enumerate(base):
-        out.append(("{" if i == 0 else ",") + k + '="')
-        out.append(s if isinstance(s, int) else escape_label_value(s))
-        out.append('"')
-    out.append("}")
-    merged: list[Source] = []
-    for p in out:
-        if isinstance(p, str) and merged and isinstance(merged[-1], str):
-            merged[-1] += p
+    as a ``%`` format (constants escaped and written in, ``%s`` per value) and the
+    positions of the values it takes."""
+    if not labels:
+        return "", ()
+    parts: list[str] = []
+    positions: list[int] = []
+    for k, src in labels:
+        if isinstance(src, int):
+            parts.append(f'{k}="%s"')
+            positions.append(src)
         else:
-            merged.append(p)
-    return tuple(merged)
+            parts.append(f'{k}="{escape_label_value(src)}"'.replace("%", "%%"))
+    return "{" + ",".join(parts) + "}", tuple(positions)
 
 
 def _ordered(labels: Mapping[str, str], tdef: MetricDef) -> LabelPairs:
