@@ -121,6 +121,10 @@ class _Plan:
     fam_idx: int
     le_scaled: bool
     vm_label: str | None
+    simple: bool  # one target sample, no match, value labels, extra labels or le scaling
+    tname: str  # the first target sample's name
+    multi: bool  # the first target sample may be fed by another rule alike
+    scaled: bool  # the value is unit-converted (a scaled slot, not a direct one)
     samples: tuple[tuple[str, str, tuple[tuple[str, str], ...], frozenset[str], bool, bool],
                    ...]
 
@@ -277,6 +281,10 @@ class SeriesCompiler:
                     if defer(model):
                         return Entry(deferred=model)
                     break
+        if len(candidates) == 1 and candidates[0].simple:
+            entry = self._compile_alone(text, block, candidates[0])
+            if entry is not None:
+                return entry
         # the upstream series' identity, whatever its spelling ("m" = "m{}", le="+inf"),
         # made when needed (a series that may meet others)
         canon: str | None = None
@@ -366,6 +374,35 @@ class SeriesCompiler:
                      model=model_id, canon=canon or "", check=check,
                      le=le, group=group or (canon or "" if shared else ""))
 
+    def _compile_alone(self, text: str, block: Block, plan: _Plan) -> Entry | None:
+        """The entry of a series whose sample only ``plan`` reads, when its plan is
+        :attr:`_Plan.simple` and the series lands alone on its normalized series (no
+        collision tracking); None: :meth:`compile`'s general path decides (the same
+        answer for every other case, without the loop over rules and target samples)."""
+        labels = block.labels
+        assert labels is not None
+        if plan.needs_le and "le" not in labels:
+            return None
+        rule = plan.rule
+        mapped = self._maps.get((plan.sig, text))
+        if mapped is None or (mapped[4] is not None and mapped[4][3] != self._mapper.runtime(
+                mapped[4][0], rule)):
+            mapped = self._mapped(rule, plan, text, block)
+            if mapped is None:
+                return None
+        tname = plan.tname
+        prefix = tname + mapped[6]
+        if mapped[3] or plan.multi or prefix in self._shared:
+            return None
+        keys = self.keys
+        if prefix not in keys:
+            keys[prefix] = (tname, mapped[5])
+        return Entry(direct=() if plan.scaled else ((plan.fam_idx, prefix),),
+                     scaled=((plan.fam_idx, prefix, plan.div, plan.mul, rule.negative_is_nan),)
+                     if plan.scaled else (), model=mapped[4], check=plan.check,
+                     le=float(labels["le"]) if plan.bucket else None,
+                     group=sys.intern(rule.source + block.grouping()) if plan.whole else "")
+
     def _plan(self, rule: Rule, suffix: str, sig: int, keep: tuple[str, ...],
               whole: bool) -> _Plan:
         """What compiling a sample of ``rule`` (``suffix``) decides once per table."""
@@ -379,6 +416,13 @@ class SeriesCompiler:
         scaled = (rule.source_type in ("counter", "gauge") or suffix == "_sum"
                   or (rule.source_type == "summary" and suffix == ""))
         div, mul = (rule.divide, rule.multiply) if scaled else (1.0, 1.0)
+        t_samples = tuple(
+            (t_suffix, sys.intern(rule.target + t_suffix), tuple(extra),
+             frozenset(k for k, _ in extra),
+             t_suffix == "_count" and rule.as_samples != (("", ()),),
+             (rule.target, t_suffix) in self._multi_fed)
+            for t_suffix, extra in samples)
+        first = t_samples[0]
         return _Plan(
             rule=rule, sig=sig, keep=keep, whole=whole,
             needs_le=suffix == "_bucket" and not rule.part,
@@ -389,12 +433,11 @@ class SeriesCompiler:
             le_scaled=rule.le_divide != 1.0,
             vm_label=self.table.value_maps[rule.value_map].source_label
             if rule.value_map else None,
-            samples=tuple(
-                (t_suffix, sys.intern(rule.target + t_suffix), tuple(extra),
-                 frozenset(k for k, _ in extra),
-                 t_suffix == "_count" and rule.as_samples != (("", ()),),
-                 (rule.target, t_suffix) in self._multi_fed)
-                for t_suffix, extra in samples))
+            simple=len(t_samples) == 1 and not first[2] and not first[4] and not rule.match
+            and not rule.value_labels and not (rule.le_divide != 1.0 and first[0] == "_bucket"),
+            tname=first[1], multi=first[5],
+            scaled=div != 1.0 or mul != 1.0 or rule.negative_is_nan,
+            samples=t_samples)
 
     def _mapped(self, rule: Rule, plan: _Plan, text: str, block: Block) -> Mapped | None:
         """The normalized labels of a label block under a rule (None: a per-model family's
