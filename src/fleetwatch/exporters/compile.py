@@ -163,6 +163,9 @@ class SeriesCompiler:
         self._maps: dict[tuple[int, str], Mapped | None] = {}  # (signature, block) → labels
         # (signature, label names, value-map value) → how they map (None: no model)
         self._plans: dict[tuple[int, tuple[str, ...], str | None], LabelPlan | None] = {}
+        # (plan, the block's values but le/quantile) → (base pairs, rendered, model)
+        self._bases: dict[tuple[LabelPlan, tuple[str, ...]],
+                          tuple[LabelPairs, str, tuple[str, str, str, str] | None]] = {}
         signatures: dict[tuple[object, ...], int] = {}
         self._known_families: set[str] = set()
         self._created_bases: set[str] = set()
@@ -202,6 +205,7 @@ class SeriesCompiler:
         self._blocks = {}
         self._maps = {}
         self._plans = {}
+        self._bases = {}
         self._names = set()
         self._owner.clear()
         self._shared.clear()
@@ -215,6 +219,7 @@ class SeriesCompiler:
             self._blocks = {}
             self._maps = {}
             self._plans = {}
+            self._bases = {}
 
     def prune(self, live: Iterable[Entry]) -> None:
         """Keep only what the ``live`` entries' series use (the normalizer evicted the
@@ -236,6 +241,7 @@ class SeriesCompiler:
         self._blocks = {}
         self._maps = {}
         self._plans = {}
+        self._bases = {}
         self._names = set()
 
     def compile(self, key: str, meta: Metadata) -> Entry:
@@ -465,9 +471,23 @@ class SeriesCompiler:
         if lplan is None:
             self._maps[cache_key] = None
             return None
-        tail_out, base_pairs, rendered, model_id, full = self._mapper.apply(
-            lplan, rule, block.values, block.escaped)
-        base_pairs = self._shared_pairs(base_pairs)
+        values = block.values
+        rest = lplan.rest
+        if rest is not None:  # blocks alike but for le/quantile share their base labels
+            base_key = (lplan, tuple(map(values.__getitem__, rest)))
+            base = self._bases.get(base_key)
+            if base is None or (base[2] is not None and base[2][3] != self._mapper.runtime(
+                    base[2][0], rule)):
+                _tail, base_pairs, rendered, model_id, _full = self._mapper.apply(
+                    lplan, rule, values, block.escaped)
+                base = self._bases[base_key] = (self._shared_pairs(base_pairs), rendered,
+                                                model_id)
+            base_pairs, rendered, model_id = base
+            tail_out, full = self._mapper.with_tail(lplan, rendered, values, block.escaped)
+        else:
+            tail_out, base_pairs, rendered, model_id, full = self._mapper.apply(
+                lplan, rule, values, block.escaped)
+            base_pairs = self._shared_pairs(base_pairs)
         if tail_out:
             pool = self._pool
             tail_out = tuple([pool.setdefault(p, p) for p in tail_out])

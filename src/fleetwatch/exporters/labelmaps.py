@@ -38,7 +38,7 @@ Source = int | str
 _MARK = "\x00"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class LabelPlan:
     """How one rule maps the label blocks of one shape (see module docstring), compiled.
 
@@ -49,7 +49,11 @@ class LabelPlan:
     model_version, backend, runtime)`` of a per-model family (None: not per model).
     ``fmt`` renders the base labels (``{a="…",…}``, ``""`` for none) and ``full_fmt``
     base and tail (``%`` formats: constants written in, ``%s`` the escaped values at
-    ``fmt_idx``/``full_idx``). ``runtime_of``: the source of the model whose runtime is
+    ``fmt_idx``/``full_idx``); when the tail is the block's own ``quantile``/``le``
+    (``rest``: the positions of the other values, which alone decide the base labels;
+    else None), ``tail_fmt`` renders it after the base (``%s`` the escaped values at
+    ``tail_idx``; see :meth:`LabelMapper.with_tail`). Compared and hashed by identity.
+    ``runtime_of``: the source of the model whose runtime is
     the ``runtime`` label (None: no runtime is looked up); ``lossy``: whether the
     mapping loses information (other upstream series may land on the same normalized
     series)."""
@@ -64,6 +68,8 @@ class LabelPlan:
     fmt_idx: tuple[int, ...]
     full_fmt: str
     full_idx: tuple[int, ...]
+    rest: tuple[int, ...] | None
+    tail_fmt: str
     runtime_of: Source | None
     lossy: bool
 
@@ -118,9 +124,12 @@ class LabelMapper:
         model_idx = None if model is None else tuple(idx(v) for v in model)
         fmt, fmt_idx = _format(base)
         full_fmt, full_idx = _format(base + tail)
+        own_tail = bool(tail) and all(isinstance(v, int) for _k, v in tail)
+        rest = tuple(i for i in range(len(names)) if i not in tail_idx) if own_tail else None
+        tail_fmt = ",".join(f'{k}="%s"' for k, _ in tail) + "}"
         return LabelPlan(tuple(consts), tuple(k for k, _ in base), base_idx,
                          tuple(k for k, _ in tail), tail_idx, model_idx, fmt, fmt_idx,
-                         full_fmt, full_idx,
+                         full_fmt, full_idx, rest, tail_fmt,
                          None if runtime_of is None else _source(runtime_of), lossy)
 
     def apply(self, plan: LabelPlan, rule: Rule, values: tuple[str, ...],
@@ -148,6 +157,18 @@ class LabelMapper:
         model_idx = plan.model_idx
         model = None if model_idx is None else tuple(map(get, model_idx))
         return tail, base, text, model, full  # type: ignore[return-value]  # 4 indexes
+
+    @staticmethod
+    def with_tail(plan: LabelPlan, rendered: str, values: tuple[str, ...],
+                  escaped: tuple[str, ...]) -> tuple[tuple[tuple[str, str], ...], str]:
+        """``(tail pairs, base and tail rendered)`` of a block under a plan whose tail is
+        the block's own (``plan.rest`` set), given the base labels ``rendered`` for the
+        block's other values (:meth:`apply`'s, of any block equal at ``plan.rest``)."""
+        tail = tuple(zip(plan.tail_names, map(values.__getitem__, plan.tail_idx),
+                         strict=True))
+        full = (rendered[:-1] + "," if rendered else "{") + plan.tail_fmt % tuple(
+            map(escaped.__getitem__, plan.tail_idx))
+        return tail, full
 
     def _map_labels(self, rule: Rule, labels: dict[str, str], keep: tuple[str, ...],
                     runtime_at: int) -> tuple[dict[str, str], bool, str | None]:
