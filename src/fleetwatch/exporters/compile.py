@@ -155,6 +155,7 @@ class SeriesCompiler:
         self._shared: set[str] = set()  # normalized series fed by several upstream series
         self._by_sample: dict[str, list[_Plan]] = {}
         self._names: set[str] = set()  # sample names known valid
+        self._alias_prefixes = tuple(old for old, _new in table.name_prefix_aliases)
         renames = table.label_renames
         #: upstream labels naming the model (TargetContext.defer)
         self._model_labels = [k for k, v in renames.items() if v == "model"] + (
@@ -266,10 +267,11 @@ class SeriesCompiler:
             return Entry(error=block.error)
         if block.too_long is not None:
             return Entry(error=block.too_long, reason=LABEL_TOO_LONG)
-        for old, new in self.table.name_prefix_aliases:
-            if name.startswith(old):
-                name = new + name[len(old):]
-                break
+        if self._alias_prefixes and name.startswith(self._alias_prefixes):
+            for old, new in self.table.name_prefix_aliases:
+                if name.startswith(old):
+                    name = new + name[len(old):]
+                    break
         candidates = self._by_sample.get(name)
         if not candidates:
             return self._unused(name, meta, block.pairs)

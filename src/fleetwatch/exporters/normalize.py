@@ -313,6 +313,7 @@ class Normalizer:
         bad = meta.bad
         sample_lines = 0
         cache_get = cache.get
+        models_get = self._models.get
         marks = bytearray(len(self._models) + 64)  # model index → seen in this exposition
         refusals: Counter[str] = Counter()
         examples: dict[str, str] = {}
@@ -359,8 +360,10 @@ class Normalizer:
                 if isinstance(split, str):
                     bad(lineno, split, line)
                     continue
-                key, tok = split
-                entry = cache_get(key)
+                raw, tok = split
+                # the same key (no timestamp, exemplar or CR) is known missing already
+                entry = cache_get(raw) if raw != key else None
+                key = raw
                 if entry is None:
                     entry = compile_entry(key, meta)
                     if entry.deferred is not None:
@@ -368,9 +371,10 @@ class Normalizer:
                         continue
                     cache[key] = entry
                     if entry.model is not None:
-                        entry.mi = self._model_index(entry.model)
-                        if entry.mi >= len(marks):
-                            marks.extend(bytes(entry.mi + 64 - len(marks)))
+                        mi = models_get(entry.model)
+                        entry.mi = mi = self._model_index(entry.model) if mi is None else mi
+                        if mi >= len(marks):
+                            marks.extend(bytes(mi + 64 - len(marks)))
             sample_lines += 1
             if entry.skip:
                 if tok[-1:] == "\r":
