@@ -519,6 +519,12 @@ class Normalizer:
         if len(entry.direct) == 1 and not entry.scaled and value - value == 0:
             fam_idx, prefix = entry.direct[0]  # the common case, short
             return lists[fam_idx], (prefix, tok, prefix + " " + tok)
+        if len(entry.scaled) == 1 and not entry.direct:  # the other common case
+            fam_idx, prefix, div, mul, neg_nan = entry.scaled[0]
+            v = value / div * mul
+            if neg_nan and v < 0:
+                v = math.nan
+            return lists[fam_idx], (prefix, v, f"{prefix} {format_value(v)}")
         out: list[tuple[Callable[[Emitted], None], Emitted]] = []
         if entry.direct:
             finite = value - value == 0
