@@ -102,6 +102,11 @@ class Entry:
         self.rare = self.le is not None or bool(self.shared)
 
 
+#: The entry of every series that is not data (``_created`` samples, samples of a known
+#: family that no rule uses): skipped, never changed, so one object serves them all.
+_NOT_DATA = Entry()
+
+
 @dataclass(frozen=True, slots=True)
 class _Plan:
     """What compiling a sample of one rule decides once per table: its mapping signature
@@ -513,12 +518,12 @@ class SeriesCompiler:
     def _unused(self, name: str, meta: Metadata, pairs: LabelPairs) -> Entry:
         """The entry of a sample name no rule reads: ignored, invalid or unmapped."""
         if name.endswith(_IGNORED_SUFFIXES) and name[:-8] in self._created_bases:
-            return Entry()  # prometheus_client's _created samples: not data
+            return _NOT_DATA  # prometheus_client's _created samples
         fam = self._family_of(name, meta)
         if fam in self._source_types:
             typ = self._source_types[fam]
             if name[len(fam):] in SUFFIXES[typ]:
-                return Entry()  # a sample of a known family that no rule uses
+                return _NOT_DATA  # a sample of a known family that no rule uses
             return Entry(error=f"{name} is not a sample of {typ} family {fam} "
                                f"(expected suffixes {', '.join(SUFFIXES[typ])})")
         declared = meta.types.get(fam)
