@@ -64,6 +64,8 @@ Shared = tuple[int, str, float, float, bool, int]  # + priority: may meet other 
 #: pairs, the same rendered).
 Mapped = tuple[tuple[tuple[str, str], ...], LabelPairs, str, bool,
                "tuple[str, str, str, str] | None", LabelPairs, str]
+#: The mapping of a block that a per-model family cannot take (no model label).
+_NO_MODEL: Mapped = ((), (), "", False, None, (), "")
 #: What a series emits into a family per scrape: (prefix, value, output line).
 Emitted = tuple[str, "float | str", str]
 
@@ -166,7 +168,7 @@ class SeriesCompiler:
         self._model_labels = [k for k, v in renames.items() if v == "model"] + (
             ["model"] if "model" not in renames else [])
         self._blocks: dict[str, Block] = {}  # label block text → what it says
-        self._maps: dict[tuple[int, str], Mapped | None] = {}  # (signature, block) → labels
+        self._maps: dict[tuple[int, str], Mapped] = {}  # (signature, block) → labels
         # (signature, label names, value-map value) → how they map (None: no model)
         self._plans: dict[tuple[int, tuple[str, ...], str | None], LabelPlan | None] = {}
         # (plan, the block's values but le/quantile) → (base pairs, rendered, model)
@@ -321,10 +323,10 @@ class SeriesCompiler:
             mapped = maps_get((plan.sig, text))
             if mapped is None or (mapped[4] is not None and mapped[4][3] != runtime_of(
                     mapped[4][0], rule)):
-                mapped = self._mapped(rule, plan, text, block)
-                if mapped is None:
-                    no_model = True  # a per-model family's series must name its model
-                    continue
+                mapped = self._map(rule, plan, text, block)
+            if mapped is _NO_MODEL:
+                no_model = True  # a per-model family's series must name its model
+                continue
             tail_out, base_pairs, base_labels, lossy, out_model, full_pairs, full = mapped
             if plan.check > check:
                 check = plan.check
@@ -400,9 +402,9 @@ class SeriesCompiler:
         mapped = self._maps.get((plan.sig, text))
         if mapped is None or (mapped[4] is not None and mapped[4][3] != self._mapper.runtime(
                 mapped[4][0], rule)):
-            mapped = self._mapped(rule, plan, text, block)
-            if mapped is None:
-                return None
+            mapped = self._map(rule, plan, text, block)
+        if mapped is _NO_MODEL:
+            return None
         tname = plan.tname
         prefix = tname + mapped[6]
         if mapped[3] or plan.multi or prefix in self._shared:
@@ -452,21 +454,15 @@ class SeriesCompiler:
             scaled=div != 1.0 or mul != 1.0 or rule.negative_is_nan,
             samples=t_samples)
 
-    def _mapped(self, rule: Rule, plan: _Plan, text: str, block: Block) -> Mapped | None:
-        """The normalized labels of a label block under a rule (None: a per-model family's
-        series without a model), cached per (mapping signature, block): rules that map
-        labels alike (same target labels, match, value map, drops, constants) share it.
-        Made by applying the signature's :class:`~.labelmaps.LabelPlan` for the block's
-        label names (planned once per signature and names). A cached answer whose
-        model's runtime changed since is made again."""
+    def _map(self, rule: Rule, plan: _Plan, text: str, block: Block) -> Mapped:
+        """The normalized labels of a label block under a rule (:data:`_NO_MODEL`: a
+        per-model family's series without a model), cached per (mapping signature,
+        block) in ``_maps``, which the callers read first (rules that map labels alike —
+        same target labels, match, value map, drops, constants — share an answer; one
+        whose model's runtime changed since is made again). Made by applying the
+        signature's :class:`~.labelmaps.LabelPlan` for the block's label names (planned
+        once per signature and names)."""
         cache_key = (plan.sig, text)
-        hit = self._maps.get(cache_key)
-        if hit is not None:
-            model = hit[4]
-            if model is None or model[3] == self._mapper.runtime(model[0], rule):
-                return hit
-        elif cache_key in self._maps:
-            return None
         labels = block.labels
         assert labels is not None
         vm_value = labels.get(plan.vm_label) if plan.vm_label is not None else None
@@ -476,8 +472,8 @@ class SeriesCompiler:
             lplan = self._plans[plan_key] = self._mapper.plan(rule, block.names, labels,
                                                                plan.keep)
         if lplan is None:
-            self._maps[cache_key] = None
-            return None
+            self._maps[cache_key] = _NO_MODEL
+            return _NO_MODEL
         values = block.values
         rest = lplan.rest
         if rest is not None:  # blocks alike but for le/quantile share their base labels
