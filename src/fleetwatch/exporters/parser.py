@@ -24,6 +24,10 @@ __all__ = ["LabelPairs", "escape_label_value", "render_labels"]  # re-exported h
 
 _NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 _LABEL_NAME_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
+#: A label block as exporters write it: no spaces, no escapes (read with one findall).
+_PLAIN_BLOCK_RE = re.compile(
+    r'\{(?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*",)*(?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*")?\}\Z')
+_PLAIN_PAIR_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"\\]*)"')
 _ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
 
 
@@ -190,6 +194,11 @@ def split_key(key: str) -> tuple[str, LabelPairs]:
 
 def parse_label_block(block: str) -> LabelPairs:
     """Parse ``{a="b", c="d"}`` (trailing comma allowed) into label pairs; see split_key."""
+    if _PLAIN_BLOCK_RE.match(block):  # the common spelling: one C-level pass
+        pairs = tuple(_PLAIN_PAIR_RE.findall(block))
+        names = {k for k, _v in pairs}
+        if len(names) == len(pairs) and not any(k.startswith("__") for k in names):
+            return pairs
     if not block.startswith("{") or not block.endswith("}"):
         raise ExpositionError("label set must be enclosed in braces")
     s = block[1:-1]
