@@ -160,3 +160,26 @@ def test_never_raises_on_arbitrary_text(text):
 
 def test_label_block_allows_trailing_comma_and_spaces():
     assert parse_label_block('{ a = "1" , b="2", }') == (("a", "1"), ("b", "2"))
+
+
+@pytest.mark.parametrize(("block", "pairs"), [
+    ("{}", ()),
+    ('{a="b",}', (("a", "b"),)),
+    ('{a="",b="x=y,c=\'d\'"}', (("a", ""), ("b", "x=y,c='d'"))),
+    ('{le="+Inf",model="m",quantile="0.5"}', (("le", "+Inf"), ("model", "m"),
+                                              ("quantile", "0.5"))),
+])
+def test_plainly_spelled_label_blocks_read_like_any_other(block, pairs):
+    # the one-findall path for blocks without spaces or escapes gives the same pairs as
+    # the same block spelled with spaces (the general path)
+    spaced = block.replace('",', '" , ').replace("{", "{ ")
+    assert parse_label_block(block) == parse_label_block(spaced) == pairs
+
+
+@pytest.mark.parametrize("bad", ['{a="1",a="2"}', '{__name__="x"}', '{a="1",,}', "{,}",
+                                 '{a="1"b="2"}'])
+def test_plainly_spelled_label_blocks_are_refused_alike(bad):
+    # a block the plain pattern matches but the rules refuse (a repeated or reserved
+    # name) is refused as the general path refuses it; so are near-plain spellings
+    with pytest.raises(ExpositionError):
+        parse_label_block(bad)
