@@ -297,7 +297,7 @@ class SeriesCompiler:
                         return Entry(deferred=model)
                     break
         if len(candidates) == 1 and candidates[0].simple:
-            entry = self._compile_alone(text, block, candidates[0])
+            entry = self._compile_alone(name, text, block, candidates[0])
             if entry is not None:
                 return entry
         # the upstream series' identity, whatever its spelling ("m" = "m{}", le="+inf"),
@@ -312,7 +312,6 @@ class SeriesCompiler:
         maps_get = self._maps.get
         runtime_of = self._mapper.runtime
         keys = self.keys
-        owners = self._owner
         shared_set = self._shared
         for plan in candidates:
             rule = plan.rule
@@ -360,13 +359,9 @@ class SeriesCompiler:
                 if mean_count:
                     mean_only = True
                 if lossy or multi:
-                    # this series may meet others on one normalized series: track it
                     if canon is None:
                         canon = name + block.canonical()
-                    owner = owners.setdefault(prefix, canon)
-                    if owner != canon and prefix not in shared_set:
-                        shared_set.add(prefix)
-                        self.stale.add(owner)  # the owner was compiled as alone
+                    self._track(prefix, canon)
                 if prefix in shared_set:
                     shared.append((fam_idx, prefix, div, mul, rule.negative_is_nan,
                                    rule.priority))
@@ -389,11 +384,23 @@ class SeriesCompiler:
                      model=model_id, canon=canon or "", check=check,
                      le=le, group=group or (canon or "" if shared else ""))
 
-    def _compile_alone(self, text: str, block: Block, plan: _Plan) -> Entry | None:
+    def _track(self, prefix: str, canon: str) -> None:
+        """Upstream series ``canon`` lands on normalized series ``prefix`` through a
+        mapping where series may meet (lossy, or a target sample two rules feed): the
+        first is the prefix's owner; when another meets it, the prefix is shared and the
+        owner, compiled as alone, goes to :attr:`stale`. Idempotent."""
+        owner = self._owner.setdefault(prefix, canon)
+        if owner != canon and prefix not in self._shared:
+            self._shared.add(prefix)
+            self.stale.add(owner)
+
+    def _compile_alone(self, name: str, text: str, block: Block, plan: _Plan
+                       ) -> Entry | None:
         """The entry of a series whose sample only ``plan`` reads, when its plan is
-        :attr:`_Plan.simple` and the series lands alone on its normalized series (no
-        collision tracking); None: :meth:`compile`'s general path decides (the same
-        answer for every other case, without the loop over rules and target samples)."""
+        :attr:`_Plan.simple` and the series lands on a normalized series no other has
+        met (tracked if it may be met); None: :meth:`compile`'s general path decides
+        (the same answer for every other case, without the loop over rules and target
+        samples)."""
         labels = block.labels
         assert labels is not None
         if plan.needs_le and "le" not in labels:
@@ -407,14 +414,18 @@ class SeriesCompiler:
             return None
         tname = plan.tname
         prefix = tname + mapped[6]
-        if mapped[3] or plan.multi or prefix in self._shared:
+        canon = ""
+        if mapped[3] or plan.multi:
+            canon = name + block.canonical()
+            self._track(prefix, canon)
+        if prefix in self._shared:
             return None
         keys = self.keys
         if prefix not in keys:
             keys[prefix] = (tname, mapped[5])
         return Entry(direct=() if plan.scaled else ((plan.fam_idx, prefix),),
                      scaled=((plan.fam_idx, prefix, plan.div, plan.mul, rule.negative_is_nan),)
-                     if plan.scaled else (), model=mapped[4], check=plan.check,
+                     if plan.scaled else (), model=mapped[4], canon=canon, check=plan.check,
                      le=float(labels["le"]) if plan.bucket else None,
                      group=sys.intern(rule.source + block.grouping()) if plan.whole else "")
 

@@ -195,10 +195,10 @@ def split_key(key: str) -> tuple[str, LabelPairs]:
 def parse_label_block(block: str) -> LabelPairs:
     """Parse ``{a="b", c="d"}`` (trailing comma allowed) into label pairs; see split_key."""
     if _PLAIN_BLOCK_RE.match(block):  # the common spelling: one C-level pass
-        pairs = tuple(_PLAIN_PAIR_RE.findall(block))
-        names = {k for k, _v in pairs}
-        if len(names) == len(pairs) and not any(k.startswith("__") for k in names):
-            return pairs
+        plain: LabelPairs = tuple(_PLAIN_PAIR_RE.findall(block))
+        names = {k for k, _v in plain}
+        if len(names) == len(plain) and not any(k.startswith("__") for k in names):
+            return plain
     if not block.startswith("{") or not block.endswith("}"):
         raise ExpositionError("label set must be enclosed in braces")
     s = block[1:-1]
