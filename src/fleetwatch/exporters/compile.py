@@ -114,7 +114,8 @@ class _Plan:
     """What compiling a sample of one rule decides once per table: its mapping signature
     and the le/quantile kept, the value check and unit conversion, the target family,
     and per target sample (suffix, interned name, extra labels and their names, the
-    count of a mean-only histogram, fed by two rules)."""
+    count of a mean-only histogram, fed by two rules, the extra labels rendered without
+    braces)."""
 
     rule: Rule
     sig: int
@@ -132,8 +133,8 @@ class _Plan:
     tname: str  # the first target sample's name
     multi: bool  # the first target sample may be fed by another rule alike
     scaled: bool  # the value is unit-converted (a scaled slot, not a direct one)
-    samples: tuple[tuple[str, str, tuple[tuple[str, str], ...], frozenset[str], bool, bool],
-                   ...]
+    samples: tuple[tuple[str, str, tuple[tuple[str, str], ...], frozenset[str], bool, bool,
+                         str], ...]
 
 
 class SeriesCompiler:
@@ -344,8 +345,13 @@ class SeriesCompiler:
             target = rule.target
             mean_only = False
             slot_scaled = div != 1.0 or mul != 1.0 or rule.negative_is_nan
-            for t_suffix, tname, extra, extra_names, mean_count, multi in plan.samples:
-                if extra or (plan.le_scaled and t_suffix == "_bucket"):
+            for t_suffix, tname, extra, extra_names, mean_count, multi, extra_text \
+                    in plan.samples:
+                if extra and not tail_out:  # the common case: rendered once per table
+                    prefix = tname + _append_rendered(base_labels, extra_text)
+                    if prefix not in keys:
+                        keys[prefix] = (tname, self._shared_pairs(base_pairs + extra))
+                elif extra or (plan.le_scaled and t_suffix == "_bucket"):
                     tail: tuple[tuple[str, str], ...] = tuple(
                         p for p in tail_out if p[0] not in extra_names) + extra if extra \
                         else (("le", _scale_bound(labels["le"], rule.le_divide)),)
@@ -446,7 +452,8 @@ class SeriesCompiler:
             (t_suffix, sys.intern(rule.target + t_suffix), tuple(extra),
              frozenset(k for k, _ in extra),
              t_suffix == "_count" and rule.as_samples != (("", ()),),
-             (rule.target, t_suffix) in self._multi_fed)
+             (rule.target, t_suffix) in self._multi_fed,
+             render_labels(tuple(extra))[1:-1])
             for t_suffix, extra in samples)
         first = t_samples[0]
         return _Plan(
@@ -543,7 +550,7 @@ class SeriesCompiler:
     def _note_mean_only(self, target: str, fam_idx: int, base_pairs: LabelPairs,
                         base_labels: str) -> None:
         """A mean-only histogram: its _count/+Inf bucket stand only beside a _sum."""
-        inf = target + "_bucket" + _append_labels(base_labels, [("le", "+Inf")])
+        inf = target + "_bucket" + _append_rendered(base_labels, 'le="+Inf"')
         self.keys.setdefault(inf, (target + "_bucket", (*base_pairs, ("le", "+Inf"))))
         self.mean_only[target + "_count" + base_labels] = (
             fam_idx, target + "_sum" + base_labels, inf)
@@ -589,8 +596,13 @@ def _append_labels(rendered: str, tail: Sequence[tuple[str, str]]) -> str:
     """Append label pairs to an already rendered label set."""
     if not tail:
         return rendered
-    more = render_labels(tuple(tail))
-    return more if not rendered else rendered[:-1] + "," + more[1:]
+    return _append_rendered(rendered, render_labels(tuple(tail))[1:-1])
+
+
+def _append_rendered(rendered: str, more: str) -> str:
+    """Append rendered label pairs (``a="b",…`` without braces) to a rendered label set
+    (``{…}`` or ``""``)."""
+    return rendered[:-1] + "," + more + "}" if rendered else "{" + more + "}"
 
 
 def _written(rule: Rule) -> set[str]:
