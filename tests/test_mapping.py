@@ -343,3 +343,17 @@ def test_series_keys_come_from_the_compiler_and_match_the_rendered_prefix():
             for prefix in fam:
                 assert prefix in n.keys, (path.name, prefix)
                 assert n.key(prefix) == split_key(prefix), (path.name, prefix)
+
+
+@pytest.mark.parametrize("suffix", [" 1700000000000", " # {trace_id=\"a b\"} 1.0", "\r",
+                                    "\t", " ", "\u00a0"])
+def test_a_new_line_spelled_otherwise_maps_like_the_plain_line_or_is_refused(suffix):
+    # the normalizer splits a new 'name{labels} value' line itself; any other spelling
+    # (timestamp, exemplar, CR, a tab or a space after the value, non-ASCII space) is
+    # split by the parser: the same series, or a line refused, never another series
+    plain = 'nv_inference_count{model="m",version="1"} 7\n'
+    odd = plain[:-1] + suffix + "\n"
+    n_plain, n_odd = Normalizer(TABLES["triton"]), Normalizer(TABLES["triton"])
+    want = render([n_plain.normalize(plain)])
+    got = n_odd.normalize(odd)
+    assert render([got]) == want or (got.meta.invalid and got.series_count == 0)

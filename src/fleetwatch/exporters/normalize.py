@@ -356,14 +356,20 @@ class Normalizer:
             if entry is not None:
                 tok = line[sp + 1:]  # a CR ending it is cut below (never equals entry.tok)
             else:
-                split = split_sample_line(line)
-                if isinstance(split, str):
-                    bad(lineno, split, line)
-                    continue
-                raw, tok = split
-                # the same key (no timestamp, exemplar or CR) is known missing already
-                entry = cache_get(raw) if raw != key else None
-                key = raw
+                tok = line[sp + 1:]
+                if not (sp > 0 and line[sp - 1] == "}" and tok and tok.isprintable()
+                        and "}" not in tok and "{" in key and " # " not in line):
+                    # not 'name{labels} value' (a timestamp, an exemplar, a CR, …):
+                    # parser.split_sample_line says what it is (the plain case is the
+                    # same split: key up to the label set's brace, one value token)
+                    split = split_sample_line(line)
+                    if isinstance(split, str):
+                        bad(lineno, split, line)
+                        continue
+                    raw, tok = split
+                    # the same key is known missing already
+                    entry = cache_get(raw) if raw != key else None
+                    key = raw
                 if entry is None:
                     entry = compile_entry(key, meta)
                     if entry.deferred is not None:
