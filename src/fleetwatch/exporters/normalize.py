@@ -240,8 +240,8 @@ class Normalizer:
             return self._normalize_all(text)
         finally:
             if paused:
-                if len(self._cache) - before >= self.PROMOTE_AT:
-                    gc.freeze()
+                if len(self._cache) - before >= self.PROMOTE_AT and not gc.get_freeze_count():
+                    gc.freeze()  # (not when something else froze objects: they stay so)
                     gc.unfreeze()
                 gc.enable()
 
