@@ -357,3 +357,18 @@ def test_a_new_line_spelled_otherwise_maps_like_the_plain_line_or_is_refused(suf
     want = render([n_plain.normalize(plain)])
     got = n_odd.normalize(odd)
     assert render([got]) == want or (got.meta.invalid and got.series_count == 0)
+
+
+def test_a_cold_cycle_leaves_the_collector_on_with_nothing_frozen():
+    # a cold cycle pauses the cyclic GC and hands what it compiled to the oldest
+    # generation (gc.freeze + gc.unfreeze): afterwards the collector is on again and
+    # nothing stays frozen (frozen objects would never be collected)
+    import gc
+
+    text = "".join(f'nv_inference_count{{model="m{i}",version="1"}} {i}\n'
+                   f'nv_inference_exec_count{{model="m{i}",version="1"}} {i}\n'
+                   for i in range(3000))  # 6000 new series: past Normalizer.PROMOTE_AT
+    assert gc.isenabled()
+    n = Normalizer(TABLES["triton"])
+    assert n.normalize(text).series_count > 0
+    assert gc.isenabled() and gc.get_freeze_count() == 0
