@@ -314,6 +314,7 @@ class Normalizer:
         sample_lines = 0
         cache_get = cache.get
         models_get = self._models.get
+        appends = self._appends
         marks = bytearray(len(self._models) + 64)  # model index → seen in this exposition
         refusals: Counter[str] = Counter()
         examples: dict[str, str] = {}
@@ -421,7 +422,13 @@ class Normalizer:
                     if entry.group:
                         withdraw.add(entry.group)
                     continue
-                entry.emit, entry.emitted = self._emits(entry, tok, value)
+                direct = entry.direct
+                if len(direct) == 1 and not entry.scaled and value - value == 0:
+                    fam_idx, prefix = direct[0]  # the common case, here: no call
+                    entry.emit = appends[fam_idx]
+                    entry.emitted = (prefix, tok, prefix + " " + tok)
+                else:
+                    entry.emit, entry.emitted = self._emits(entry, tok, value)
                 entry.tok = tok
                 entry.value = value
             marks[entry.mi] = 1
@@ -520,11 +527,9 @@ class Normalizer:
         family's list. Direct slots keep the upstream's text when finite (NaN and ±Inf
         get the canonical spelling); scaled ones are floats. One slot: that list's
         ``append``; several: :func:`_emit_all`; none (shared slots only): ``bool``, a
-        no-op."""
+        no-op. (The commonest case, one direct slot and a finite value, is made in the
+        loop itself and never comes here.)"""
         lists = self._appends  # one bound method per family, shared by the series
-        if len(entry.direct) == 1 and not entry.scaled and value - value == 0:
-            fam_idx, prefix = entry.direct[0]  # the common case, short
-            return lists[fam_idx], (prefix, tok, prefix + " " + tok)
         if len(entry.scaled) == 1 and not entry.direct:  # the other common case
             fam_idx, prefix, div, mul, neg_nan = entry.scaled[0]
             v = value / div * mul
