@@ -169,6 +169,7 @@ class SeriesCompiler:
         self._model_labels = [k for k, v in renames.items() if v == "model"] + (
             ["model"] if "model" not in renames else [])
         self._blocks: dict[str, Block] = {}  # label block text → what it says
+        self._bounds: dict[tuple[str, str], str] = {}  # le/quantile → canonical spelling
         self._maps: dict[tuple[int, str], Mapped] = {}  # (signature, block) → labels
         # (signature, label names, value-map value) → how they map (None: no model)
         self._plans: dict[tuple[int, tuple[str, ...], str | None], LabelPlan | None] = {}
@@ -215,6 +216,7 @@ class SeriesCompiler:
         self._maps = {}
         self._plans = {}
         self._bases = {}
+        self._bounds = {}
         self._names = set()
         self._owner.clear()
         self._shared.clear()
@@ -229,6 +231,7 @@ class SeriesCompiler:
             self._maps = {}
             self._plans = {}
             self._bases = {}
+            self._bounds = {}
 
     def prune(self, live: Iterable[Entry]) -> None:
         """Keep only what the ``live`` entries' series use (the normalizer evicted the
@@ -251,6 +254,7 @@ class SeriesCompiler:
         self._maps = {}
         self._plans = {}
         self._bases = {}
+        self._bounds = {}
         self._names = set()
 
     def compile(self, key: str, meta: Metadata) -> Entry:
@@ -284,7 +288,7 @@ class SeriesCompiler:
         if not candidates:
             return self._unused(name, meta, block.pairs)
         if block.labels is None:
-            block.mapped()
+            block.mapped(self._bounds)
         if block.special is not None:
             return Entry(error=block.special[0], reason=block.special[1])
         labels = block.labels
@@ -526,7 +530,7 @@ class SeriesCompiler:
         shared = self._sets.get(pairs)
         if shared is None:
             pool = self._pool
-            shared = self._sets[pairs] = tuple(pool.setdefault(p, p) for p in pairs)
+            shared = self._sets[pairs] = tuple([pool.setdefault(p, p) for p in pairs])
         return shared
 
     def _unused(self, name: str, meta: Metadata, pairs: LabelPairs) -> Entry:

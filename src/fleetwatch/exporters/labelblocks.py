@@ -47,13 +47,20 @@ class Block:
     values: tuple[str, ...] = ()
     escaped: tuple[str, ...] = ()
 
-    def mapped(self) -> Block:
-        """Fill the fields a mapped series needs (once); returns ``self``."""
+    def mapped(self, bounds: dict[tuple[str, str], str] | None = None) -> Block:
+        """Fill the fields a mapped series needs (once); returns ``self``. ``bounds``:
+        the canonical spellings of valid ``le``/``quantile`` values met so far, by
+        (label, value as written), read and extended (blocks repeat a few bounds)."""
         if self.labels is not None or self.special is not None:
             return self
         labels = dict(self.pairs)
         for special, reason in (("le", BAD_LE), ("quantile", BAD_QUANTILE)):
             if special in labels:  # canonical spelling: "+inf"/"Inf" → "+Inf", "1" → "1.0"
+                raw = labels[special]
+                known = bounds.get((special, raw)) if bounds is not None else None
+                if known is not None:
+                    labels[special] = known
+                    continue
                 try:
                     bound = parse_value(labels[special])
                 except ExpositionError:
@@ -62,6 +69,8 @@ class Block:
                     self.special = (f"invalid {special} label {labels[special]!r}", reason)
                     return self
                 labels[special] = format_value(bound)
+                if bounds is not None:
+                    bounds[special, raw] = labels[special]
         self.labels = labels
         self.names = tuple(labels)
         self.values = values = tuple(labels.values())
