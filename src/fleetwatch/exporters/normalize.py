@@ -422,11 +422,19 @@ class Normalizer:
                     if entry.group:
                         withdraw.add(entry.group)
                     continue
-                direct = entry.direct
-                if len(direct) == 1 and not entry.scaled and value - value == 0:
-                    fam_idx, prefix = direct[0]  # the common case, here: no call
+                # what the series emits from now on (the two common cases here, no call)
+                direct, scaled = entry.direct, entry.scaled
+                if len(direct) == 1 and not scaled and value - value == 0:
+                    fam_idx, prefix = direct[0]  # the upstream text, unscaled
                     entry.emit = appends[fam_idx]
                     entry.emitted = (prefix, tok, prefix + " " + tok)
+                elif len(scaled) == 1 and not direct:
+                    fam_idx, prefix, div, mul, neg_nan = scaled[0]  # unit-converted
+                    v = value / div * mul
+                    if neg_nan and v < 0:
+                        v = math.nan
+                    entry.emit = appends[fam_idx]
+                    entry.emitted = (prefix, v, f"{prefix} {format_value(v)}")
                 else:
                     entry.emit, entry.emitted = self._emits(entry, tok, value)
                 entry.tok = tok
@@ -527,15 +535,9 @@ class Normalizer:
         family's list. Direct slots keep the upstream's text when finite (NaN and ±Inf
         get the canonical spelling); scaled ones are floats. One slot: that list's
         ``append``; several: :func:`_emit_all`; none (shared slots only): ``bool``, a
-        no-op. (The commonest case, one direct slot and a finite value, is made in the
-        loop itself and never comes here.)"""
+        no-op. (The two common cases, one direct slot with a finite value and one scaled
+        slot alone, are made in the loop itself and never come here.)"""
         lists = self._appends  # one bound method per family, shared by the series
-        if len(entry.scaled) == 1 and not entry.direct:  # the other common case
-            fam_idx, prefix, div, mul, neg_nan = entry.scaled[0]
-            v = value / div * mul
-            if neg_nan and v < 0:
-                v = math.nan
-            return lists[fam_idx], (prefix, v, f"{prefix} {format_value(v)}")
         out: list[tuple[Callable[[Emitted], None], Emitted]] = []
         if entry.direct:
             finite = value - value == 0
