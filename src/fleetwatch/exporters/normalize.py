@@ -40,7 +40,8 @@ import gc
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from operator import itemgetter
@@ -232,16 +233,24 @@ class Normalizer:
         ``gc.unfreeze()``, O(1)) instead of being scanned by the first young collections
         (70 ms after a 1000-model Triton cold cycle); garbage among them waits for the
         next full collection."""
+        with self._collector_paused():
+            return self._normalize_all(text)
+
+    @contextmanager
+    def _collector_paused(self) -> Iterator[None]:
+        """The cyclic GC paused (if it was on), and what was compiled meanwhile promoted
+        to its oldest generation when that is :attr:`PROMOTE_AT` series or more (see
+        :meth:`normalize`; not when something else froze objects: they stay frozen)."""
         paused = gc.isenabled()
         if paused:
             gc.disable()
         before = len(self._cache)
         try:
-            return self._normalize_all(text)
+            yield
         finally:
             if paused:
                 if len(self._cache) - before >= self.PROMOTE_AT and not gc.get_freeze_count():
-                    gc.freeze()  # (not when something else froze objects: they stay so)
+                    gc.freeze()
                     gc.unfreeze()
                 gc.enable()
 
@@ -250,11 +259,9 @@ class Normalizer:
         (``TargetContext.defer``), found with one lookup per line: series not compiled
         yet are compiled on the way (unless deferred), values are not read. Call
         :meth:`normalize` after (its result is the exposition's state). Never raises on
-        bad input (bad lines are left to :meth:`normalize`)."""
-        paused = gc.isenabled()
-        if paused:
-            gc.disable()
-        try:
+        bad input (bad lines are left to :meth:`normalize`). The collector as in
+        :meth:`normalize`."""
+        with self._collector_paused():
             meta = Metadata()
             deferred: set[str] = set()
             cache = self._cache
@@ -276,9 +283,6 @@ class Normalizer:
                 if entry.model is not None:
                     entry.mi = self._model_index(entry.model)
             return deferred
-        finally:
-            if paused:
-                gc.enable()
 
     def _normalize_all(self, text: str) -> Normalized:
         result = self._normalize(text)
