@@ -170,7 +170,6 @@ class SeriesCompiler:
             ["model"] if "model" not in renames else [])
         self._blocks: dict[str, Block] = {}  # label block text → what it says
         self._bounds: dict[tuple[str, str], str] = {}  # le/quantile → canonical spelling
-        self._maps: dict[tuple[int, str], Mapped] = {}  # (signature, block) → labels
         # (signature, label names, value-map value) → how they map (None: no model)
         self._plans: dict[tuple[int, tuple[str, ...], str | None], LabelPlan | None] = {}
         # (plan, the block's values but le/quantile) → (base pairs, rendered, model)
@@ -213,7 +212,6 @@ class SeriesCompiler:
         self._pool = {}
         self._sets = {}
         self._blocks = {}
-        self._maps = {}
         self._plans = {}
         self._bases = {}
         self._bounds = {}
@@ -226,9 +224,8 @@ class SeriesCompiler:
         """Drop the caches that only compiling reads (label blocks, mappings): they pay
         within one exposition, whose series share blocks; the next new series mostly
         bring new blocks (new models)."""
-        if self._blocks or self._maps or self._plans:
+        if self._blocks or self._plans:
             self._blocks = {}
-            self._maps = {}
             self._plans = {}
             self._bases = {}
             self._bounds = {}
@@ -251,7 +248,6 @@ class SeriesCompiler:
         self._pool = {}
         self._sets = {}
         self._blocks = {}
-        self._maps = {}
         self._plans = {}
         self._bases = {}
         self._bounds = {}
@@ -302,7 +298,7 @@ class SeriesCompiler:
                         return Entry(deferred=model)
                     break
         if len(candidates) == 1 and candidates[0].simple:
-            entry = self._compile_alone(name, text, block, candidates[0])
+            entry = self._compile_alone(name, block, candidates[0])
             if entry is not None:
                 return entry
         # the upstream series' identity, whatever its spelling ("m" = "m{}", le="+inf"),
@@ -314,7 +310,7 @@ class SeriesCompiler:
         model_id = None
         no_value = False
         check, le, group, no_model = NO_CHECK, None, "", False
-        maps_get = self._maps.get
+        maps_get = block.maps.get
         runtime_of = self._mapper.runtime
         keys = self.keys
         shared_set = self._shared
@@ -324,10 +320,10 @@ class SeriesCompiler:
                 continue
             if plan.needs_le and "le" not in labels:
                 return Entry(error=f"{name} has no le label")
-            mapped = maps_get((plan.sig, text))
+            mapped = maps_get(plan.sig)
             if mapped is None or (mapped[4] is not None and mapped[4][3] != runtime_of(
                     mapped[4][0], rule)):
-                mapped = self._map(rule, plan, text, block)
+                mapped = self._map(rule, plan, block)
             if mapped is _NO_MODEL:
                 no_model = True  # a per-model family's series must name its model
                 continue
@@ -404,8 +400,7 @@ class SeriesCompiler:
             self._shared.add(prefix)
             self.stale.add(owner)
 
-    def _compile_alone(self, name: str, text: str, block: Block, plan: _Plan
-                       ) -> Entry | None:
+    def _compile_alone(self, name: str, block: Block, plan: _Plan) -> Entry | None:
         """The entry of a series whose sample only ``plan`` reads, when its plan is
         :attr:`_Plan.simple` and the series lands on a normalized series no other has
         met (tracked if it may be met); None: :meth:`compile`'s general path decides
@@ -416,10 +411,10 @@ class SeriesCompiler:
         if plan.needs_le and "le" not in labels:
             return None
         rule = plan.rule
-        mapped = self._maps.get((plan.sig, text))
+        mapped = block.maps.get(plan.sig)
         if mapped is None or (mapped[4] is not None and mapped[4][3] != self._mapper.runtime(
                 mapped[4][0], rule)):
-            mapped = self._map(rule, plan, text, block)
+            mapped = self._map(rule, plan, block)
         if mapped is _NO_MODEL:
             return None
         tname = plan.tname
@@ -476,15 +471,14 @@ class SeriesCompiler:
             scaled=div != 1.0 or mul != 1.0 or rule.negative_is_nan,
             samples=t_samples)
 
-    def _map(self, rule: Rule, plan: _Plan, text: str, block: Block) -> Mapped:
+    def _map(self, rule: Rule, plan: _Plan, block: Block) -> Mapped:
         """The normalized labels of a label block under a rule (:data:`_NO_MODEL`: a
-        per-model family's series without a model), cached per (mapping signature,
-        block) in ``_maps``, which the callers read first (rules that map labels alike —
+        per-model family's series without a model), cached per mapping signature in the
+        block's ``maps``, which the callers read first (rules that map labels alike —
         same target labels, match, value map, drops, constants — share an answer; one
         whose model's runtime changed since is made again). Made by applying the
         signature's :class:`~.labelmaps.LabelPlan` for the block's label names (planned
         once per signature and names)."""
-        cache_key = (plan.sig, text)
         labels = block.labels
         assert labels is not None
         vm_value = labels.get(plan.vm_label) if plan.vm_label is not None else None
@@ -494,7 +488,7 @@ class SeriesCompiler:
             lplan = self._plans[plan_key] = self._mapper.plan(rule, block.names, labels,
                                                                plan.keep)
         if lplan is None:
-            self._maps[cache_key] = _NO_MODEL
+            block.maps[plan.sig] = _NO_MODEL
             return _NO_MODEL
         values = block.values
         rest = lplan.rest
@@ -521,7 +515,7 @@ class SeriesCompiler:
             full_pairs = base_pairs
         mapped: Mapped = (tail_out, base_pairs, rendered, lplan.lossy, model_id, full_pairs,
                           full)
-        self._maps[cache_key] = mapped
+        block.maps[plan.sig] = mapped
         return mapped
 
     def _shared_pairs(self, pairs: LabelPairs) -> LabelPairs:

@@ -11,7 +11,8 @@ series and its histogram. The cache is the compiler's, bounded with it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from fleetwatch.exporters.parser import (
     ExpositionError,
@@ -34,7 +35,8 @@ class Block:
     labels sorted and rendered, :meth:`grouping` the same without ``le``/``quantile``
     (made on first use: most series need neither, or only one); ``names`` and
     ``values`` the keys and values of ``labels``, ``escaped`` the values escaped for the
-    text format (what :mod:`.labelmaps` plans and applies)."""
+    text format (what :mod:`.labelmaps` plans and applies); ``maps`` the compiler's
+    mappings of the block by mapping signature (:mod:`.compile`)."""
 
     pairs: LabelPairs = ()
     error: str | None = None
@@ -46,6 +48,7 @@ class Block:
     names: tuple[str, ...] = ()
     values: tuple[str, ...] = ()
     escaped: tuple[str, ...] = ()
+    maps: dict[int, Any] = field(default_factory=dict)
 
     def mapped(self, bounds: dict[tuple[str, str], str] | None = None) -> Block:
         """Fill the fields a mapped series needs (once); returns ``self``. ``bounds``:
