@@ -372,3 +372,20 @@ def test_a_cold_cycle_leaves_the_collector_on_with_nothing_frozen():
     n = Normalizer(TABLES["triton"])
     assert n.normalize(text).series_count > 0
     assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+@pytest.mark.parametrize("suffix", ["\t", " ", "\t \r", "\u00a0"])
+def test_blanks_after_the_value_are_read_alike_on_every_scrape(suffix):
+    # Prometheus' blanks (spaces, tabs; a CR) after the value are not part of it, on the
+    # first scrape and on later ones (unchanged value: the kept line; changed: parsed
+    # again); a non-ASCII space is an invalid value on every scrape (Prometheus refuses
+    # it too), never a value served on one scrape and dropped on the next
+    n_plain, n_odd = Normalizer(TABLES["triton"]), Normalizer(TABLES["triton"])
+    for value in ("7", "7", "8", "8"):
+        plain = f'nv_inference_count{{model="m",version="1"}} {value}\n'
+        got = n_odd.normalize(plain[:-1] + suffix + "\n")
+        want = render([n_plain.normalize(plain)])
+        if suffix.isascii():
+            assert render([got]) == want, (value, render([got]))
+        else:
+            assert got.series_count == 0 and got.meta.invalid, value

@@ -74,6 +74,10 @@ from fleetwatch.labels.schema import METRICS
 _PREFIX, _VALUE, _LINE = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
+#: What may end a sample line after its value (``str.rstrip`` set; never empty).
+_TRAILING = frozenset(" \t\r")
+
+
 def value_of(v: float | str) -> float:
     """A normalized sample value as a float (values copied unscaled stay upstream text)."""
     return v if isinstance(v, float) else float(v)
@@ -388,8 +392,8 @@ class Normalizer:
                             marks.extend(bytes(mi + 64 - len(marks)))
             sample_lines += 1
             if entry.skip:
-                if tok[-1:] == "\r":
-                    tok = tok[:-1]
+                if tok[-1:] in _TRAILING:
+                    tok = tok.rstrip(" \t\r")
                 reason = entry.reason
                 if reason is not None and (reason != TYPE_MISMATCH or self.passthrough):
                     refusals[reason] += 1
@@ -406,8 +410,8 @@ class Normalizer:
                             examples.setdefault(problem, f"{key[:200]}: value {tok[:40]!r}")
                 continue
             if tok != entry.tok:  # else unchanged since the last scrape: accepted then
-                if tok[-1:] == "\r":
-                    tok = tok[:-1]
+                if tok[-1:] in _TRAILING:  # a CR, or blanks after the value
+                    tok = tok.rstrip(" \t\r")
                 if "_" in tok or not tok.isascii():  # Python's float takes "1_0", "١"
                     bad(lineno, f"invalid sample value {tok!r}", key)
                     continue

@@ -92,6 +92,9 @@ def iter_lines(text: str, meta: Metadata) -> Iterator[tuple[str, int]]:
         yield line, lineno
 
 
+_BLANKS = re.compile(r"[ \t]+")
+
+
 def split_sample_line(line: str) -> tuple[str, str] | str:
     """``(series_key, value_token)`` of a sample line, or the reason it is malformed.
 
@@ -123,7 +126,9 @@ def split_sample_line(line: str) -> tuple[str, str] | str:
         rest = line[sp:]
         if " # " in rest:
             rest = rest[: rest.index(" # ")]
-    parts = rest.split()
+    # the format's blanks are spaces and tabs (Prometheus' parser), not every Unicode space:
+    # "1\u00a0" is an invalid value there, and here
+    parts = [p for p in _BLANKS.split(rest) if p]
     if not parts or len(parts) > 2:
         return "expected 'value [timestamp]' after the series"
     return key, parts[0]
