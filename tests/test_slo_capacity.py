@@ -389,3 +389,21 @@ def test_update_leaves_the_garbage_collector_as_it_found_it():
     finally:
         (gc.enable if was else gc.disable)()
     assert engine.last_update == 102.0
+
+
+def test_trace_events_booking_one_band_twice_at_one_time_both_count_in_its_evidence():
+    """Two trace events of one model in one band at one time (and one at another time):
+    the band's latency evidence counts every event, as booked one after the other."""
+    engine = SLOEngine(parse_slo_file({"slos": [{
+        "name": "e2e", "sli": {"source": "traces", "latency": {
+            "metric": "request", "threshold_seconds": 1.0}},
+        "objectives": [{"target": 0.9}], "timeWindow": [{"duration": "1d"}],
+        "concurrency": {"envelope": 4}}]}))
+    mk = ("m", "", "python")
+    engine.add_events([("e2e", mk, 1000.0, 1.0, 3.0, 4.0), ("e2e", mk, 1000.0, 1.0, 1.0, 2.0),
+                       ("e2e", mk, 1000.0, 3.0, 5.0, 5.0)])
+    st = engine.states[("e2e", mk)]
+    assert st.events == {"1": 6.0, "all": 11.0, "4": 5.0}
+    count = engine.band_latency.count
+    assert count[st.rows["1"]] == pytest.approx(6.0)
+    assert count[st.rows["4"]] == pytest.approx(5.0)

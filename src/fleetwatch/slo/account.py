@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -169,8 +170,8 @@ class Ledger:
             self._row_period[r] = st.slo.period_seconds
         return r
 
-    def add(self, ts: float, rows: list[int], goods: list[float],
-            totals: list[float]) -> None:
+    def add(self, ts: float, rows: list[int], goods: Sequence[float] | FloatArray,
+            totals: Sequence[float] | FloatArray) -> None:
         """Add events at time ``ts`` (``goods[i]``/``totals[i]`` to ``rows[i]``), expire
         old buckets, and recompute :attr:`burn` and :attr:`burning`."""
         self.windows.add(ts, np.asarray(rows, dtype=np.int64), np.asarray(goods, dtype=float),

@@ -71,6 +71,22 @@ from fleetwatch.slo.windows import FloatArray
 #: deltas, observations, concurrency).
 _Pending = tuple[float, int, dict[float, float], float, float]
 
+
+def _runs(pending: list[_Pending]) -> Iterator[list[_Pending]]:
+    """``pending`` cut into runs of one time and distinct rows, in order; the whole list
+    when it is one (an interval's bookings)."""
+    if len({p[0] for p in pending}) == 1 and len({p[1] for p in pending}) == len(pending):
+        yield pending
+        return
+    start = 0
+    while start < len(pending):
+        t0, seen, end = pending[start][0], set(), start
+        while end < len(pending) and pending[end][0] == t0 and pending[end][1] not in seen:
+            seen.add(pending[end][1])
+            end += 1
+        yield pending[start:end]
+        start = end
+
 __all__ = ["ALL", "STATES", "ModelKey", "SLOEngine", "SLOModelState"]
 
 log = logging.getLogger("fleetwatch.slo")
@@ -319,7 +335,8 @@ class SLOEngine:
               h: Hist | None, rows: list[int], goods: list[float],
               totals: list[float]) -> None:
         """Events of one SLO and model into the band of ``conc`` and ``all`` (``h``: the
-        interval's latency histogram of a latency SLI, capacity's evidence)."""
+        interval's latency histogram of a latency SLI, capacity's evidence): ``rows``
+        gets both rows, ``goods``/``totals`` the booking's counts once (for both)."""
         if not (0.0 < total < math.inf and 0.0 <= good < math.inf):
             return  # no events, or not finite: never accounted
         good = min(good, total)
@@ -339,8 +356,8 @@ class SLOEngine:
         if r_all is None:
             r_all = self._new_row(st, ALL, ts)
         rows.extend((r, r_all))
-        goods.extend((good, good))
-        totals.extend((total, total))
+        goods.append(good)
+        totals.append(total)
         # the band's evidence for capacity: its mean concurrency (every SLI) and, for a
         # latency SLI, its latency distribution (added in _add_and_judge)
         if h is not None and h.count > 0:
@@ -392,22 +409,18 @@ class SLOEngine:
         events may book a row several times, in order)."""
         pending, self._pending = self._pending, []
         tau = self.spec.capacity.window
-        start = 0
-        while start < len(pending):
-            t0, seen, end = pending[start][0], set(), start
-            while end < len(pending) and pending[end][0] == t0 and pending[end][1] not in seen:
-                seen.add(pending[end][1])
-                end += 1
-            run = pending[start:end]
-            self.band_latency.add(t0, tau, [p[1] for p in run], [p[2] for p in run],
-                                  [p[3] for p in run], [p[4] for p in run])
-            start = end
+        for run in _runs(pending):
+            ts, rows, buckets, counts, conc = map(list, zip(*run, strict=True))
+            self.band_latency.add(ts[0], tau, rows, buckets, counts, conc)
 
     def _add_and_judge(self, ts: float, rows: list[int], goods: list[float],
                        totals: list[float]) -> None:
+        """Add the bookings (``rows``: a band's row and its ``all`` row per booking,
+        ``goods``/``totals``: once per booking), then judge and update capacity."""
         self._add_latency()
         ledger, gauges = self.ledger, self.gauges
-        ledger.add(ts, rows, goods, totals)
+        ledger.add(ts, rows, np.repeat(np.asarray(goods, dtype=float), 2),
+                   np.repeat(np.asarray(totals, dtype=float), 2))
         now = ledger.burning
         burning = now.tolist()
         prev = self._prev_burning

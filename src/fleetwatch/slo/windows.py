@@ -25,6 +25,7 @@ IntArray = npt.NDArray[np.int64]
 
 #: The most address space a caller should reserve for the rings (bytes): 512 MiB.
 MAX_RESERVED_BYTES = 512 * 2**20
+_GOOD_TOTAL = np.arange(2)  # the last axis of the counts
 
 
 class RollingWindows:
@@ -107,9 +108,13 @@ class RollingWindows:
         acc[:, 1] = np.bincount(inverse, weights=total, minlength=len(touched))
         n_w = len(self.windows)
         current = self._last % self.buckets  # each window's current bucket
-        # every window at once: [window, its current bucket, touched, good/total]
-        self._data[np.arange(n_w)[:, None], current[:, None], touched[None, :]] += \
-            acc[None, :, :]
+        # every window at once, as flat positions of the C-ordered [window, bucket, row,
+        # good/total] counts (one 1-D gather/scatter; each position once: rows distinct)
+        base = (np.arange(n_w) * self.buckets + current) * self._data.shape[2]
+        at = ((base[:, None] + touched[None, :]) * 2)[:, :, None] + _GOOD_TOTAL
+        flat = self._data.reshape(-1)  # a view: zeros and concatenate give C order
+        assert flat.base is self._data
+        flat[at.ravel()] += np.broadcast_to(acc, (n_w, *acc.shape)).ravel()
         self._sums[touched] += acc[:, None, :]
 
     def sums(self) -> FloatArray:
