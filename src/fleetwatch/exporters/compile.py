@@ -87,8 +87,10 @@ class Entry:
     group: str = ""  # withdrawn together on a refusal (a histogram/summary, a shared sum)
     ptype: str | None = None  # an unmapped sample: the family TYPE it was checked under
     deferred: str | None = None  # left out, not cached: this model's runtime is coming
-    skip: bool = False  # an error, an unmapped family or a sample no rule uses
-    more: bool = False  # has scaled or shared slots
+    # An error, an unmapped family or a sample no rule uses: no slot (the constructors of
+    # an entry with slots pass False, and ``rare``; no __post_init__, whose call and
+    # keyword binding cost a fifth of a new series' entry).
+    skip: bool = True
     # The steady loop's memory of the last accepted value (see normalize): its token,
     # its float, and what it emits per scrape (Normalizer._emits).
     tok: str | None = None
@@ -97,11 +99,6 @@ class Entry:
     emitted: Any = None
     mi: int = 0  # the normalizer's index of ``model`` (0: none)
     rare: bool = False  # a bucket (le) or shared slots: the loop's slow branch
-
-    def __post_init__(self) -> None:
-        self.more = bool(self.scaled or self.shared)
-        self.skip = not (self.direct or self.more)
-        self.rare = self.le is not None or bool(self.shared)
 
 
 #: The entry of every series that is not data (``_created`` samples, samples of a known
@@ -388,7 +385,8 @@ class SeriesCompiler:
             canon = name + block.canonical()
         return Entry(direct=tuple(direct), scaled=tuple(scaled_slots), shared=tuple(shared),
                      model=model_id, canon=canon or "", check=check,
-                     le=le, group=group or (canon or "" if shared else ""))
+                     le=le, group=group or (canon or "" if shared else ""), skip=False,
+                     rare=le is not None or bool(shared))
 
     def _track(self, prefix: str, canon: str) -> None:
         """Upstream series ``canon`` lands on normalized series ``prefix`` through a
@@ -428,11 +426,20 @@ class SeriesCompiler:
         keys = self.keys
         if prefix not in keys:
             keys[prefix] = (tname, mapped[5])
-        return Entry(direct=() if plan.scaled else ((plan.fam_idx, prefix),),
-                     scaled=((plan.fam_idx, prefix, plan.div, plan.mul, rule.negative_is_nan),)
-                     if plan.scaled else (), model=mapped[4], canon=canon, check=plan.check,
-                     le=float(labels["le"]) if plan.bucket else None,
-                     group=sys.intern(rule.source + block.grouping()) if plan.whole else "")
+        # positional (the order of Entry's fields): keyword binding costs here
+        if plan.scaled:
+            direct: tuple[Direct, ...] = ()
+            scaled: tuple[Scaled, ...] = (
+                (plan.fam_idx, prefix, plan.div, plan.mul, rule.negative_is_nan),)
+        else:
+            direct, scaled = ((plan.fam_idx, prefix),), ()
+        if plan.bucket:
+            return Entry(direct, scaled, (), None, None, mapped[4], canon, None, plan.check,
+                         float(labels["le"]), sys.intern(rule.source + block.grouping()),
+                         None, None, False, None, 0.0, bool, None, 0, True)
+        return Entry(direct, scaled, (), None, None, mapped[4], canon, None, plan.check, None,
+                     sys.intern(rule.source + block.grouping()) if plan.whole else "",
+                     None, None, False)
 
     def _plan(self, rule: Rule, suffix: str, sig: int, keep: tuple[str, ...],
               whole: bool) -> _Plan:
@@ -490,6 +497,14 @@ class SeriesCompiler:
         if lplan is None:
             block.maps[plan.sig] = _NO_MODEL
             return _NO_MODEL
+        # the block mapped already under another signature with the same plan (plans
+        # are shared by content, see LabelMapper.plan; the runtime default is the rule's)
+        alike = (lplan, rule.runtime)
+        known: Mapped | None = block.maps.get(alike)
+        if known is not None and (known[4] is None or known[4][3] == self._mapper.runtime(
+                known[4][0], rule)):
+            block.maps[plan.sig] = known
+            return known
         values = block.values
         rest = lplan.rest
         if rest is not None:  # blocks alike but for le/quantile share their base labels
@@ -515,7 +530,7 @@ class SeriesCompiler:
             full_pairs = base_pairs
         mapped: Mapped = (tail_out, base_pairs, rendered, lplan.lossy, model_id, full_pairs,
                           full)
-        block.maps[plan.sig] = mapped
+        block.maps[plan.sig] = block.maps[alike] = mapped
         return mapped
 
     def _shared_pairs(self, pairs: LabelPairs) -> LabelPairs:

@@ -36,7 +36,8 @@ class Block:
     (made on first use: most series need neither, or only one); ``names`` and
     ``values`` the keys and values of ``labels``, ``escaped`` the values escaped for the
     text format (what :mod:`.labelmaps` plans and applies); ``maps`` the compiler's
-    mappings of the block by mapping signature (:mod:`.compile`)."""
+    mappings of the block by mapping signature and by (label plan, rule runtime)
+    (:mod:`.compile`)."""
 
     pairs: LabelPairs = ()
     error: str | None = None
@@ -48,7 +49,7 @@ class Block:
     names: tuple[str, ...] = ()
     values: tuple[str, ...] = ()
     escaped: tuple[str, ...] = ()
-    maps: dict[int, Any] = field(default_factory=dict)
+    maps: dict[object, Any] = field(default_factory=dict)
 
     def mapped(self, bounds: dict[tuple[str, str], str] | None = None) -> Block:
         """Fill the fields a mapped series needs (once); returns ``self``. ``bounds``:

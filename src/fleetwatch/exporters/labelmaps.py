@@ -85,6 +85,7 @@ class LabelMapper:
         self.ctx = ctx
         self.dropped_labels: set[str] = set()
         self._allowed: dict[str, frozenset[str]] = {}
+        self._alike: dict[tuple[object, ...], LabelPlan] = {}  # plans by content
 
     def runtime(self, model: str, rule: Rule) -> str:
         """The ``runtime`` label of a model's series under a rule: the target context's,
@@ -127,10 +128,19 @@ class LabelMapper:
         own_tail = bool(tail) and all(isinstance(v, int) for _k, v in tail)
         rest = tuple(i for i in range(len(names)) if i not in tail_idx) if own_tail else None
         tail_fmt = ",".join(f'{k}="%s"' for k, _ in tail) + "}"
-        return LabelPlan(tuple(consts), tuple(k for k, _ in base), base_idx,
-                         tuple(k for k, _ in tail), tail_idx, model_idx, fmt, fmt_idx,
-                         full_fmt, full_idx, rest, tail_fmt,
-                         None if runtime_of is None else _source(runtime_of), lossy)
+        fields = (tuple(consts), tuple(k for k, _ in base), base_idx,
+                  tuple(k for k, _ in tail), tail_idx, model_idx, fmt, fmt_idx,
+                  full_fmt, full_idx, rest, tail_fmt,
+                  None if runtime_of is None else _source(runtime_of), lossy)
+        # Rules that map alike for these names (Triton: three of its counters) get one
+        # plan object, so that the compiler maps a block once for all of them (bounded:
+        # label names come from upstream).
+        alike = self._alike.get(fields)
+        if alike is None:
+            alike = LabelPlan(*fields)
+            if len(self._alike) < 10_000:
+                self._alike[fields] = alike
+        return alike
 
     def apply(self, plan: LabelPlan, rule: Rule, values: tuple[str, ...],
               escaped: tuple[str, ...]

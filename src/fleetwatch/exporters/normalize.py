@@ -442,7 +442,8 @@ class Normalizer:
                     if neg_nan and v < 0:
                         v = math.nan
                     entry.emit = appends[fam_idx]
-                    entry.emitted = (prefix, v, f"{prefix} {format_value(v)}")
+                    entry.emitted = (prefix, v, f"{prefix} {v!r}" if v - v == 0  # finite
+                                     else f"{prefix} {format_value(v)}")
                 else:
                     entry.emit, entry.emitted = self._emits(entry, tok, value)
                 entry.tok = tok
