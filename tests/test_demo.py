@@ -12,11 +12,13 @@ import subprocess
 import sys
 import time
 import urllib.request
+from types import SimpleNamespace
 
 import pytest
 from tests.helpers import require_vllm
 from tests.promtool_check import check_metrics
 
+from fleetwatch.demo.run import summary_lines
 from fleetwatch.exporters.parser import parse_exposition
 
 
@@ -70,8 +72,12 @@ def test_demo_serves_classic_models_and_the_llm_then_stops():
         assert llm["model"] == "tiny-llm" and sum(llm["events"].values()) > 0
         assert _get(f"{base}/readyz")[0] == 200
         assert json.loads(_get(f"{base}/autoscaling")[1])["models"]
-        proc.wait(timeout=60)  # stops by itself after --duration
-        assert proc.returncode == 0
+        rest, _ = proc.communicate(timeout=60)  # stops by itself after --duration
+        assert proc.returncode == 0, rest
+        # the closing summary: every SLO's final state, and both servers to the end
+        assert "fleetwatch demo: done. Final SLO states (/slo):" in rest, rest
+        assert re.search(r"llm-ttft on tiny-llm: \w+, burn [\d.e+-]+ over \w+", rest), rest
+        assert "servers: Triton ran to the end, vLLM ran to the end" in rest, rest
     finally:
         if proc.poll() is None:
             proc.terminate()
@@ -91,3 +97,17 @@ def test_demo_port_in_use_is_one_line():
     assert res.stderr.strip().splitlines() == [
         f"fleetwatch: error: cannot listen on 127.0.0.1:{port}: Address already in use "
         "(demo --port)"]
+
+
+def test_the_summary_names_each_slo_state_and_a_server_that_died():
+    slo = {"slos": [{"slo": "availability", "model": "ranker", "state": "ok",
+                     "burn_rates": {"1h": {"all": 0.5}, "5m": {"all": 2.0}},
+                     "capacity": 8.0},
+                    {"slo": "llm-ttft", "model": "tiny-llm", "state": "no_data",
+                     "burn_rates": {}, "capacity": None}]}
+    lines = summary_lines(slo, {"Triton": SimpleNamespace(running=False),
+                                "vLLM": SimpleNamespace(running=True)})
+    assert lines[1] == "  availability on ranker: ok, burn 2 over 5m, capacity 8"
+    assert lines[2] == "  llm-ttft on tiny-llm: no_data, no burn rate yet, capacity –"
+    assert lines[-1] == "  servers: vLLM ran to the end, Triton DIED during the demo"
+    assert summary_lines({}, {})[1] == "  (none: the sidecar did not answer /slo)"

@@ -15,8 +15,12 @@
   ``modelserver_model_info`` and the SLO engine running the demo SLOs
   (``demo/slos.yaml``: ``/slo``, ``/autoscaling``, ``fleetwatch_slo_*``).
 
-Everything stops after ``duration`` seconds or on Ctrl-C. A sidecar port already in use
-stops the demo at once with one line on stderr, before any server starts.
+Everything stops after ``duration`` seconds or on Ctrl-C. At the end the demo prints a
+summary (`summary_lines`): each SLO's final state from ``/slo`` (state, burn over the
+shortest window, capacity at SLO) and whether both servers ran to the end. A server that
+died during the demo makes it exit 1 with the server's exit code and log tail (the log
+is removed with the server's working directory). A sidecar port already in use stops
+the demo at once with one line on stderr, before any server starts.
 """
 
 from __future__ import annotations
@@ -27,15 +31,21 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Sequence
 from importlib import resources
+from typing import Any
+
+import aiohttp
 
 from fleetwatch.demo.llm_load import run_demo_llm_load
 from fleetwatch.demo.load import run_demo_load
+from fleetwatch.demo.process import ServerProcess
 from fleetwatch.demo.triton import TritonServer
 from fleetwatch.demo.vllm import VLLMServer, VLLMStartError, find_vllm_model, find_vllm_python
 from fleetwatch.labels.registry import load_registry
 from fleetwatch.sidecar.config import SidecarConfig, parse_config
 from fleetwatch.sidecar.server import ListenError, run_sidecar
+from fleetwatch.slo.durations import parse_duration
 from fleetwatch.slo.spec import load_slo_file
 
 log = logging.getLogger("fleetwatch.demo")
@@ -122,7 +132,10 @@ def run_demo(duration: float = 600.0, port: int = 9810) -> None:
             load.start()
         cfg = demo_config(triton, vllm.metrics_url, vllm.health_url, port)
 
+        bound_port: list[int] = [port]  # the port the sidecar bound (--port 0: a free one)
+
         def announce(bound: int) -> None:
+            bound_port[0] = bound
             base = f"http://127.0.0.1:{bound}"
             print(f"fleetwatch demo: status page at {base}/, "
                   f"normalized metrics at {base}/metrics, SLOs at {base}/slo, "
@@ -130,10 +143,21 @@ def run_demo(duration: float = 600.0, port: int = 9810) -> None:
                   f"{triton.metrics_url}, vLLM {vllm.metrics_url} (model {DEMO_LLM}); "
                   f"stops in {duration:.0f} s or on Ctrl-C", flush=True)
 
+        final: dict[str, Any] = {}
+
         async def main() -> None:
             stop = asyncio.Event()
-            asyncio.get_running_loop().call_later(duration, stop.set)
-            await run_sidecar(cfg, registry, stop=stop, on_ready=announce, slos=slos)
+
+            async def finish() -> None:  # the last /slo, then stop
+                await asyncio.sleep(duration)
+                final.update(await _final_slo(bound_port[0]))
+                stop.set()
+
+            ender = asyncio.create_task(finish())
+            try:
+                await run_sidecar(cfg, registry, stop=stop, on_ready=announce, slos=slos)
+            finally:
+                ender.cancel()
 
         try:
             asyncio.run(main())
@@ -143,3 +167,49 @@ def run_demo(duration: float = 600.0, port: int = 9810) -> None:
             stop_load.set()
             for load in loads:
                 load.join(timeout=15)
+        for line in summary_lines(final, {"Triton": triton, "vLLM": vllm}):
+            print(line, flush=True)
+        died = [f"{name} exited (code {server.returncode}) during the demo; its log ends:\n"
+                f"{server.log_tail()}" for name, server in (("tritonserver", triton),
+                                                           ("vLLM", vllm))
+                if not server.running]
+        if died:
+            raise SystemExit("fleetwatch: error: " + "\n".join(died))
+
+
+async def _final_slo(port: int) -> dict[str, Any]:
+    """The sidecar's ``/slo`` document ({} when it does not answer in 5 s)."""
+    try:
+        timeout = aiohttp.ClientTimeout(total=5)
+        async with aiohttp.ClientSession(timeout=timeout) as session, \
+                session.get(f"http://127.0.0.1:{port}/slo") as response:
+            doc = await response.json()
+            return doc if isinstance(doc, dict) else {}
+    except (aiohttp.ClientError, TimeoutError, ValueError):
+        return {}
+
+
+def summary_lines(slo: dict[str, Any], servers: dict[str, ServerProcess]) -> list[str]:
+    """The demo's closing summary: a line per SLO of the ``/slo`` document ``slo`` (its
+    final state, the burn rate over its shortest window, capacity at SLO in requests),
+    then a line saying which of ``servers`` ran to the end."""
+    lines = ["fleetwatch demo: done. Final SLO states (/slo):"]
+    entries: Sequence[dict[str, Any]] = slo.get("slos") or []
+    for e in entries:
+        burns = e.get("burn_rates") or {}
+        short = min(burns, key=parse_duration, default=None)
+        burn = (f"burn {_num(burns[short].get('all'))} over {short}" if short
+                else "no burn rate yet")
+        lines.append(f"  {e.get('slo')} on {e.get('model')}: {e.get('state')}, {burn}, "
+                     f"capacity {_num(e.get('capacity'))}")
+    if not entries:
+        lines.append("  (none: the sidecar did not answer /slo)")
+    ran = [n for n, s in servers.items() if s.running]
+    dead = [n for n, s in servers.items() if not s.running]
+    lines.append("  servers: " + ", ".join([f"{n} ran to the end" for n in ran]
+                                           + [f"{n} DIED during the demo" for n in dead]))
+    return lines
+
+
+def _num(v: object) -> str:
+    return f"{v:.3g}" if isinstance(v, (int, float)) else "–"

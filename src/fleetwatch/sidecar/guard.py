@@ -160,8 +160,9 @@ class GuardedSite(web.TCPSite):
     """A :class:`aiohttp.web.TCPSite` whose connections go through a
     :class:`ConnectionGuard`."""
 
-    #: Listen backlog, which is also how many connections asyncio accepts per loop turn.
-    BACKLOG = 128
+    #: Listen backlog, which is also how many connections asyncio accepts per loop turn
+    #: (each burst is file descriptors held until the guard refuses them: kept small).
+    BACKLOG = 64
 
     def __init__(self, runner: web.BaseRunner, host: str, port: int,
                  guard: ConnectionGuard) -> None:

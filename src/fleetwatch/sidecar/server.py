@@ -218,9 +218,12 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
 
 #: File descriptors kept beyond the connection cap besides those open at start and one
 #: per concurrent readiness probe: the upstream scrapes (two per target, connection
-#: pools), logs and files (64), and one accept burst (asyncio accepts up to the listen
-#: backlog of connections per loop turn before a refused one's descriptor is closed).
-FD_RESERVE = 64 + GuardedSite.BACKLOG
+#: pools), logs and files (64), and three accept bursts: asyncio accepts up to the
+#: listen backlog of connections per loop turn, makes an accepted connection's protocol
+#: (where the guard refuses it) a turn later and closes a refused one's socket a turn
+#: after that, so under a flood three bursts are open at once (with one burst reserved,
+#: a fresh-clone run still hit EMFILE in the fd-exhaustion test).
+FD_RESERVE = 64 + 3 * GuardedSite.BACKLOG
 
 
 def _fd_reserve(cfg: SidecarConfig) -> int:
