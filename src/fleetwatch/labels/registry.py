@@ -65,7 +65,7 @@ from pydantic import (
 
 from fleetwatch.labels.text import render_labels
 from fleetwatch.labels.warmup import WarmupSpec
-from fleetwatch.specfile import read_yaml
+from fleetwatch.specfile import error_message, read_yaml
 
 log = logging.getLogger("fleetwatch.registry")
 
@@ -311,12 +311,8 @@ def _describe(exc: ValidationError, data: object, source: str) -> str:
                 name = data["models"][idx].get("name")
             where = f"models[{idx}]" + (f" (name {name!r})" if name else "")
             loc = loc[2:]
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field"
-        elif err["type"] == "value_error":
-            msg = msg.removeprefix("Value error, ")
-        elif err["type"] in ("model_type", "dict_type"):  # (no internal class names)
+        msg = error_message(err)
+        if err["type"] in ("model_type", "dict_type"):  # (no internal class names)
             msg = "expected a mapping with name, team, owner and oncall"
         prefix = f"{source}: {where + ': ' if where else ''}"
         if loc:
