@@ -35,7 +35,7 @@ with the objective set so, 8.00 and 8.00 (the 11 sweeps measured 2026-12-01).
 A sweep tests the knee only when, measured from the sweep itself and independent of the
 engine under test:
 
-* **the client's load reached vLLM**: over the full capture intervals of the top step,
+* **the client's load reached vLLM**: over the top step's load (its captures before the drain),
   vLLM's e2e Little's law (the ``_sum`` delta ÷ Δt, read from the captures here) is at
   least :data:`REACH_MIN` of the client's time-averaged requests in flight (and at most
   its inverse). It read 0.93–1.01 on the usable sweeps measured 2026-12-01 (the rest is
@@ -219,15 +219,34 @@ def stamp(p: Path) -> float:
     return int(re.findall(r"\d{12,14}", p.name)[-1]) / 1000
 
 
-def top_step_signal(folder: Path, tmp_path: Path, knee: float,
-                    slo: SweepSLO) -> tuple[float, float]:
-    """Replay up to the last full capture interval inside the top step (not the drain)
-    with ``slo`` and the envelope at ``knee``: ``(concurrency component of the signal,
-    client in-flight concurrency over that interval ÷ knee)``."""
+def load_captures(folder: Path) -> list[Path]:
+    """The top step's periodic captures taken while the client still started requests:
+    after the step began and no later than the start of its last request. Between two of
+    them the load is the step's own, neither the ramp from the empty system before nor
+    the drain after (when no request starts and the queue empties, vLLM's e2e Little's
+    law still counts the waits of requests that started before the interval: a live
+    sweep of a fresh-clone run, 2026-12-02, read 16 there against the client's 12.5)."""
     top = steps(folder)[-1]
     caps = captures(folder)
     names = [p.name for p in caps]
-    upto = caps[: names.index(top["end_capture"])]
+    first, end = names.index(top["start_capture"]) + 1, names.index(top["end_capture"])
+    step = str(top["concurrency"])
+    load_end = max(json.loads(line)["t_start"] for line in
+                   (folder / "requests.jsonl").read_text(encoding="utf-8").splitlines()
+                   if json.loads(line)["step"] == step)
+    inside = [p for p in caps[first:end] if stamp(p) <= load_end]
+    assert len(inside) >= 2, (top, [p.name for p in caps[first:end]], load_end)
+    return inside
+
+
+def top_step_signal(folder: Path, tmp_path: Path, knee: float,
+                    slo: SweepSLO) -> tuple[float, float]:
+    """Replay up to the last full capture interval of the top step's load
+    (:func:`load_captures`) with ``slo`` and the envelope at ``knee``: ``(concurrency
+    component of the signal, client in-flight concurrency over that interval ÷ knee)``."""
+    caps = captures(folder)
+    inside = load_captures(folder)
+    upto = caps[: caps.index(inside[-1]) + 1]
     code, out, err = replay("--slos", str(slo_file(tmp_path, knee, slo)), "--each",
                             *map(str, upto))
     assert code == 0, err
@@ -259,14 +278,10 @@ def _e2e_sum(path: Path) -> float:
 
 def top_step_reach(folder: Path) -> tuple[float, float]:
     """``(vLLM's e2e Little's law, the client's in-flight)`` (requests) over the top
-    step's full capture intervals (from the first periodic capture after the step
-    started to the last one before it drained)."""
-    top = steps(folder)[-1]
-    caps = captures(folder)
-    names = [p.name for p in caps]
-    first, last = names.index(top["start_capture"]) + 1, names.index(top["end_capture"]) - 1
-    assert last > first, top  # test_the_sweep_steps_and_captures: ≥ 2 inside
-    a, b = caps[first], caps[last]
+    step's load (:func:`load_captures`: from its first periodic capture to its last one
+    before the drain)."""
+    inside = load_captures(folder)
+    a, b = inside[0], inside[-1]
     t0, t1 = stamp(a), stamp(b)
     return (_e2e_sum(b) - _e2e_sum(a)) / (t1 - t0), client_in_flight(folder, t0, t1)
 

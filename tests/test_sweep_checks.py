@@ -87,3 +87,19 @@ def test_a_soft_break_above_the_batch_limit_is_named(copy):
     assert len(problems) == 1 and "a soft knee" in problems[0], problems
     assert problems[0].startswith("TTFT ≤ 40 ms at 94%: the step above the knee 8 met the "
                                   "threshold for 0.56"), problems
+
+
+def test_the_top_step_is_read_over_its_load_not_its_drain():
+    # the slow sweep's last capture before the end of its top step came 0.74 s after the
+    # client's last request start: the queue was draining, and vLLM's e2e Little's law
+    # there counts waits that began before the interval; it is left out
+    slow = SWEEP.parent / "vllm-sweep-slow"
+    top = sweep_checks.steps(slow)[-1]
+    last_start = max(json.loads(x)["t_start"] for x in (slow / "requests.jsonl").read_text(
+        encoding="utf-8").splitlines() if json.loads(x)["step"] == "16")
+    caps = sweep_checks.captures(slow)
+    names = [p.name for p in caps]
+    periodic = caps[names.index(top["start_capture"]) + 1:names.index(top["end_capture"])]
+    inside = sweep_checks.load_captures(slow)
+    assert inside == [p for p in periodic if sweep_checks.stamp(p) <= last_start]
+    assert len(inside) == 2 and periodic[-1] not in inside

@@ -88,6 +88,11 @@ TTFT = "modelserver_time_to_first_token_seconds"
 TOP_BURN_MIN = 1.0
 #: Live sweeps run at most to get one that can test the knee (`sweep_problems`).
 SWEEP_ATTEMPTS = 4
+#: How long each live step starts requests (seconds; then it drains), as the committed
+#: sweep: with captures every 2 s, ≥ 2 of them fall inside the top step's load whatever
+#: the phase (`tests.sweep_checks.load_captures`). With 4 s a fresh-clone run's last
+#: capture of the top step fell 0.9 s into the drain and the check read the drain.
+SECONDS_PER_STEP = 6.0
 #: Upper bound of the client-minus-server TTFT offset δ (seconds). Measured 45–800 ms on
 #: the 2-core CI machine, growing with concurrency (see the module docstring); the bound
 #: leaves room for a busier machine and still catches a client clock that is off by seconds.
@@ -151,13 +156,14 @@ def sweep_server() -> Iterator[VLLMServer]:
 def live_sweep(sweep_server, tmp_path_factory) -> Iterator[Sweep]:
     """A live sweep that can test the knee (`tests.sweep_checks.sweep_problems` empty:
     the client's load reached vLLM and the knee is sharp). A sweep that cannot is
-    measured again, at most `SWEEP_ATTEMPTS` sweeps (≈ 21 s each); every attempt's
+    measured again, at most `SWEEP_ATTEMPTS` sweeps (≈ 32 s each); every attempt's
     verdict is printed, and none usable fails the module's live tests with them."""
     attempts: list[str] = []
     for attempt in range(1, SWEEP_ATTEMPTS + 1):
         folder = tmp_path_factory.mktemp("vllm-sweep")
         run_sweep(sweep_server.url, sweep_server.metrics_url, sweep_server.served_model_name,
-                  folder, steps=STEPS, seconds_per_step=4.0, scrape_interval_s=2.0,
+                  folder, steps=STEPS, seconds_per_step=SECONDS_PER_STEP,
+                  scrape_interval_s=2.0,
                   seed=attempt)
         problems = sweep_problems(folder)
         attempts.append(f"live sweep {attempt}: " + ("; ".join(problems) or "usable"))
