@@ -43,7 +43,12 @@ engine under test:
   starve the machine the requests wait in the API server or the client, where no server
   metric counts them (0.51, 0.61, 0.84 and 0.90 under a CPU-heavy neighbour; 21.6 in a
   sweep the machine stalled), and a server-side concurrency cannot match a client-side
-  one;
+  one. The bound was 0.93 until 2026-12-02, when two fresh-clone runs on a loaded
+  machine (load average 4–5) rejected three of five live sweeps at 0.92–0.93 (one at
+  0.927, then printed as 93 %), and a fourth read 0.89 over its load alone (this
+  module's rule since); the two of them replayed both read the component within 10 %
+  (2.00 and 1.83 against the client's 2.00): the engine also reads the running and
+  waiting gauges, which count every request vLLM holds;
 * **an SLO fits and the knee is sharp at the batch limit**: some candidate threshold
   fits (above), the step above the batch limit misses the objective (so the knee is
   the batch limit), and at most :data:`BREAK_MAX` of that step's requests met the
@@ -82,9 +87,8 @@ OBJECTIVE_MARGIN = 0.04
 OBJECTIVE_MIN, OBJECTIVE_MAX = 0.90, 0.99
 BANDS = [1, 2, 4, 8, 16]
 #: Least share of the client's in-flight requests vLLM must see at the top step (ratio;
-#: at most its inverse). The component check's 10 % must hold the rest: the component is
-#: this share × knee ÷ capacity.
-REACH_MIN = 0.93
+#: at most its inverse): what the component check's 10 % tolerates.
+REACH_MIN = 0.90
 #: Most share (ratio) of the requests of the step above the knee that may meet the
 #: threshold: that step is far beyond the knee, not near it.
 BREAK_MAX = 0.5
@@ -293,7 +297,7 @@ def sweep_problems(folder: Path) -> list[str]:
     server, client = top_step_reach(folder)
     if not REACH_MIN * client <= server <= client / REACH_MIN:
         problems.append(f"vLLM saw {server:.2f} of the client's {client:.2f} requests in "
-                        f"flight at the top step ({server / client:.0%}, not within "
+                        f"flight at the top step ({server / client:.1%}, not within "
                         f"{REACH_MIN:.0%}–{1 / REACH_MIN:.0%}): the machine starved the "
                         "server or stalled")
     slo = sweep_slo(folder)

@@ -43,7 +43,7 @@ def test_registry_lookup_first_match_and_globs():
      "models[0] (name 'a'): field 'version': true is a boolean, not a version; "
      'quote it, e.g. version: "1"'),
     ("models:\n  - {name: a, version: 1.0, team: t, owner: o, oncall: c}\n",
-     "models[0] (name 'a'): field 'version': 1.0 is read as a number, not text; "
+     "models[0] (name 'a'): field 'version': read as the number 1.0, not text; "
      'quote it, e.g. version: "1"'),
     ("models:\n  - {name: a, team: t, owner: o, oncall: c, latency_tier: ''}\n",
      "models[0] (name 'a'): field 'latency_tier': String should have at least 1 character"),
@@ -51,8 +51,13 @@ def test_registry_lookup_first_match_and_globs():
      "  - {name: b, team: t, owner: o, oncall: c}\n  - {name: a, team: u, owner: o, oncall: c}\n",
      "models[2] (name 'a', any version): duplicate of models[0]; the first match wins, "
      "so models[2] would never be used"),
+    ("models:\n  - {name: a, version: 010, team: t, owner: o, oncall: c}\n",
+     "models[0] (name 'a'): field 'version': read as the number 8, not text; "
+     'quote it, e.g. version: "1"'),
+    ("models:\n  - {name: a, version: 2, team: t, owner: o, oncall: c}\n",
+     "models[0] (name 'a'): field 'version': read as the number 2, not text"),
     ("models:\n  - {name: a, version: '2', team: t, owner: o, oncall: c}\n"
-     "  - {name: a, version: 2, team: u, owner: o, oncall: c}\n",
+     "  - {name: a, version: '2', team: u, owner: o, oncall: c}\n",
      "models[1] (name 'a', version '2'): duplicate of models[0]"),
     ("- {name: a, team: t, owner: o, oncall: c}\n",
      "expected a mapping with a 'models:' list, not a list"),

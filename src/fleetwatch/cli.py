@@ -234,8 +234,11 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
         click.echo(f"{file}: refused {n} sample(s): {reason}, e.g. "
                    f"{result.invalid_examples.get(reason, '?')[:160]}", err=True)
     if kind == "unknown":
-        click.echo(f"{file}: no mapping for this server's metrics; nothing normalized "
-                   "(--passthrough re-emits them)", err=True)
+        message = (f"{file}: no mapping for this server's metrics; nothing normalized "
+                   "(--passthrough re-emits them)")
+        if not result.passthrough:  # nothing came out: bad input, not a result
+            _fail(message)
+        click.echo(message, err=True)
     if (result.series_count == 0 and source != "auto" and not result.passthrough
             and not result.invalid_samples):
         detected = detect_kind(text)

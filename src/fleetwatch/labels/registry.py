@@ -184,10 +184,10 @@ class ModelEntry(BaseModel):
         if isinstance(v, bool):  # YAML reads yes/no/true/false as booleans
             raise ValueError(f"{str(v).lower()} is a boolean, not a version; quote it, "
                              'e.g. version: "1"')
-        if isinstance(v, float):
-            raise ValueError(f"{v!r} is read as a number, not text; quote it, "
+        if isinstance(v, (int, float)):  # YAML 1.1 reads 010 as 8, 0x2 as 2, 1.10 as 1.1
+            raise ValueError(f"read as the number {v!r}, not text; quote it, "
                              'e.g. version: "1"')
-        return str(v) if isinstance(v, int) else v
+        return v
 
     def matches(self, model: str, version: str) -> bool:
         """True when this entry covers ``model`` at ``version`` (globs allowed)."""
