@@ -22,11 +22,17 @@ def require_vllm() -> None:
 
     import pytest
 
-    from fleetwatch.demo.vllm import VLLMStartError, find_vllm_model, find_vllm_python
+    from fleetwatch.demo.vllm import (
+        VLLMStartError,
+        find_vllm_model,
+        find_vllm_python,
+        find_vllm_sweep_model,
+    )
 
     try:
         find_vllm_python()
         find_vllm_model()
+        find_vllm_sweep_model()
     except VLLMStartError as exc:
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(f"CI=true and {exc}")

@@ -270,3 +270,22 @@ def test_thirteen_nines_give_runnable_behaviour_tests(tmp_path):
     out = generate(tmp_path, MODELS, spec, tests=True)
     res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=out)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+
+
+def test_a_threshold_off_the_recommended_buckets_gets_a_note_and_still_validates(tmp_path):
+    """A fresh user's 0.123 s TTFT threshold validated silently and the SLO then read
+    ``misconfigured`` at runtime (vLLM's TTFT buckets are 0.1 and 0.25 there); 0.1 is a
+    boundary and gets no note."""
+    path = tmp_path / "slos.yaml"
+    lat = {"sli": {"latency": {"metric": "ttft", "threshold_seconds": 0.123}}}
+    path.write_text(yaml.safe_dump({"slos": [
+        slo(name="off", **lat),
+        slo(name="on", sli={"latency": {"metric": "ttft", "threshold_seconds": 0.1}})]}))
+    res = cli("slo", "validate", str(path))
+    assert res.returncode == 0, res.stderr
+    notes = res.stderr.strip().splitlines()
+    assert notes == [f"{path}: off: note: threshold 0.123 s is not a recommended bucket "
+                     "boundary of modelserver_time_to_first_token_seconds (nearest: 0.1, "
+                     "0.25); it counts good events only where the source exports that "
+                     "boundary, else the SLO reads misconfigured"]
+    assert f"{path}: ok (2 SLOs)" in res.stdout

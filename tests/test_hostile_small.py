@@ -47,6 +47,19 @@ def test_an_empty_file_is_called_empty(tmp_path):
     assert "empty" in res.stderr and "no mapping" not in res.stderr
 
 
+def test_an_exposition_no_source_maps_is_an_error_unless_passed_through(tmp_path):
+    # e.g. the sidecar's own /metrics fed back to it (a fresh user's try): nothing out
+    f = tmp_path / "own.prom"
+    f.write_text("# TYPE modelserver_requests_total counter\n"
+                 'modelserver_requests_total{model="m",outcome="success"} 3\n')
+    res = cli("normalize", str(f))
+    assert res.returncode == 2, res.stderr
+    assert "no mapping for this server's metrics" in res.stderr
+    res = cli("normalize", "--passthrough", str(f))
+    assert res.returncode == 0, res.stderr
+    assert 'modelserver_requests_total{model="m",outcome="success"} 3' in res.stdout
+
+
 def test_a_wrong_source_is_an_error_that_names_the_right_one(tmp_path):
     f = tmp_path / "vllm.prom"
     f.write_text(VLLM)

@@ -389,3 +389,86 @@ def test_blanks_after_the_value_are_read_alike_on_every_scrape(suffix):
             assert render([got]) == want, (value, render([got]))
         else:
             assert got.series_count == 0 and got.meta.invalid, value
+
+
+def test_one_label_block_read_by_a_summary_and_a_histogram_keeps_each_its_own_tail():
+    # the block's own le/quantile is rendered once per block for the plans that keep
+    # it: a summary keeps quantile, a histogram le; in either order, as each alone
+    block = '{model="m",version="1",le="100",quantile="0.5"}'
+    summary = f"nv_inference_queue_summary_us{block} 900\n"
+    bucket = (f"nv_inference_first_response_histogram_ms_bucket{block} 8\n"
+              "nv_inference_first_response_histogram_ms_bucket"
+              '{model="m",version="1",le="+Inf",quantile="0.5"} 9\n')
+    alone = {**normalized(summary, "triton"), **normalized(bucket, "triton")}
+    assert len(alone) == 3
+    assert normalized(summary + bucket, "triton") == alone
+    assert normalized(bucket + summary, "triton") == alone
+
+
+def test_a_runtime_learned_after_discover_labels_the_series_of_that_pass():
+    # discover() leaves out the models whose runtime is coming; the runtime learned
+    # meanwhile labels every series of the next pass, each model's read once per pass
+    text = ('nv_inference_count{model="a",version="1"} 1\n'
+            'nv_inference_exec_count{model="a",version="1"} 1\n'
+            'nv_inference_count{model="b",version="1"} 2\n'
+            'nv_inference_queue_summary_us{model="b",version="1",quantile="0.5"} 3\n')
+    runtimes = {"b": "python"}
+    asked: list[str] = []
+
+    def runtime_for(model: str) -> str:
+        asked.append(model)
+        return runtimes.get(model, "unknown")
+
+    n = Normalizer(TABLES["triton"], TargetContext(runtime_for=runtime_for,
+                                                   defer=lambda m: m not in runtimes))
+    assert n.discover(text) == {"a"}
+    runtimes["a"] = "onnxruntime"
+    asked.clear()
+    body = render([n.normalize(text)])
+    assert asked == ["a"]  # b's series were compiled by discover
+    samples, _meta = parse_exposition(body)
+    got = {dict(labels)["model"]: dict(labels)["runtime"] for _n, labels, _v in samples}
+    assert got == {"a": "onnxruntime", "b": "python"}
+    assert len(samples) == 4
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2, 3, 4), (2, 3, 4, 1, 0), (2, 0, 3, 1, 4)])
+def test_a_summarys_series_map_alike_in_any_order_and_as_each_alone(order):
+    # the quantiles' base labels are shared with the _count/_sum block's mapping
+    # (whichever comes first); the labels are each line's own, its value-map value too
+    lines = ['nv_inference_queue_summary_us_count{model="m",version="1"} 15',
+             'nv_inference_queue_summary_us_sum{model="m",version="1"} 4500',
+             'nv_inference_queue_summary_us{model="m",version="1",quantile="0.5"} 300',
+             'nv_inference_queue_summary_us{model="m",version="1",quantile="0.99"} 900',
+             'nv_inference_request_failure{model="m",version="1",reason="BACKEND"} 3']
+    alone: dict[tuple, float] = {}
+    for line in lines:
+        alone.update(normalized(line + "\n", "triton"))
+    assert len(alone) == 5
+    assert normalized("".join(lines[i] + "\n" for i in order), "triton") == alone
+
+
+def test_states_handed_out_stay_as_they_were_when_families_are_reused():
+    # a family whose lines are those of the last exposition reuses its dict and lines
+    # (the last state's objects); a sum of several upstream series or a withdrawal
+    # changing it afterwards must not change an earlier state
+    base = ('nv_inference_request_failure{model="m",version="1",reason="BACKEND"} 3\n'
+            'nv_inference_count{model="m",version="1"} 7\n'
+            'nv_inference_request_duration_us{model="m",version="1"} 2000\n')
+    success = 'nv_inference_request_success{{model="m",version="1",gpu_uuid="{}"}} {}\n'
+    bodies = [base,
+              base + success.format("a", 10) + success.format("b", 5),  # summed
+              base,
+              base + success.format("a", 11) + success.format("b", -5),  # withdrawn
+              base.replace("nv_inference_request_duration_us", "nv_other_us")
+              + success.format("a", 12)]  # a count without its sum: left out
+    n = Normalizer(TABLES["triton"])
+    states, rendered = [], []
+    for body in bodies * 2:
+        states.append(n.normalize(body))
+        rendered.append(render([states[-1]]))
+        # as a fresh normalizer reads the body (a sum's value may be spelled "12.0")
+        fresh = render([Normalizer(TABLES["triton"]).normalize(body)])
+        assert parse_exposition(rendered[-1])[0] == parse_exposition(fresh)[0]
+        assert [render([s]) for s in states] == rendered  # earlier states unchanged
+    assert len(set(rendered)) == 3  # the withdrawn sum renders as the base alone

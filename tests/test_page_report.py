@@ -121,6 +121,14 @@ def test_report_table_reads_at_80_columns() -> None:
     assert "not shown at 80 columns: version, instance, concurrency" in " ".join(text.split())
 
 
+def test_an_empty_report_is_a_table_saying_there_is_no_slo_yet() -> None:
+    for width in (80, 250):  # a fresh Prometheus: no fleetwatch_slo_* series
+        console = Console(width=width, file=io.StringIO(), record=True)
+        render_table([], console)
+        text = " ".join(console.export_text().split())
+        assert "fleetwatch SLOs" in text and "no SLO in Prometheus yet" in text
+
+
 def test_report_table_is_whole_when_wide() -> None:
     text = _table_text(220)
     assert "not shown" not in text and "…" not in text

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 from tests.helpers import fixture_files
 
+from fleetwatch.exporters.labelblocks import read_block
 from fleetwatch.exporters.parser import (
     ExpositionError,
     Metadata,
@@ -168,6 +169,7 @@ def test_label_block_allows_trailing_comma_and_spaces():
     ('{a="",b="x=y,c=\'d\'"}', (("a", ""), ("b", "x=y,c='d'"))),
     ('{le="+Inf",model="m",quantile="0.5"}', (("le", "+Inf"), ("model", "m"),
                                               ("quantile", "0.5"))),
+    ('{a="x__y",b="__"}', (("a", "x__y"), ("b", "__"))),
 ])
 def test_plainly_spelled_label_blocks_read_like_any_other(block, pairs):
     # the one-findall path for blocks without spaces or escapes gives the same pairs as
@@ -177,9 +179,26 @@ def test_plainly_spelled_label_blocks_read_like_any_other(block, pairs):
 
 
 @pytest.mark.parametrize("bad", ['{a="1",a="2"}', '{__name__="x"}', '{a="1",,}', "{,}",
-                                 '{a="1"b="2"}'])
+                                 '{a="1"b="2"}', '{a="1",__b="2"}'])
 def test_plainly_spelled_label_blocks_are_refused_alike(bad):
     # a block the plain pattern matches but the rules refuse (a repeated or reserved
     # name) is refused as the general path refuses it; so are near-plain spellings
     with pytest.raises(ExpositionError):
         parse_label_block(bad)
+
+
+@pytest.mark.parametrize("block", ["", '{b="2",a="1"}', '{le="+inf",b="x",a="y"}',
+                                   '{model="a\\"b\\\\c\\nd",quantile="0.50",version="%s"}',
+                                   '{a="x__y"}'])
+@pytest.mark.parametrize("group_first", [False, True])
+def test_a_label_blocks_identity_is_its_labels_sorted_and_rendered(block, group_first):
+    # canonical(): every label sorted by name, rendered (values escaped) as render_labels
+    # writes them; grouping(): the same without le/quantile; either asked first
+    b = read_block(block, 4096).mapped({})
+    assert b.labels is not None
+    everything = render_labels(tuple(sorted(b.labels.items())))
+    grouped = render_labels(tuple(sorted(p for p in b.labels.items()
+                                         if p[0] not in ("le", "quantile"))))
+    if group_first:
+        assert b.grouping() == grouped
+    assert (b.canonical(), b.grouping()) == (everything, grouped)

@@ -42,7 +42,7 @@ def test_merged_lets_discovered_facts_win() -> None:
     ([{"gpu_uuid": "G0", "models": [{"model": "a"}]},
       {"gpu_uuid": "G0", "models": [{"model": "b"}]}], "[1].gpu_uuid: 'G0' is already"),
     ([{"gpu_uuid": "G0", "models": [{"model": "a"}, {"model": "a"}]}],
-     "placement[0]: Value error, models[1]: 'a' version '' is listed twice"),
+     "placement[0]: models[1]: 'a' version '' is listed twice"),
     ([{"gpu_uuid": "G0", "models": [{"model": "a", "instances": 0}]}],
      "placement[0].models[0].instances"),
     ([{"gpu_uuid": "G0", "models": [{"model": "a", "instances": True}]}],

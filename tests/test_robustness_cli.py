@@ -99,3 +99,20 @@ def test_schema_piped_shows_full_names():
     cells = {c.strip() for line in res.stdout.splitlines() for c in line.split("│")}
     missing = [m.name for m in METRICS + SELF_METRICS if m.name not in cells]
     assert not missing
+
+
+def test_capture_text_bounds_and_names_what_is_wrong():
+    import gzip
+
+    from fleetwatch.exporters.capture import CaptureError, capture_text
+
+    body = "# TYPE a counter\na 1\n"
+    assert capture_text(body.encode()) == body
+    assert capture_text(b"\xef\xbb\xbf" + body.encode()) == body  # a BOM, as a scrape
+    assert capture_text(gzip.compress(body.encode())) == body
+    with pytest.raises(CaptureError, match=r"more than 100 bytes decompressed"):
+        capture_text(gzip.compress(b"a 1\n" * 1000), limit=100)  # a gzip bomb, bounded
+    with pytest.raises(CaptureError, match=r"not a valid gzip stream"):
+        capture_text(b"\x1f\x8b" + b"\x00" * 30)
+    with pytest.raises(CaptureError, match=r"not UTF-8 decompressed text \(byte 0\)"):
+        capture_text(gzip.compress(b"\xff\xfe"))

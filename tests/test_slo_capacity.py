@@ -231,6 +231,24 @@ def test_queueing_form_uses_the_batch_limit():
     assert 8 < st["capacity"] < 14
 
 
+
+def test_the_batch_limit_is_the_most_seen_running_not_a_sample_between_two_requests():
+    """A real-vLLM sweep at ``--max-num-seqs 8`` read 7 running, 8 waiting at both
+    captures of its top step (each between a request's end and the next one's
+    admission) after 8 running earlier: the limit is 8; while nothing waits it is not
+    known at all."""
+    v = VLLM(slos(envelope=8))
+    v.step(8.0, [0.005] * 60, running=8, waiting=0)
+    assert v.status()["batch_limit"] is None  # nothing waited: no limit seen
+    for _ in range(2):
+        v.step(15.0, [0.3] * 60, running=7, waiting=8)
+    assert v.status()["batch_limit"] == 8
+    # the model forgotten, its limit goes with it
+    v.engine._forget_gone(1e12)
+    assert MODEL not in v.engine.gauges.batch_limit
+    assert MODEL not in v.engine.gauges.running_max
+    assert MODEL not in v.engine.gauges.estimator
+
 # -- concurrency: time-averaged requests in the system --------------------------------
 
 def test_requests_waiting_beyond_the_batch_limit_land_above_it_overload_not_regression():
@@ -277,6 +295,24 @@ def test_a_drain_interval_too_short_for_little_takes_the_previous_concurrency():
     assert estimate(iv, 0.0, 10.0, previous=14.65) == (1.0, "little")  # long enough
 
 
+
+def test_a_load_step_from_an_empty_system_takes_the_gauges_at_its_end():
+    """A fresh-clone CI run's live sweep: the capture after a drain read 0 in the system,
+    the next (2 s later) 8 running + 8 waiting, with 17 first tokens, many of requests
+    that had waited for a slot; the mean of the gauges (8) put them in band 8 and made a
+    false ``regression``. Every request at the end arrived during the interval."""
+    iv = Interval()
+    iv.hists[DURATION] = Hist(count=3, sum=3 * 1.5)  # mean latency 1.5 s > 2 s / 2
+    iv.running_now, iv.waiting_now = 8.0, 8.0
+    assert estimate(iv, 0.0, 2.0, previous=7.4) == (16.0, "gauges")
+    assert estimate(iv, 2.0, 2.0, previous=7.4) == (9.0, "gauges")  # not empty: the mean
+    # when Little's law can measure the interval, the rule of every interval holds: the
+    # larger of it (4) and the gauges' mean (8)
+    iv.hists[DURATION] = Hist(count=40, sum=40 * 0.2)
+    assert estimate(iv, 0.0, 2.0) == (8.0, "gauges")
+    iv.running_now, iv.waiting_now = 1.0, 0.0  # a low load that happened to start empty
+    assert estimate(iv, 0.0, 2.0) == (4.0, "little")
+
 # -- the model's pieces -----------------------------------------------------------------
 
 def test_isotonic_pools_adjacent_violators():
@@ -293,7 +329,7 @@ def test_predict_is_none_without_a_crossing_or_below_the_first_point():
 def test_band_latency_quantile_in_the_inf_bucket_is_the_highest_finite_bound():
     store = BandLatencyStore()
     store.reset(3, origin=0.0)
-    store.add(1.0, 60.0, [3], [{0.1: 1.0, 0.2: 1.0, math.inf: 10.0}], [10.0], [5.0])
+    store.add(1.0, 60.0, [3], [((0.1, 0.2, math.inf), (1.0, 1.0, 10.0))], [10.0], [5.0])
     bl = BandLatency(store, 3)
     assert bl.quantile(0.9) == 0.2
     assert bl.quantile(0.05) == pytest.approx(0.05)  # inside the first bucket
@@ -306,9 +342,9 @@ def test_band_latency_rows_are_independent_and_weighted_by_time():
     store = BandLatencyStore(rows=1)  # grows
     for row in (0, 5):
         store.reset(row, origin=0.0)
-    store.add(0.0, 60.0, [0, 5], [{0.1: 4.0, 1.0: 4.0}, {0.5: 0.0, 2.0: 2.0}], [4.0, 2.0],
-              [1.0, 8.0])
-    store.add(60.0, 60.0, [0], [{0.1: 0.0, 1.0: 4.0}], [4.0], [3.0])
+    store.add(0.0, 60.0, [0, 5], [((0.1, 1.0), (4.0, 4.0)), ((0.5, 2.0), (0.0, 2.0))],
+              [4.0, 2.0], [1.0, 8.0])
+    store.add(60.0, 60.0, [0], [((0.1, 1.0), (0.0, 4.0))], [4.0], [3.0])
     w = math.exp(1.0)
     assert BandLatency(store, 0).concurrency() == pytest.approx((4 + 3 * 4 * w) / (4 + 4 * w))
     assert BandLatency(store, 0).buckets == pytest.approx({0.1: 4.0, 1.0: 4.0 + 4.0 * w})
@@ -318,7 +354,7 @@ def test_band_latency_rows_are_independent_and_weighted_by_time():
     assert BandLatency(store, 1).concurrency() is None
     # row 0 sees a new bound: it keeps its counts, the new bound joins them, row 5 and
     # its bounds are unchanged
-    store.add(60.0, 60.0, [0], [{0.5: 2.0}], [2.0], [3.0])
+    store.add(60.0, 60.0, [0], [((0.5,), (2.0,))], [2.0], [3.0])
     assert list(BandLatency(store, 0).buckets) == [0.1, 1.0, 0.5]
     assert BandLatency(store, 0).buckets == pytest.approx(
         {0.1: 4.0, 1.0: 4.0 + 4.0 * w, 0.5: 2.0 * w})

@@ -145,6 +145,22 @@ def test_capacity_is_learned_from_a_regression_not_from_interference(b_busy):
     assert (st["capacity"] == 4.0) is b_busy, st["capacity"]
 
 
+def test_a_burn_that_lasts_while_the_neighbour_stays_busy_stays_interference():
+    """A burn of 5 long windows (100 s, L = 20 s) with b busy every other second and a's
+    bad ratio moving on its own (50–70 %): the evidence of the burn's beginning holds. It
+    read ``regression`` again from ≈ 2 L on when the load samples before the onset aged
+    out and r was computed over the later intervals alone (as the demo's ranker did
+    beside vLLM)."""
+    f = Feed()
+    _baseline(f)
+    for i in range(100):
+        f.step(a_bad=5 + i % 3, b_busy=i % 2 == 0)
+    assert f.states[-1] == "interference", f.states[-60:]
+    assert f.states[-60:].count("regression") == 0, f.states[-60:]
+    (b,) = f.status()["attribution"]["neighbours"]
+    assert b["model"] == "b" and b["correlation"] > 0.3, b
+
+
 def test_a_burn_with_the_neighbour_idle_is_a_regression():
     f = Feed()
     _baseline(f)

@@ -11,6 +11,7 @@ from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.exporters.sources import TABLES
 from fleetwatch.slo.bands import band_of, budget_remaining, burn_rate
+from fleetwatch.slo.decode import Hist
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import (
     DEFAULT_WINDOWS,
@@ -81,6 +82,20 @@ def test_rolling_windows_sum_and_expire():
     rw.add(200.0, np.array([], dtype=np.int64), np.array([]), np.array([]))
     assert rw.sums()[r].tolist() == [[0.0, 0.0], [0.0, 0.0]]  # all expired
 
+
+
+def test_an_expiring_bucket_removes_only_the_counts_it_holds():
+    rw = RollingWindows([10.0, 60.0], buckets=10)  # 1 s and 6 s buckets
+    a, b, c = rw.row("a"), rw.row("b"), rw.row("c")
+    rw.add(0.0, np.array([a]), np.array([1.0]), np.array([2.0]))
+    rw.add(5.0, np.array([b]), np.array([3.0]), np.array([3.0]))
+    rw.add(10.5, np.array([], dtype=np.int64), np.array([]), np.array([]))
+    assert rw.sums()[[a, b, c], 0].tolist() == [[0.0, 0.0], [3.0, 3.0], [0.0, 0.0]]
+    assert rw.sums()[[a, b], 1].tolist() == [[1.0, 2.0], [3.0, 3.0]]  # 60 s: both kept
+    rw.add(20.0, np.array([a]), np.array([0.5]), np.array([4.0]))  # buckets reused, empty
+    assert rw.sums()[[a, b, c], 0].tolist() == [[0.5, 4.0], [0.0, 0.0], [0.0, 0.0]]
+    rw.add(100.0, np.array([], dtype=np.int64), np.array([]), np.array([]))
+    assert rw.sums().tolist() == [[[0.0, 0.0], [0.0, 0.0]]] * 3  # a gap: all expired
 
 # -- the engine on synthetic vLLM expositions ---------------------------------------------
 
@@ -288,3 +303,18 @@ def test_littles_law_uses_the_models_own_interval_after_a_gap():
     # 12 s of request time over the 4 s since the model was last seen: L = 3, not 6
     engine.update(Snapshot(104.0, {"t": norm.normalize(body.format(n=40, us=12_000_000))}))
     assert engine.concurrency[("m", "1", "triton")] == pytest.approx(3.0)
+
+
+def test_a_decoded_histogram_reads_the_same_as_bounds_and_counts_one_bucket_or_a_dict():
+    inf = math.inf
+    h = Hist.of(3.0, 1.5, (0.1, 0.5, inf), (1.0, 2.0, 3.0), {0.1: 0, 0.5: 1, inf: 2})
+    assert (h.bucket(0.5), h.bucket(inf), h.bucket(0.2)) == (2.0, 3.0, 0.0)  # 0.2: no bound
+    assert h.pairs() == ((0.1, 0.5, inf), (1.0, 2.0, 3.0))
+    assert h.buckets == {0.1: 1.0, 0.5: 2.0, inf: 3.0}
+    assert list(h.buckets) == [0.1, 0.5, inf]
+    h.buckets[0.2] = 1.5  # once read, the dict is the histogram
+    assert h.bucket(0.2) == 1.5
+    assert h.pairs() == ((0.1, 0.5, inf, 0.2), [1.0, 2.0, 3.0, 1.5])
+    empty = Hist(count=2.0, sum=0.4)  # built field by field (the decoder's slow path)
+    empty.buckets[1.0] = 2.0
+    assert (empty.bucket(1.0), empty.pairs()) == (2.0, ((1.0,), [2.0]))

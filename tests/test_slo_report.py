@@ -65,16 +65,22 @@ def test_report_reads_the_engine_back_from_prometheus(vllm_server):
         assert ports, "sidecar did not start"
         try:
             with PrometheusProcess([f"127.0.0.1:{ports[0]}"]) as prom:
-                deadline = time.monotonic() + 30
+                # bounded: until the report has the SLO (60 s: a busy 2-core machine took
+                # more than 30 s for the 20-s window's first burn rate)
+                deadline = time.monotonic() + 60
                 while time.monotonic() < deadline and not prom.query(
                         'fleetwatch_slo_burn_rate{band="all",window="20s"} >= 0'):
                     time.sleep(1)
                 cli = [sys.executable, "-m", "fleetwatch.cli", "slo", "report",
                        "--prometheus", prom.url]
-                res = subprocess.run([*cli, "--json"], capture_output=True, text=True,
-                                     timeout=30)
-                assert res.returncode == 0, res.stderr
-                report = json.loads(res.stdout)
+                while True:
+                    res = subprocess.run([*cli, "--json"], capture_output=True, text=True,
+                                         timeout=30)
+                    assert res.returncode == 0, res.stderr
+                    report = json.loads(res.stdout)
+                    if report or time.monotonic() > deadline:
+                        break
+                    time.sleep(1)
                 table = subprocess.run(cli, capture_output=True, text=True, timeout=30,
                                        env={"COLUMNS": "250", "PATH": "/usr/bin:/bin"})
                 assert table.returncode == 0, table.stderr

@@ -43,7 +43,7 @@ def test_registry_lookup_first_match_and_globs():
      "models[0] (name 'a'): field 'version': true is a boolean, not a version; "
      'quote it, e.g. version: "1"'),
     ("models:\n  - {name: a, version: 1.0, team: t, owner: o, oncall: c}\n",
-     "models[0] (name 'a'): field 'version': 1.0 is read as a number, not text; "
+     "models[0] (name 'a'): field 'version': read as the number 1.0, not text; "
      'quote it, e.g. version: "1"'),
     ("models:\n  - {name: a, team: t, owner: o, oncall: c, latency_tier: ''}\n",
      "models[0] (name 'a'): field 'latency_tier': String should have at least 1 character"),
@@ -51,8 +51,13 @@ def test_registry_lookup_first_match_and_globs():
      "  - {name: b, team: t, owner: o, oncall: c}\n  - {name: a, team: u, owner: o, oncall: c}\n",
      "models[2] (name 'a', any version): duplicate of models[0]; the first match wins, "
      "so models[2] would never be used"),
+    ("models:\n  - {name: a, version: 010, team: t, owner: o, oncall: c}\n",
+     "models[0] (name 'a'): field 'version': read as the number 8, not text; "
+     'quote it, e.g. version: "1"'),
+    ("models:\n  - {name: a, version: 2, team: t, owner: o, oncall: c}\n",
+     "models[0] (name 'a'): field 'version': read as the number 2, not text"),
     ("models:\n  - {name: a, version: '2', team: t, owner: o, oncall: c}\n"
-     "  - {name: a, version: 2, team: u, owner: o, oncall: c}\n",
+     "  - {name: a, version: '2', team: u, owner: o, oncall: c}\n",
      "models[1] (name 'a', version '2'): duplicate of models[0]"),
     ("- {name: a, team: t, owner: o, oncall: c}\n",
      "expected a mapping with a 'models:' list, not a list"),
@@ -67,6 +72,15 @@ def test_registry_errors_name_file_entry_field(tmp_path, body, expected):
     assert expected in str(err.value)
     for internal in ("_RegistryFile", "ModelEntry", "(entry)"):  # no internal names
         assert internal not in str(err.value)
+
+
+def test_a_yaml_syntax_error_is_one_line_naming_the_file_line_and_column(tmp_path):
+    p = write(tmp_path, "reg.yaml", "models:\n  - name: a\n    team: [t\n")
+    with pytest.raises(RegistryError) as err:
+        load_registry(p)
+    assert str(err.value) == (
+        f"{p}: not valid YAML: line 4, column 1: expected ',' or ']', but got "
+        "'<stream end>' (while parsing a flow sequence at line 3, column 11)")
 
 
 def test_registry_same_name_other_version_is_not_a_duplicate(tmp_path):
@@ -87,13 +101,14 @@ def test_non_utf8_registry_is_a_clean_error(tmp_path):
 @pytest.mark.parametrize("body,expected", [
     ("targets: []\n", "targets: List should have at least 1 item"),
     ("targets:\n  - {name: a, url: 'http://x/metrics', kind: tgi}\n",
-     "targets[0].kind: Value error, unknown kind 'tgi'; expected one of auto, "),
+     "targets[0].kind: unknown kind 'tgi'; expected one of auto, "),
     ("targets:\n  - {name: a}\n", "targets[0].url: Field required"),
-    ("targets:\n  - {name: a, url: 'not a url'}\n", "targets[0].url"),
+    ("targets:\n  - {name: a, url: 'not a url'}\n",
+     "targets[0].url: not a valid URL (relative URL without a base)"),
     ("targets:\n  - {name: a, url: 'http://x/m'}\n  - {name: a, url: 'http://y/m'}\n",
      "repeated: a"),
     ("scrape: {interval_seconds: 1, timeout_seconds: 5}\ntargets:\n  - {name: a, url: 'http://x/m'}\n",
-     "scrape: Value error, timeout_seconds must not exceed interval_seconds"),
+     "scrape: timeout_seconds must not exceed interval_seconds"),
     ("listen: {port: 70000}\ntargets:\n  - {name: a, url: 'http://x/m'}\n", "listen.port"),
     ("targets:\n  - {name: a, url: 'http://x/m', colour: red}\n", "targets[0].colour: unknown field"),
     # two targets that could export the same series
@@ -111,7 +126,7 @@ def test_non_utf8_registry_is_a_clean_error(tmp_path):
      "targets 'a' (targets[0]) and 'b' (targets[1]) have kind auto"),
     # listen address: an IP or a plausible host name
     ("listen: {address: 'not a host'}\ntargets:\n  - {name: a, url: 'http://x/m'}\n",
-     "listen.address: Value error, 'not a host' is neither an IP address nor a host name"),
+     "listen.address: 'not a host' is neither an IP address nor a host name"),
     ("listen: {address: '999.1.2.3'}\ntargets:\n  - {name: a, url: 'http://x/m'}\n",
      "listen.address"),
     ("listen: {address: '[::1]'}\ntargets:\n  - {name: a, url: 'http://x/m'}\n",
@@ -155,6 +170,30 @@ def test_normalize_cli_on_unreadable_input(tmp_path):
     garbage = write(tmp_path, "g.prom", "this is not\nan exposition at all {\n")
     res = subprocess.run([*cli, str(garbage)], capture_output=True, text=True)
     assert res.returncode == 2 and "no Prometheus metric lines" in res.stderr
+    # one error line, not the summary of an exposition that is none (a fresh user's find)
+    assert res.stderr.strip().splitlines() == [res.stderr.strip()], res.stderr
+    assert res.stdout == ""
+
+
+def test_normalize_cli_reads_a_gzip_capture_as_its_text(tmp_path):
+    import gzip
+
+    from tests.helpers import fixture_files
+
+    cli = [sys.executable, "-m", "fleetwatch.cli", "normalize"]
+    src = next(p for p in fixture_files() if "triton" in p.parts[-2])
+    plain = subprocess.run([*cli, str(src)], capture_output=True, text=True)
+    packed = tmp_path / "c.prom.gz"
+    packed.write_bytes(gzip.compress(src.read_bytes()))
+    unpacked = subprocess.run([*cli, str(packed)], capture_output=True, text=True)
+    assert plain.returncode == unpacked.returncode == 0, unpacked.stderr
+    assert unpacked.stdout == plain.stdout and "modelserver_" in plain.stdout
+    cut = tmp_path / "cut.prom.gz"
+    cut.write_bytes(packed.read_bytes()[:-20])
+    res = subprocess.run([*cli, str(cut)], capture_output=True, text=True)
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr == (f"fleetwatch: error: {cut}: gzip-compressed, but the stream is "
+                          "cut short: not a Prometheus exposition\n")
 
 
 @pytest.mark.parametrize("body,address,targets", [

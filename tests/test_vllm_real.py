@@ -3,8 +3,9 @@
 One session server (``vllm_server``: ``--max-num-seqs 8``, prefix caching, a KV cache of
 24 blocks of 128 tokens via ``--num-gpu-blocks-override``, which vLLM 0.32's CPU backend
 honours). The small cache lets the preemption test run on the same server instead of a
-second one: the suite's three vLLM starts are this server, its restart (last test here)
-and the demo's own. Every test sends a bounded load with the OpenAI client of
+second one: the suite's five vLLM starts are this server, its restart (last test here),
+the demo's own, the tracing one (``tests/test_traces_real.py``) and the sweep's 24-layer
+one (``tests/test_vllm_scenario.py``). Every test sends a bounded load with the OpenAI client of
 ``fleetwatch.demo.llm_load``, drains it, and compares vLLM's own ``/metrics`` (read with
 prometheus_client's parser) with the normalized exposition (``tests.helpers.normalize``)
 and with what the client saw. Values are deltas around the test's own load. The last test
@@ -80,7 +81,8 @@ def settled(server: VLLMServer, before: Capture, sent: int, timeout_s: float = 1
 def send(server: VLLMServer, concurrency: int = 1, **kwargs: object) -> list[LLMResult]:
     results = run_load(server.url, server.served_model_name, concurrency, **kwargs)
     bad = [r for r in results if not r.ok]
-    assert not bad, bad[:3]
+    # the server's log with the failed requests: a CI run saw one ServerDisconnectedError
+    assert not bad, f"{len(bad)} of {len(results)} failed: {bad[:3]}\n" + server.log_tail()
     return results
 
 
@@ -197,7 +199,12 @@ def _load_and_sample(server: VLLMServer, concurrency: int, every_s: float = 0.05
         sampler = subprocess.Popen([sys.executable, "-c", _SAMPLER, server.metrics_url, out,
                                     str(every_s)], stdin=subprocess.DEVNULL)
         try:
-            time.sleep(0.3)  # the sampler is up before the load starts
+            # the sampler is up before the load starts: its first capture is written (a
+            # fixed 0.3 s was not enough on a busy machine: the whole load ran before it)
+            deadline = time.monotonic() + 20
+            while not any(Path(out).glob("*.prom")) and time.monotonic() < deadline:
+                assert sampler.poll() is None, f"the sampler exited ({sampler.returncode})"
+                time.sleep(0.02)
             results = send(server, concurrency, **kwargs)
         finally:
             sampler.terminate()
@@ -268,8 +275,13 @@ def test_preemptions_with_a_small_kv_cache(vllm_server):
     assert info["num_gpu_blocks"] == info["num_gpu_blocks_override"] == str(
         s.num_gpu_blocks_override)
     rng = random.Random(7)
-    # 8 running requests of 250 + 220 tokens need 8 × 4 blocks; the cache has 24
-    requests = [LLMRequest(prompt=make_prompt(250, rng), max_tokens=220, ignore_eos=True)
+    # 8 running requests of ≈ 70 + 400 tokens need 8 × 4 blocks; the cache has 24. A
+    # request is admitted with the block of its prompt and grows by one every 128 tokens,
+    # so the scheduler admits all 8 and must preempt when they grow: it does even when a
+    # busy machine staggers the requests' arrival. (With 250 + 220 tokens, 2 blocks at
+    # admission, it needed all 8 admitted at once: a fresh user's run on a busy machine
+    # counted 0 preemptions.)
+    requests = [LLMRequest(prompt=make_prompt(64, rng), max_tokens=400, ignore_eos=True)
                 for _ in range(16)]
     before = capture(s)
     results, samples = _load_and_sample(s, 8, requests=requests)
@@ -277,17 +289,18 @@ def test_preemptions_with_a_small_kv_cache(vllm_server):
     preempted = (after.raw_value("vllm:num_preemptions_total")
                  - before.raw_value("vllm:num_preemptions_total"))
     print(f"{preempted:g} preemptions; KV usage max "
-          f"{max(c.raw_value('vllm:kv_cache_usage_perc') for c in samples):.2f}")
+          f"{max(c.raw_value('vllm:kv_cache_usage_perc') for c in samples):.2f} over "
+          f"{len(samples)} samples")
     assert preempted > 0
     assert after.norm_value("modelserver_preemptions_total") == \
         after.raw_value("vllm:num_preemptions_total")
     # vLLM's per-request preemption histogram agrees with its counter
     assert preempted == (after.raw_value("vllm:request_num_preemptions_sum")
                          - before.raw_value("vllm:request_num_preemptions_sum"))
-    # the samples saw the cache in use (a sample taken every ~0.5 s can miss the peak that
-    # the preemptions above prove)
-    assert max(c.norm_value("modelserver_kv_cache_usage_ratio") for c in samples) > 0
-    assert all(r.completion_tokens == 220 for r in results)  # preempted, not cut short
+    # (KV usage under load is `test_running_waiting_and_kv_usage_sampled_under_load`'s:
+    # here the 8 long requests hold the cache for ~2 s, and on a busy machine 18 samples
+    # of a separate sampler process all read 0 while vLLM counted 6 preemptions)
+    assert all(r.completion_tokens == 400 for r in results)  # preempted, not cut short
 
 
 # -- configuration identity and capacity, through the sidecar's scraper ----------------------

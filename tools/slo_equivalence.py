@@ -32,7 +32,6 @@ import argparse
 import json
 import math
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -100,8 +99,7 @@ def fleet(models: int, updates: int) -> Iterator[dict[str, Any]]:
 
 def sweep(envelope: float) -> Iterator[dict[str, Any]]:
     """The committed real-vLLM sweep replayed with the envelope at ``envelope``."""
-    import yaml
-    from tests.sweep_checks import captures, slo_file
+    from tests.sweep_checks import captures, slo_spec, sweep_slo
 
     from fleetwatch.exporters.normalize import Normalizer
     from fleetwatch.exporters.snapshot import Snapshot
@@ -109,9 +107,9 @@ def sweep(envelope: float) -> Iterator[dict[str, Any]]:
     from fleetwatch.slo.engine import SLOEngine
     from fleetwatch.slo.spec import parse_slo_file
 
-    with tempfile.TemporaryDirectory() as tmp:
-        spec = yaml.safe_load(slo_file(Path(tmp), envelope).read_text(encoding="utf-8"))
-    engine = SLOEngine(parse_slo_file(spec))
+    slo = sweep_slo(SWEEP)
+    assert slo is not None
+    engine = SLOEngine(parse_slo_file(slo_spec(envelope, slo)))
     norm = Normalizer(TABLES["vllm"])
     for p in captures(SWEEP):
         ts = int(p.stem.rsplit("-", 1)[1]) / 1000.0

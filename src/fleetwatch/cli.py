@@ -67,9 +67,31 @@ def slo() -> None:
 @slo.command("validate")
 @click.argument("file", type=click.Path(dir_okay=False))
 def slo_validate(file: str) -> None:
-    """Validate an SLO file (exit 2 with the file, SLO and field on error)."""
+    """Validate an SLO file (exit 2 with the file, SLO and field on error).
+
+    A latency threshold that is not one of the OpenTelemetry GenAI conventions'
+    recommended bucket boundaries of its metric gets a note on stderr (exit still 0): the
+    engine counts good events only at a boundary the source exports, and a source with
+    the recommended buckets makes that SLO ``misconfigured``.
+    """
+    from fleetwatch.labels.schema import METRICS_BY_NAME
+    from fleetwatch.slo.sli import LATENCY_METRICS, matching_bound, nearest_bounds
+    from fleetwatch.traces.semconv import RECOMMENDED_BUCKETS
+
     f = _slo_file(file)
     for s in f.slos:
+        lat = s.sli.latency
+        if lat is not None:
+            family = LATENCY_METRICS[lat.metric]
+            bounds = RECOMMENDED_BUCKETS.get(METRICS_BY_NAME[family].otel, ())
+            thr = lat.threshold_seconds
+            if bounds and matching_bound(bounds, thr) is None:
+                near = nearest_bounds(bounds, thr, 1)
+                click.echo(f"{file}: {s.name}: note: threshold {thr:g} s is not a recommended "
+                           f"bucket boundary of {family} (nearest: "
+                           + ", ".join(f"{b:g}" for b in near) + "); it counts good events "
+                           "only where the source exports that boundary, else the SLO reads "
+                           "misconfigured", err=True)
         factors = ", ".join(f"{w.name} {w.factor(s.period_seconds):.3g}x" for w in f.windows)
         bands = ", ".join(format(b, "g") for b in s.concurrency.bands)
         click.echo(f"{s.name}: {s.sli.kind}, objective {s.objective:g}, envelope "
@@ -170,6 +192,7 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
 
     A summary (source, series, unmapped families, skipped lines) goes to stderr.
     """
+    from fleetwatch.exporters.capture import CaptureError, capture_text
     from fleetwatch.exporters.normalize import Normalizer
     from fleetwatch.exporters.parser import describe_if_not_metrics
     from fleetwatch.exporters.render import render
@@ -181,9 +204,9 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
     except OSError as exc:
         _fail(f"{file}: cannot read: {exc.strerror or exc}")
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        _fail(f"{file}: not UTF-8 text (byte {exc.start}): not a Prometheus exposition")
+        text = capture_text(raw)
+    except CaptureError as exc:
+        _fail(f"{file}: {exc}: not a Prometheus exposition")
     if not text.strip():
         _fail(f"{file}: empty: not a Prometheus exposition")
     if text.lstrip()[:1] == "<":
@@ -194,6 +217,10 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
     result = Normalizer(TABLES[kind], ctx, passthrough).normalize(text)
     if result.refused is not None:
         _fail(f"{file}: refused ({result.refused[0]}): {result.refused[1]}")
+    if result.series_count == 0:
+        problem = describe_if_not_metrics(text)
+        if problem:  # not an exposition at all: the one error line, no summary
+            _fail(f"{file}: {problem}")
     extra = {"modelserver_model_info": registry.info_lines(result.models)}
     sys.stdout.write(render([result], extra))
     meta = result.meta
@@ -207,17 +234,17 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
         click.echo(f"{file}: refused {n} sample(s): {reason}, e.g. "
                    f"{result.invalid_examples.get(reason, '?')[:160]}", err=True)
     if kind == "unknown":
-        click.echo(f"{file}: no mapping for this server's metrics; nothing normalized "
-                   "(--passthrough re-emits them)", err=True)
-    if result.series_count == 0:
-        problem = describe_if_not_metrics(text)
-        if problem:
-            _fail(f"{file}: {problem}")
-        if source != "auto" and not result.passthrough and not result.invalid_samples:
-            detected = detect_kind(text)
-            hint = f" (it looks like {detected}: --source {detected})" \
-                if detected not in (source, "unknown") else ""
-            _fail(f"{file}: no {source} series in this exposition{hint}")
+        message = (f"{file}: no mapping for this server's metrics; nothing normalized "
+                   "(--passthrough re-emits them)")
+        if not result.passthrough:  # nothing came out: bad input, not a result
+            _fail(message)
+        click.echo(message, err=True)
+    if (result.series_count == 0 and source != "auto" and not result.passthrough
+            and not result.invalid_samples):
+        detected = detect_kind(text)
+        hint = f" (it looks like {detected}: --source {detected})" \
+            if detected not in (source, "unknown") else ""
+        _fail(f"{file}: no {source} series in this exposition{hint}")
 
 
 @main.command()

@@ -1,6 +1,7 @@
 """Reading the YAML files fleetwatch takes (sidecar config, registry, SLOs, alerting
 config) and saying what is wrong with them: one place, so every file gets the same
-errors — ``FILE: cannot read …``, ``FILE: not UTF-8 text``, ``FILE: not valid YAML`` and,
+errors — ``FILE: cannot read …``, ``FILE: not UTF-8 text``, ``FILE: not valid YAML: line
+L, column C: …`` and,
 for a pydantic validation error, one line per problem ``FILE: a.b[2].c: message``.
 
 One loader for every file: PyYAML's safe loader (no Python objects), with aliases
@@ -13,8 +14,9 @@ alias bomb?``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -111,7 +113,23 @@ def read_yaml(path: str | Path, error: type[Exception], what: str) -> object:
     except _AliasBomb as exc:
         raise error(f"{p}: {exc}") from None
     except yaml.YAMLError as exc:
-        raise error(f"{p}: not valid YAML: {exc}") from None
+        raise error(f"{p}: not valid YAML: {yaml_problem(exc)}") from None
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line for a YAML error: ``line L, column C: PROBLEM (CONTEXT at line L, column
+    C)`` from PyYAML's marks (1-based, as editors count), instead of its multi-line text
+    that names ``<unicode string>`` rather than the file."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if mark is None or not problem:
+        return " ".join(str(exc).split())
+    text = f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    context, cmark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if context:
+        where = f" at line {cmark.line + 1}, column {cmark.column + 1}" if cmark else ""
+        text += f" ({context}{where})"
+    return text
 
 
 def validate(model: type[M], data: object, source: str, error: type[Exception],
@@ -126,13 +144,26 @@ def validate(model: type[M], data: object, source: str, error: type[Exception],
         raise error(format_validation_error(exc, source)) from None
 
 
+def error_message(err: Mapping[str, Any]) -> str:
+    """The message of one pydantic error (an item of ``ValidationError.errors()``) in the
+    file's terms: ``unknown field`` for an extra, a validator's own text without
+    pydantic's ``Value error, `` prefix, and a URL error that says what was expected."""
+    kind, msg = err["type"], str(err["msg"])
+    if kind == "extra_forbidden":
+        return "unknown field"
+    if kind == "value_error":
+        return msg.removeprefix("Value error, ")
+    if kind == "url_parsing":
+        return f"not a valid URL ({msg.removeprefix('Input should be a valid URL, ')})"
+    return msg
+
+
 def format_validation_error(exc: ValidationError, source: str) -> str:
-    """One line per error: ``SOURCE: a.b[2].c: message`` (``unknown field`` for extras)."""
+    """One line per error: ``SOURCE: a.b[2].c: message`` (:func:`error_message`)."""
     lines = []
     for err in exc.errors():
         path = ""
         for part in err["loc"]:
             path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
-        lines.append(f"{source}: {path or '(top level)'}: {msg}")
+        lines.append(f"{source}: {path or '(top level)'}: {error_message(err)}")
     return "\n".join(lines)

@@ -25,6 +25,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
+from fleetwatch.exporters.capture import CaptureError, capture_text
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.registry import Registry
 from fleetwatch.slo.engine import SLOEngine
@@ -91,11 +92,11 @@ def capture_times(paths: Sequence[Path], interval: float | None) -> list[float]:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_bytes().decode("utf-8")
+        return capture_text(path.read_bytes())
     except OSError as exc:
         raise ReplayInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ReplayInputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except CaptureError as exc:
+        raise ReplayInputError(f"{path}: {exc}") from None
 
 
 def replay(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],

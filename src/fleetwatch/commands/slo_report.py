@@ -112,7 +112,7 @@ def render_table(report: list[ReportRow], console: Console | None = None) -> Non
     while excess() > 0 and max(widths[i] for i in keep) > MIN_FOLD:  # fold names more
         widest = max(keep, key=lambda i: widths[i])
         widths[widest] -= 1
-    natural = sum(max(len(columns[i]), *(len(r[i]) for r in rows)) for i in keep)
+    natural = sum(max([len(columns[i]), *(len(r[i]) for r in rows)]) for i in keep)
     fixed = natural + 3 * len(keep) - 1 > console.width  # else rich's natural widths
     t = Table(title="fleetwatch SLOs", box=box.SIMPLE_HEAD, show_edge=False)
     for i in keep:
@@ -120,7 +120,10 @@ def render_table(report: list[ReportRow], console: Console | None = None) -> Non
     for row in rows:
         t.add_row(*(Text(row[i]) for i in keep))
     left_out = [columns[i] for i in range(len(columns)) if i not in keep]
-    if left_out:
+    if not rows:
+        t.caption = Text("no SLO in Prometheus yet: no fleetwatch_slo_* series (is a "
+                         "sidecar with an SLO file scraped, for a scrape or two?)")
+    elif left_out:
         t.caption = Text(f"not shown at {console.width} columns: {', '.join(left_out)} "
                          "(--json has every column)")
     console.print(t)

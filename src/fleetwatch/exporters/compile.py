@@ -116,6 +116,7 @@ class _Plan:
 
     rule: Rule
     sig: int
+    base_sig: int  # the signature of the rule without le/quantile kept
     keep: tuple[str, ...]
     whole: bool
     needs_le: bool
@@ -169,8 +170,9 @@ class SeriesCompiler:
         self._bounds: dict[tuple[str, str], str] = {}  # le/quantile → canonical spelling
         # (signature, label names, value-map value) → how they map (None: no model)
         self._plans: dict[tuple[int, tuple[str, ...], str | None], LabelPlan | None] = {}
-        # (plan, the block's values but le/quantile) → (base pairs, rendered, model)
-        self._bases: dict[tuple[LabelPlan, tuple[str, ...]],
+        # (label plan, rule runtime, values) → (base pairs, rendered, model): the base
+        # labels of blocks alike but for le/quantile (see _map)
+        self._bases: dict[tuple[object, ...],
                           tuple[LabelPairs, str, tuple[str, str, str, str] | None]] = {}
         signatures: dict[tuple[object, ...], int] = {}
         self._known_families: set[str] = set()
@@ -193,8 +195,9 @@ class SeriesCompiler:
                     ("quantile",) if whole and rule.source_type == "summary" \
                     and not suffix else ()
                 sig = signatures.setdefault(_map_signature(rule, keep), len(signatures))
+                base_sig = signatures.setdefault(_map_signature(rule, ()), len(signatures))
                 self._by_sample.setdefault(rule.source + suffix, []).append(
-                    self._plan(rule, suffix, sig, keep, whole))
+                    self._plan(rule, suffix, sig, base_sig, keep, whole))
 
     @property
     def dropped_labels(self) -> set[str]:
@@ -216,6 +219,18 @@ class SeriesCompiler:
         self._owner.clear()
         self._shared.clear()
         self.mean_only.clear()
+
+    def begin(self) -> None:
+        """Start a compiling pass (one exposition): the mappings cached on blocks are
+        made again (their runtime labels: the context learns runtimes between passes,
+        e.g. after :meth:`~fleetwatch.exporters.normalize.Normalizer.discover`); within a
+        pass, a model's runtime is read once."""
+        self._mapper.begin()
+        if self._bases:
+            self._bases = {}
+        for block in self._blocks.values():
+            if block.maps:
+                block.maps = {}
 
     def forget_compiling_caches(self) -> None:
         """Drop the caches that only compiling reads (label blocks, mappings): they pay
@@ -260,7 +275,8 @@ class SeriesCompiler:
             name, text = key.strip(), ""
         else:
             name, text = key[:brace].strip(), key[brace:]
-        if name not in self._names:
+        candidates = self._by_sample.get(name)  # a rule's sample: a valid name
+        if candidates is None and name not in self._names:
             if not _NAME_RE.match(name):
                 return Entry(error=f"invalid metric name {name!r}")
             if len(self._names) < 100_000:
@@ -277,7 +293,7 @@ class SeriesCompiler:
                 if name.startswith(old):
                     name = new + name[len(old):]
                     break
-        candidates = self._by_sample.get(name)
+            candidates = self._by_sample.get(name)
         if not candidates:
             return self._unused(name, meta, block.pairs)
         if block.labels is None:
@@ -308,7 +324,6 @@ class SeriesCompiler:
         no_value = False
         check, le, group, no_model = NO_CHECK, None, "", False
         maps_get = block.maps.get
-        runtime_of = self._mapper.runtime
         keys = self.keys
         shared_set = self._shared
         for plan in candidates:
@@ -318,8 +333,7 @@ class SeriesCompiler:
             if plan.needs_le and "le" not in labels:
                 return Entry(error=f"{name} has no le label")
             mapped = maps_get(plan.sig)
-            if mapped is None or (mapped[4] is not None and mapped[4][3] != runtime_of(
-                    mapped[4][0], rule)):
+            if mapped is None:
                 mapped = self._map(rule, plan, block)
             if mapped is _NO_MODEL:
                 no_model = True  # a per-model family's series must name its model
@@ -410,8 +424,7 @@ class SeriesCompiler:
             return None
         rule = plan.rule
         mapped = block.maps.get(plan.sig)
-        if mapped is None or (mapped[4] is not None and mapped[4][3] != self._mapper.runtime(
-                mapped[4][0], rule)):
+        if mapped is None:
             mapped = self._map(rule, plan, block)
         if mapped is _NO_MODEL:
             return None
@@ -426,7 +439,7 @@ class SeriesCompiler:
         keys = self.keys
         if prefix not in keys:
             keys[prefix] = (tname, mapped[5])
-        # positional (the order of Entry's fields): keyword binding costs here
+        # positional, in the order of Entry's fields (a test pins it): keyword binding costs
         if plan.scaled:
             direct: tuple[Direct, ...] = ()
             scaled: tuple[Scaled, ...] = (
@@ -435,13 +448,15 @@ class SeriesCompiler:
             direct, scaled = ((plan.fam_idx, prefix),), ()
         if plan.bucket:
             return Entry(direct, scaled, (), None, None, mapped[4], canon, None, plan.check,
-                         float(labels["le"]), sys.intern(rule.source + block.grouping()),
+                         float(labels["le"]),
+                         sys.intern(rule.source + (block.group or block.grouping())),
                          None, None, False, None, 0.0, bool, None, 0, True)
         return Entry(direct, scaled, (), None, None, mapped[4], canon, None, plan.check, None,
-                     sys.intern(rule.source + block.grouping()) if plan.whole else "",
+                     sys.intern(rule.source + (block.group or block.grouping()))
+                     if plan.whole else "",
                      None, None, False)
 
-    def _plan(self, rule: Rule, suffix: str, sig: int, keep: tuple[str, ...],
+    def _plan(self, rule: Rule, suffix: str, sig: int, base_sig: int, keep: tuple[str, ...],
               whole: bool) -> _Plan:
         """What compiling a sample of ``rule`` (``suffix``) decides once per table."""
         tdef = METRICS_BY_NAME[rule.target]
@@ -463,7 +478,7 @@ class SeriesCompiler:
             for t_suffix, extra in samples)
         first = t_samples[0]
         return _Plan(
-            rule=rule, sig=sig, keep=keep, whole=whole,
+            rule=rule, sig=sig, base_sig=base_sig, keep=keep, whole=whole,
             needs_le=suffix == "_bucket" and not rule.part,
             bucket=whole and suffix == "_bucket",
             check=max(_check_of(rule, suffix),
@@ -482,8 +497,8 @@ class SeriesCompiler:
         """The normalized labels of a label block under a rule (:data:`_NO_MODEL`: a
         per-model family's series without a model), cached per mapping signature in the
         block's ``maps``, which the callers read first (rules that map labels alike —
-        same target labels, match, value map, drops, constants — share an answer; one
-        whose model's runtime changed since is made again). Made by applying the
+        same target labels, match, value map, drops, constants — share an answer; valid
+        for one pass, see :meth:`begin`). Made by applying the
         signature's :class:`~.labelmaps.LabelPlan` for the block's label names (planned
         once per signature and names)."""
         labels = block.labels
@@ -499,35 +514,56 @@ class SeriesCompiler:
             return _NO_MODEL
         # the block mapped already under another signature with the same plan (plans
         # are shared by content, see LabelMapper.plan; the runtime default is the rule's)
-        alike = (lplan, rule.runtime)
+        alike = lplan if rule.runtime is None else (lplan, rule.runtime)
         known: Mapped | None = block.maps.get(alike)
-        if known is not None and (known[4] is None or known[4][3] == self._mapper.runtime(
-                known[4][0], rule)):
+        if known is not None:
             block.maps[plan.sig] = known
             return known
         values = block.values
         rest = lplan.rest
+        tail = None
         if rest is not None:  # blocks alike but for le/quantile share their base labels
-            base_key = (lplan, tuple(map(values.__getitem__, rest)))
+            tail = block.tail  # the block's own le/quantile: made once for all its plans
+            if tail is None or tail[0] != lplan.tail_fmt or tail[1] != lplan.tail_idx:
+                tail_pairs, tail_text = self._mapper.own_tail(lplan, values, block.escaped)
+                pool = self._pool
+                tail = block.tail = (lplan.tail_fmt, lplan.tail_idx,
+                                     tuple(map(values.__getitem__, rest)),
+                                     tuple([pool.setdefault(p, p) for p in tail_pairs]),
+                                     tail_text, tuple(map(block.names.__getitem__, rest)))
+            # its base labels: the rule's mapping, without le/quantile kept, of its other
+            # labels, as a block of those alone maps (a summary's _count and _sum block
+            # and its quantiles' blocks: made once for all)
+            bkey = (plan.base_sig, tail[5], vm_value)
+            bplan = self._plans.get(bkey)
+            if bplan is None and bkey not in self._plans:
+                bplan = self._plans[bkey] = self._mapper.plan(rule, tail[5], labels, ())
+            base_key: tuple[object, ...] | None = (bplan or lplan, rule.runtime, tail[2])
+        elif not lplan.tail_idx:
+            base_key = (lplan, rule.runtime, values)
+        else:  # a tail not the block's own (a constant le)
+            base_key = None
+        if base_key is not None:
             base = self._bases.get(base_key)
-            if base is None or (base[2] is not None and base[2][3] != self._mapper.runtime(
-                    base[2][0], rule)):
+            if base is None:
                 _tail, base_pairs, rendered, model_id, _full = self._mapper.apply(
                     lplan, rule, values, block.escaped)
                 base = self._bases[base_key] = (self._shared_pairs(base_pairs), rendered,
                                                 model_id)
             base_pairs, rendered, model_id = base
-            tail_out, full = self._mapper.with_tail(lplan, rendered, values, block.escaped)
+            if tail is not None:
+                tail_out = tail[3]
+                full = (rendered[:-1] + "," if rendered else "{") + tail[4]
+                full_pairs = base_pairs + tail_out
+            else:
+                tail_out, full, full_pairs = (), rendered, base_pairs
         else:
             tail_out, base_pairs, rendered, model_id, full = self._mapper.apply(
                 lplan, rule, values, block.escaped)
             base_pairs = self._shared_pairs(base_pairs)
-        if tail_out:
             pool = self._pool
             tail_out = tuple([pool.setdefault(p, p) for p in tail_out])
             full_pairs = base_pairs + tail_out
-        else:
-            full_pairs = base_pairs
         mapped: Mapped = (tail_out, base_pairs, rendered, lplan.lossy, model_id, full_pairs,
                           full)
         block.maps[plan.sig] = block.maps[alike] = mapped
@@ -535,12 +571,10 @@ class SeriesCompiler:
 
     def _shared_pairs(self, pairs: LabelPairs) -> LabelPairs:
         """``pairs`` as a tuple shared with every equal label set compiled before (the
-        keys of one model's series then cost one tuple, not one each)."""
-        shared = self._sets.get(pairs)
-        if shared is None:
-            pool = self._pool
-            shared = self._sets[pairs] = tuple([pool.setdefault(p, p) for p in pairs])
-        return shared
+        keys of one model's series then cost one tuple, not one each; the pairs inside
+        are not pooled: most label sets are one model's, and pooling their pairs cost
+        more time than the memory it saved)."""
+        return self._sets.setdefault(pairs, pairs)
 
     def _unused(self, name: str, meta: Metadata, pairs: LabelPairs) -> Entry:
         """The entry of a sample name no rule reads: ignored, invalid or unmapped."""

@@ -22,7 +22,7 @@ from fleetwatch.exporters.parser import (
     parse_value,
 )
 from fleetwatch.exporters.validate import BAD_LE, BAD_QUANTILE
-from fleetwatch.labels.text import escape_label_value, render_labels
+from fleetwatch.labels.text import escape_label_value
 
 
 @dataclass(slots=True)
@@ -36,8 +36,10 @@ class Block:
     (made on first use: most series need neither, or only one); ``names`` and
     ``values`` the keys and values of ``labels``, ``escaped`` the values escaped for the
     text format (what :mod:`.labelmaps` plans and applies); ``maps`` the compiler's
-    mappings of the block by mapping signature and by (label plan, rule runtime)
-    (:mod:`.compile`)."""
+    mappings of the block by mapping signature and by (label plan, rule runtime), and
+    ``tail`` its own ``le``/``quantile`` as the plans that keep them render it (plans'
+    ``tail_fmt`` and ``tail_idx``, the other values, the tail pairs and text;
+    :mod:`.compile`)."""
 
     pairs: LabelPairs = ()
     error: str | None = None
@@ -50,6 +52,7 @@ class Block:
     values: tuple[str, ...] = ()
     escaped: tuple[str, ...] = ()
     maps: dict[object, Any] = field(default_factory=dict)
+    tail: tuple[Any, ...] | None = None
 
     def mapped(self, bounds: dict[tuple[str, str], str] | None = None) -> Block:
         """Fill the fields a mapped series needs (once); returns ``self``. ``bounds``:
@@ -78,26 +81,56 @@ class Block:
         self.labels = labels
         self.names = tuple(labels)
         self.values = values = tuple(labels.values())
-        self.escaped = tuple([escape_label_value(v) if "\\" in v or '"' in v or "\n" in v
-                              else v for v in values])
+        joined = "".join(values)  # most blocks have nothing to escape: one scan each
+        self.escaped = tuple([escape_label_value(v) for v in values]) if (
+            "\\" in joined or '"' in joined or "\n" in joined) else values
         return self
 
     def canonical(self) -> str:
         """The labels (of a mapped block) sorted and rendered: with the sample name, the
         upstream series' identity whatever its spelling."""
         if self.canon is None:
-            assert self.labels is not None
-            self.canon = render_labels(tuple(sorted(self.labels.items())))
+            self.canon = self._sorted(())
+            if "le" not in self.names and "quantile" not in self.names:
+                self.group = self.canon
         return self.canon
 
     def grouping(self) -> str:
         """:meth:`canonical` without ``le``/``quantile``: with the family name, the
         histogram or summary a sample belongs to."""
         if self.group is None:
-            assert self.labels is not None
-            self.group = render_labels(tuple(sorted(
-                p for p in self.labels.items() if p[0] not in ("le", "quantile"))))
+            self.group = self._sorted(("le", "quantile"))
+            if "le" not in self.names and "quantile" not in self.names:
+                self.canon = self.group
         return self.group
+
+    def _sorted(self, without: tuple[str, ...]) -> str:
+        """The labels but ``without`` sorted by name and rendered (what
+        :func:`~fleetwatch.labels.text.render_labels` writes), with the format of these
+        label names (:func:`_sorted_format`) and the values escaped in :meth:`mapped`."""
+        fmt, idx = _sorted_format(self.names, without)
+        return fmt % tuple(map(self.escaped.__getitem__, idx))
+
+
+#: (label names, names left out) → :func:`_sorted_format` (bounded: names come from
+#: upstream; a Triton or vLLM exposition has a few dozen shapes).
+_SORTED: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, tuple[int, ...]]] = {}
+
+
+def _sorted_format(names: tuple[str, ...], without: tuple[str, ...]
+                   ) -> tuple[str, tuple[int, ...]]:
+    """A ``%`` format rendering the labels ``names`` but ``without`` sorted by name, and
+    the positions of the values it takes (``("", ())`` when none is left)."""
+    key = (names, without)
+    known = _SORTED.get(key)
+    if known is not None:
+        return known
+    idx = tuple(sorted((i for i, k in enumerate(names) if k not in without),
+                       key=names.__getitem__))
+    fmt = "{" + ",".join(f'{names[i]}="%s"' for i in idx) + "}" if idx else ""
+    if len(_SORTED) < 10_000:
+        _SORTED[key] = (fmt, idx)
+    return fmt, idx
 
 
 def read_block(block: str, limit: int) -> Block:
@@ -109,7 +142,8 @@ def read_block(block: str, limit: int) -> Block:
         pairs = parse_label_block(block)
     except ExpositionError as exc:
         return Block(error=str(exc))
-    for k, v in pairs:
-        if len(v) > limit:
-            return Block(pairs, too_long=f"label {k} value longer than {limit} characters")
+    if len(block) > limit:  # else no value can be longer
+        for k, v in pairs:
+            if len(v) > limit:
+                return Block(pairs, too_long=f"label {k} value longer than {limit} characters")
     return Block(pairs)

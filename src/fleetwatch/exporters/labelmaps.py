@@ -8,9 +8,10 @@ added) and the ``runtime`` label (read per model from the target context). So a
 a :class:`LabelPlan`: each output label a constant or the position of an upstream value,
 and the label set's text a ``%`` format with the constants written in — and applying a
 plan to a block (:meth:`LabelMapper.apply`) is a few C-level maps and one format. Blocks
-that differ only by their own ``le``/``quantile`` share the rest (:meth:`LabelMapper.with_tail`
-appends the tail). The compiler (:mod:`.compile`) caches plans per table signature: a
-Triton exposition of 1000 models has 35,000 (rule, block) mappings, 19 plans.
+that differ only by their own ``le``/``quantile`` share the rest (the tail is rendered
+once per block, :meth:`LabelMapper.own_tail`). The compiler (:mod:`.compile`) caches
+plans per table signature: a Triton exposition of 1000 models has 35,000 (rule, block)
+mappings, 19 plans.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class LabelPlan:
     ``fmt_idx``/``full_idx``); when the tail is the block's own ``quantile``/``le``
     (``rest``: the positions of the other values, which alone decide the base labels;
     else None), ``tail_fmt`` renders it after the base (``%s`` the escaped values at
-    ``tail_idx``; see :meth:`LabelMapper.with_tail`). Compared and hashed by identity.
+    ``tail_idx``; see :meth:`LabelMapper.own_tail`). Compared and hashed by identity.
     ``runtime_of``: the source of the model whose runtime is the ``runtime`` label (None:
     no runtime is looked up); ``lossy``: whether the mapping loses information (other
     upstream series may land on the same normalized series)."""
@@ -86,11 +87,21 @@ class LabelMapper:
         self.dropped_labels: set[str] = set()
         self._allowed: dict[str, frozenset[str]] = {}
         self._alike: dict[tuple[object, ...], LabelPlan] = {}  # plans by content
+        self._runtimes: dict[str, str] = {}  # model → the context's runtime, this pass
+
+    def begin(self) -> None:
+        """Start a compiling pass (one exposition): the context's runtimes are read
+        again, once per model in the pass (:meth:`runtime`)."""
+        if self._runtimes:
+            self._runtimes = {}
 
     def runtime(self, model: str, rule: Rule) -> str:
-        """The ``runtime`` label of a model's series under a rule: the target context's,
-        else the rule's when the context does not know it (``unknown``)."""
-        runtime = self.ctx.runtime_for(model)
+        """The ``runtime`` label of a model's series under a rule: the target context's
+        (read once per model in a pass, see :meth:`begin`), else the rule's when the
+        context does not know it (``unknown``)."""
+        runtime = self._runtimes.get(model)
+        if runtime is None:
+            runtime = self._runtimes[model] = self.ctx.runtime_for(model)
         if runtime == "unknown" and rule.runtime:
             runtime = rule.runtime
         return runtime
@@ -169,16 +180,16 @@ class LabelMapper:
         return tail, base, text, model, full  # type: ignore[return-value]  # 4 indexes
 
     @staticmethod
-    def with_tail(plan: LabelPlan, rendered: str, values: tuple[str, ...],
-                  escaped: tuple[str, ...]) -> tuple[tuple[tuple[str, str], ...], str]:
-        """``(tail pairs, base and tail rendered)`` of a block under a plan whose tail is
-        the block's own (``plan.rest`` set), given the base labels ``rendered`` for the
-        block's other values (:meth:`apply`'s, of any block equal at ``plan.rest``)."""
+    def own_tail(plan: LabelPlan, values: tuple[str, ...], escaped: tuple[str, ...]
+                 ) -> tuple[tuple[tuple[str, str], ...], str]:
+        """``(tail pairs, tail rendered)`` of a block under a plan whose tail is the
+        block's own (``plan.rest`` set): the pairs, and their text to append to the base
+        labels without their closing brace (``quantile="0.5"}``); the same for every
+        plan with this ``tail_fmt`` and ``tail_idx``. The base labels are
+        :meth:`apply`'s, of any block equal at ``plan.rest``."""
         tail = tuple(zip(plan.tail_names, map(values.__getitem__, plan.tail_idx),
                          strict=True))
-        full = (rendered[:-1] + "," if rendered else "{") + plan.tail_fmt % tuple(
-            map(escaped.__getitem__, plan.tail_idx))
-        return tail, full
+        return tail, plan.tail_fmt % tuple(map(escaped.__getitem__, plan.tail_idx))
 
     def _map_labels(self, rule: Rule, labels: dict[str, str], keep: tuple[str, ...],
                     runtime_at: int) -> tuple[dict[str, str], bool, str | None]:

@@ -25,7 +25,9 @@ The steady loop does per line one ``rfind``, one dict lookup and, when the value
 the one of the last scrape, no parsing at all: each series remembers its last accepted
 token and what it emitted (prefix, value, output line, appended to its family's list), so
 an unchanged series costs one append per normalized series and the render reuses the
-lines (:attr:`Normalized.lines`). Compiled series are evicted one by one when the
+lines (:attr:`Normalized.lines`); a family whose lines are those of the last exposition
+reuses the last state's dict and lines (copied before a sum or a withdrawal changes
+them). Compiled series are evicted one by one when the
 exposition stops carrying them (churn), and a model's series alone when its runtime is
 learned (:meth:`Normalizer.invalidate_models`).
 
@@ -167,6 +169,11 @@ class Normalizer:
         #: per family, what the series emitted in this exposition (Entry.emits)
         self._emitted: list[list[Emitted]] = [[] for _ in METRICS]
         self._appends = [em_list.append for em_list in self._emitted]
+        #: per family, the dict and lines its series made in the last exposition, unless
+        #: they changed after (see _normalize): reused when the family's lines are the
+        #: same again
+        self._built: list[tuple[dict[str, float | str], list[str]] | None] = \
+            [None for _ in METRICS]
         self._models: dict[tuple[str, str, str, str], int] = {}  # model → Entry.mi
         self._model_table: list[tuple[str, str, str, str]] = [("", "", "", "")]
         self._compiler = SeriesCompiler(table, self.ctx, self.limits.max_label_value_length)
@@ -180,6 +187,7 @@ class Normalizer:
         """Forget every compiled series (a context change that may touch any series)."""
         self._cache.clear()
         self._compiler.reset()
+        self._built = [None for _ in METRICS]
         self._models.clear()
         del self._model_table[1:]
 
@@ -237,6 +245,7 @@ class Normalizer:
         ``gc.unfreeze()``, O(1)) instead of being scanned by the first young collections
         (70 ms after a 1000-model Triton cold cycle); garbage among them waits for the
         next full collection."""
+        self._compiler.begin()
         with self._collector_paused():
             return self._normalize_all(text)
 
@@ -265,6 +274,7 @@ class Normalizer:
         :meth:`normalize` after (its result is the exposition's state). Never raises on
         bad input (bad lines are left to :meth:`normalize`). The collector as in
         :meth:`normalize`."""
+        self._compiler.begin()
         with self._collector_paused():
             meta = Metadata()
             deferred: set[str] = set()
@@ -435,7 +445,7 @@ class Normalizer:
                 if len(direct) == 1 and not scaled and value - value == 0:
                     fam_idx, prefix = direct[0]  # the upstream text, unscaled
                     entry.emit = appends[fam_idx]
-                    entry.emitted = (prefix, tok, prefix + " " + tok)
+                    entry.emitted = (prefix, tok, f"{prefix} {tok}")
                 elif len(scaled) == 1 and not direct:
                     fam_idx, prefix, div, mul, neg_nan = scaled[0]  # unit-converted
                     v = value / div * mul
@@ -480,12 +490,26 @@ class Normalizer:
                 elif prio == cur[1]:
                     cur[0] += v
                     cur[2] = None  # an aggregate of several upstream series
+        built = self._built
+        reused: set[int] = set()  # families whose dict and lines are the last exposition's
         for i, em_list in enumerate(self._emitted):
             if em_list:  # C-level: one dict and one line list per family
-                families[i] = dict(zip(map(_PREFIX, em_list), map(_VALUE, em_list),
-                                       strict=True))
-                flines[i] = list(map(_LINE, em_list))
+                made = list(map(_LINE, em_list))
+                last = built[i]
+                # the same lines (C-level; a line is its prefix and value text, and the
+                # text decides the value): the same dict
+                if last is not None and last[1] == made:
+                    families[i], flines[i] = last
+                    reused.add(i)
+                else:
+                    built[i] = last = None  # freed first: the new ones reuse the memory
+                    families[i] = dict(zip(map(_PREFIX, em_list), map(_VALUE, em_list),
+                                           strict=True))
+                    flines[i] = made
+                    built[i] = (families[i], made)
                 em_list.clear()
+            else:
+                built[i] = None
         table = self._model_table
         models = {table[i] for i in range(1, len(table)) if marks[i]}
         meta.sample_lines = sample_lines
@@ -504,10 +528,13 @@ class Normalizer:
             examples.setdefault(reason, group[:200])
             withdraw.add(group)
         for prefix, (v, _prio, _key, fam_idx) in agg.items():
+            self._unshare(fam_idx, families, flines, reused)
             families[fam_idx][prefix] = v
             flines[fam_idx].append(f"{prefix} {format_value(v)}")
         lines_ok = not withdraw
         if withdraw:
+            for i in range(len(families)):
+                self._unshare(i, families, flines, reused)
             self._withdraw(families, withdraw)
         for count_prefix, (fam_idx, sum_prefix, inf_prefix) in \
                 self._compiler.mean_only.items():
@@ -515,6 +542,8 @@ class Normalizer:
             if count_prefix in fam and sum_prefix not in fam:
                 # Triton without the duration counter (counter_latencies=false, partial
                 # expositions): a request count is no latency; emit nothing
+                self._unshare(fam_idx, families, flines, reused)
+                fam = families[fam_idx]
                 del fam[count_prefix]
                 fam.pop(inf_prefix, None)
                 lines_ok = False
@@ -528,6 +557,17 @@ class Normalizer:
         return Normalized(families, models, unmapped, meta, passthrough,
                           self._compiler.keys, refusals, examples, ptypes, lines=lines,
                           deferred=deferred)
+
+    def _unshare(self, i: int, families: list[dict[str, float | str]],
+                 flines: list[list[str]], reused: set[int]) -> None:
+        """Before family ``i``'s dict or lines change after they were made: they are no
+        longer what its series emitted (not reused next time), and not the last
+        exposition's objects (copied when they were)."""
+        self._built[i] = None
+        if i in reused:
+            reused.discard(i)
+            families[i] = dict(families[i])
+            flines[i] = list(flines[i])
 
     def _model_index(self, model: tuple[str, str, str, str]) -> int:
         """The index of a model in this normalizer's table (Entry.mi; 0 is no model)."""

@@ -201,8 +201,8 @@ def parse_label_block(block: str) -> LabelPairs:
     """Parse ``{a="b", c="d"}`` (trailing comma allowed) into label pairs; see split_key."""
     if _PLAIN_BLOCK_RE.match(block):  # the common spelling: one C-level pass
         plain: LabelPairs = tuple(_PLAIN_PAIR_RE.findall(block))
-        names = {k for k, _v in plain}
-        if len(names) == len(plain) and not any(k.startswith("__") for k in names):
+        if len(dict(plain)) == len(plain) and ("__" not in block or not any(
+                k.startswith("__") for k, _v in plain)):
             return plain
     if not block.startswith("{") or not block.endswith("}"):
         raise ExpositionError("label set must be enclosed in braces")

@@ -27,7 +27,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 
-from fleetwatch.specfile import read_yaml
+from fleetwatch.specfile import error_message, read_yaml
 
 #: The ``resource`` label values, in output order.
 GPUS, GPU_MEMORY, INSTANCES = "gpus", "gpu_memory_bytes", "instances"
@@ -110,7 +110,7 @@ def _describe(exc: ValidationError, source: str) -> str:
     lines = []
     for err in exc.errors():
         loc = [str(x) for x in err["loc"]]
-        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+        msg = error_message(err)
         if err["type"] in ("model_type", "dict_type"):
             msg = "expected a mapping"
         # a union of float and int reports each branch: say it once

@@ -65,7 +65,7 @@ from pydantic import (
 
 from fleetwatch.labels.text import render_labels
 from fleetwatch.labels.warmup import WarmupSpec
-from fleetwatch.specfile import read_yaml
+from fleetwatch.specfile import error_message, read_yaml
 
 log = logging.getLogger("fleetwatch.registry")
 
@@ -184,10 +184,10 @@ class ModelEntry(BaseModel):
         if isinstance(v, bool):  # YAML reads yes/no/true/false as booleans
             raise ValueError(f"{str(v).lower()} is a boolean, not a version; quote it, "
                              'e.g. version: "1"')
-        if isinstance(v, float):
-            raise ValueError(f"{v!r} is read as a number, not text; quote it, "
+        if isinstance(v, (int, float)):  # YAML 1.1 reads 010 as 8, 0x2 as 2, 1.10 as 1.1
+            raise ValueError(f"read as the number {v!r}, not text; quote it, "
                              'e.g. version: "1"')
-        return str(v) if isinstance(v, int) else v
+        return v
 
     def matches(self, model: str, version: str) -> bool:
         """True when this entry covers ``model`` at ``version`` (globs allowed)."""
@@ -311,12 +311,8 @@ def _describe(exc: ValidationError, data: object, source: str) -> str:
                 name = data["models"][idx].get("name")
             where = f"models[{idx}]" + (f" (name {name!r})" if name else "")
             loc = loc[2:]
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field"
-        elif err["type"] == "value_error":
-            msg = msg.removeprefix("Value error, ")
-        elif err["type"] in ("model_type", "dict_type"):  # (no internal class names)
+        msg = error_message(err)
+        if err["type"] in ("model_type", "dict_type"):  # (no internal class names)
             msg = "expected a mapping with name, team, owner and oncall"
         prefix = f"{source}: {where + ': ' if where else ''}"
         if loc:

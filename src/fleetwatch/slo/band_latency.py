@@ -27,12 +27,17 @@ observations for counts, Unix seconds for times.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+#: One interval's bucket deltas: (distinct upper bounds ``le``, seconds; observations
+#: ≤ each), both empty without a histogram.
+Buckets = tuple[tuple[float, ...], Sequence[float]]
 
 #: The weights are renormalized when their exponent ``(t − origin) / τ`` passes this.
 _RENORM = 50.0
@@ -139,7 +144,7 @@ class BandLatencyStore:
         b = int(self.block[row])
         if b >= 0:
             old = self._blocks[b]
-            if old.les == les or old.bounds.issuperset(les):
+            if old.les is les or old.les == les or old.bounds.issuperset(les):
                 return old
             blk = self._block_of(old.les + tuple(le for le in les if le not in old.bounds))
             k, was = blk.slot(row), int(self.slot[row])
@@ -160,12 +165,13 @@ class BandLatencyStore:
         blk = self._blocks[b]
         return dict(zip(blk.les, blk.cum[int(self.slot[row])].tolist(), strict=True))
 
-    def add(self, ts: float, tau: float, rows: list[int], buckets: list[dict[float, float]],
+    def add(self, ts: float, tau: float, rows: list[int], buckets: list[Buckets],
             counts: list[float], concurrency: list[float]) -> None:
         """Add one interval ending at ``ts`` (Unix seconds) to each of ``rows`` (distinct):
-        its bucket deltas (``le`` → observations ≤ it; empty for an SLI without a
-        histogram), its observation count and its concurrency (requests); ``tau`` is the
-        time constant (seconds). Rows with a count ≤ 0 are left as they are."""
+        its bucket deltas (``(bounds, counts)``: distinct upper bounds ``le`` in seconds
+        and the observations ≤ each; both empty for an SLI without a histogram), its
+        observation count and its concurrency (requests); ``tau`` is the time constant
+        (seconds). Rows with a count ≤ 0 are left as they are."""
         keep = [i for i, c in enumerate(counts) if c > 0]
         if len(keep) != len(rows):
             rows, buckets = [rows[i] for i in keep], [buckets[i] for i in keep]
@@ -176,7 +182,7 @@ class BandLatencyStore:
         with np.errstate(over="ignore", invalid="ignore"):  # as float arithmetic: ±inf, NaN
             self._add(ts, tau, rows, buckets, counts, concurrency)
 
-    def _add(self, ts: float, tau: float, rows: list[int], buckets: list[dict[float, float]],
+    def _add(self, ts: float, tau: float, rows: list[int], buckets: list[Buckets],
              counts: list[float], concurrency: list[float]) -> None:
         r = np.asarray(rows, dtype=np.int64)
         x = (ts - self.origin[r]) / tau
@@ -196,23 +202,32 @@ class BandLatencyStore:
         cnt = np.asarray(counts)
         self.count[r] += cnt * w
         self.conc[r] += np.asarray(concurrency) * cnt * w
-        # rows of one block with the same interval bounds at once: [rows, bounds]
-        groups: dict[tuple[int, tuple[float, ...]],
-                     tuple[list[int], list[int], list[list[float]]]] = {}
-        for k, b in enumerate(buckets):
-            if b:
-                key = tuple(b)
-                blk = self._place(rows[k], key)
-                g = groups.get((blk.index, key))
-                if g is None:
-                    g = groups[(blk.index, key)] = ([], [], [])
-                g[0].append(int(self.slot[rows[k]]))
-                g[1].append(k)
-                g[2].append(list(b.values()))
-        for (bi, key), (slots, ks, values) in groups.items():
+        # rows of one block with the same interval bounds (one tuple: the decoder hands
+        # one on per histogram layout; equal ones of their own are grouped apart, as
+        # correct: the rows are distinct) at once: [rows, bounds]
+        groups: dict[tuple[int, int], tuple[tuple[float, ...], list[int], list[int],
+                                            list[Sequence[float]]]] = {}
+        place, blocks = self._place, self._blocks
+        keyed = [k for k, (key, _d) in enumerate(buckets) if key]
+        # each row's block before placing (placing a row moves that row alone): a row
+        # whose block has these very bounds stays there, as _place would keep it
+        now = self.block[r[keyed]].tolist() if keyed else []
+        for k, b in zip(keyed, now, strict=True):
+            key, deltas = buckets[k]
+            blk = blocks[b] if b >= 0 and blocks[b].les is key else place(rows[k], key)
+            g = groups.get((blk.index, id(key)))
+            if g is None:
+                g = groups[(blk.index, id(key))] = (key, [], [], [])
+            g[1].append(rows[k])  # its slot read below: placing others keeps it
+            g[2].append(k)
+            g[3].append(deltas)
+        for (bi, _id), (key, in_rows, ks, values) in groups.items():
             blk = self._blocks[bi]
-            blk.cum[np.asarray(slots, dtype=np.int64)[:, None], blk.columns(key)] += \
-                np.asarray(values) * w[ks][:, None]
+            width = len(key)  # every row of a group: one value per bound of key
+            deltas_of = np.fromiter(chain.from_iterable(values), float,
+                                    len(values) * width).reshape(len(values), width)
+            blk.cum[self.slot[np.asarray(in_rows, dtype=np.int64)][:, None],
+                    blk.columns(key)] += deltas_of * w[ks][:, None]
 
     def concurrency(self, n: int) -> FloatArray:
         """Observation-weighted mean concurrency of rows ``0 … n−1`` (requests; NaN for

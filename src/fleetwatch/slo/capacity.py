@@ -60,6 +60,11 @@ class Evidence(Enum):
     REGRESSION = "regression"  # the lowest band burns: kept (not a capacity)
 
 
+# the evidence strings, read once (an Enum member's .value is a descriptor call)
+_KEPT, _BANDS, _MODEL, _REGRESSION = (Evidence.KEPT.value, Evidence.BANDS.value,
+                                      Evidence.MODEL.value, Evidence.REGRESSION.value)
+
+
 def _same(a: float | None, b: float) -> bool:
     return a is not None and abs(a - b) <= SAME * max(abs(a), abs(b))
 
@@ -205,10 +210,10 @@ def update_capacities(index: BandRows, cfg: CapacitySettings,
         if any_burning_list[i]:
             if lowest_list[i]:  # a regression: unchanged; adopt: nothing pending
                 st.pending_capacity, st.pending_count = None, 0
-                st.capacity_evidence = Evidence.REGRESSION.value
+                st.capacity_evidence = _REGRESSION
                 continue
             k = at_fit.get(i)
-            evidence = Evidence.BANDS
+            evidence = _BANDS
             if k is None:  # no capacity model: the bands rule
                 st.capacity_predicted = None
                 value = min(max(st.capacity, g_below[i]), edges[i])
@@ -218,17 +223,17 @@ def update_capacities(index: BandRows, cfg: CapacitySettings,
                 if st.capacity_predicted is not None and seen == seen:
                     hi = max(seen, g)
                     value = round_capacity(min(max(st.capacity_predicted, g), hi))
-                    evidence = Evidence.MODEL
+                    evidence = _MODEL
                 else:
                     value = min(max(st.capacity, g), edges[i])
             if adopt(st, value, cfg):
-                st.capacity_evidence = evidence.value
+                st.capacity_evidence = evidence
             continue
         st.capacity_predicted = None
         g = goods[i]
         if g >= st.capacity:
-            value, evidence = round_capacity(g), Evidence.BANDS
+            value, evidence = round_capacity(g), _BANDS
         else:
-            value, evidence = st.capacity, Evidence.KEPT
+            value, evidence = st.capacity, _KEPT
         if adopt(st, value, cfg):
-            st.capacity_evidence = evidence.value
+            st.capacity_evidence = evidence

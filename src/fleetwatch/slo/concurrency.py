@@ -28,8 +28,14 @@ previous interval: the requests it completed — and the TTFT events of requests
 waited — lived mostly before it, and the mean of a full and an empty gauge put them in
 the band of half the load (replaying a live real-vLLM sweep: the drain capture after
 the top step, 16 → 0 in system over 0.18 s, read 8 and made a false ``regression`` in
-band 8). :func:`estimate` also names the estimator used (``"little"``, ``"gauges"`` or
-``"previous"``), which ``/slo`` reports as ``concurrency_estimator``.
+band 8). Its mirror, an interval that began with an empty system (a load step from
+idle) and that Little's law cannot measure, takes the gauges at its end: every request in
+it arrived during it, and its events are theirs (the same sweep on a slower machine: the
+capture after the drain read 0, the next one 8 running + 8 waiting, the mean 8 put the
+first tokens of requests that waited for a slot into band 8, and the replay said
+``regression`` with capacity 4). :func:`estimate` also names the estimator used
+(``"little"``, ``"gauges"`` or ``"previous"``), which ``/slo`` reports as
+``concurrency_estimator``.
 
 Sources: J. D. C. Little, "A proof for the queuing formula L = λW", Operations Research
 9(3), 1961; vLLM's metrics (``vllm:e2e_request_latency_seconds``,
@@ -83,6 +89,10 @@ def estimate(iv: Interval, prev_in_system: float | None, dt: float,
         start = gauge_end if prev_in_system is None else prev_in_system
         gauges = (start + gauge_end) / 2.0
     law = little(iv, dt)
+    if law is None and prev_in_system == 0.0 and gauge_end:
+        # it began empty: every request at its end arrived during it, and the events it
+        # counts (first tokens, completions) are those requests', at the end's load
+        gauges = gauge_end
     if law is not None and (gauges is None or law >= gauges):
         return law, LITTLE
     h = iv.hists.get(DURATION)

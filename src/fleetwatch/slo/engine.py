@@ -2,7 +2,8 @@
 
 Why this module is long: it is the one place the stages meet, and it keeps the caches
 that make an update cheap across them (per-model SLO lists, threshold matches, band
-tables, the states to judge, every state's band rows for capacity).
+tables, the states to judge, every state's band rows for capacity) and an update's
+bookings, column by column (:class:`_Bookings`).
 
 Fed every sidecar snapshot (typed, timestamped: see
 :class:`~fleetwatch.exporters.snapshot.Snapshot`), per SLO and model it:
@@ -42,6 +43,7 @@ import time
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -52,9 +54,9 @@ from fleetwatch.labels.registry import Registry
 from fleetwatch.slo import autoscaling as _autoscaling
 from fleetwatch.slo import judge as _judge
 from fleetwatch.slo import status as _status
-from fleetwatch.slo.account import Ledger, ModelGauges, Selection, interval_events
+from fleetwatch.slo.account import Ledger, ModelGauges, Selection, events_of
 from fleetwatch.slo.autoscaling import ModelSignal
-from fleetwatch.slo.band_latency import BandLatency, BandLatencyStore
+from fleetwatch.slo.band_latency import BandLatency, BandLatencyStore, Buckets
 from fleetwatch.slo.bands import band_label
 from fleetwatch.slo.capacity import BandRows, update_capacities
 from fleetwatch.slo.concurrency import estimate as estimate_concurrency
@@ -67,25 +69,48 @@ from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState
 from fleetwatch.slo.status import Sample, SLOStatus
 from fleetwatch.slo.windows import FloatArray
 
-#: One interval's latency evidence waiting to be added: (Unix seconds, row, bucket
-#: deltas, observations, concurrency).
-_Pending = tuple[float, int, dict[float, float], float, float]
+_NO_BUCKETS: Buckets = ((), ())
 
 
-def _runs(pending: list[_Pending]) -> Iterator[list[_Pending]]:
-    """``pending`` cut into runs of one time and distinct rows, in order; the whole list
-    when it is one (an interval's bookings)."""
-    if len({p[0] for p in pending}) == 1 and len({p[1] for p in pending}) == len(pending):
-        yield pending
-        return
-    start = 0
-    while start < len(pending):
-        t0, seen, end = pending[start][0], set(), start
-        while end < len(pending) and pending[end][0] == t0 and pending[end][1] not in seen:
-            seen.add(pending[end][1])
-            end += 1
-        yield pending[start:end]
-        start = end
+class _Bookings:
+    """What one update (or one :meth:`SLOEngine.add_events` call) booked, column by
+    column: ``rows`` a band's row and its ``all`` row per booking, ``goods``/``totals``
+    its counts (once for both); and per booking the band's latency evidence for
+    capacity: ``times`` (Unix seconds), ``bands`` (the band's row), ``buckets``
+    (bounds, deltas), ``counts`` (observations), ``conc`` (requests). ``one_run``: every
+    booking has one time and a distinct band row (an interval's bookings), so the
+    evidence is added at once."""
+
+    __slots__ = ("bands", "buckets", "conc", "counts", "goods", "one_run", "rows", "times",
+                 "totals")
+
+    def __init__(self, one_run: bool) -> None:
+        self.one_run = one_run
+        self.rows: list[int] = []
+        self.goods: list[float] = []
+        self.totals: list[float] = []
+        self.times: list[float] = []
+        self.bands: list[int] = []
+        self.buckets: list[Buckets] = []
+        self.counts: list[float] = []
+        self.conc: list[float] = []
+
+    def runs(self) -> Iterator[slice]:
+        """The bookings cut into runs of one time and distinct band rows, in order."""
+        n = len(self.bands)
+        if n == 0:
+            return
+        if self.one_run or (len(set(self.times)) <= 1 and len(set(self.bands)) == n):
+            yield slice(0, n)
+            return
+        start = 0
+        while start < n:
+            t0, seen, end = self.times[start], set(), start
+            while end < n and self.times[end] == t0 and self.bands[end] not in seen:
+                seen.add(self.bands[end])
+                end += 1
+            yield slice(start, end)
+            start = end
 
 __all__ = ["ALL", "STATES", "ModelKey", "SLOEngine", "SLOModelState"]
 
@@ -134,9 +159,12 @@ class SLOEngine:
         self._decoder = Decoder(needed_families(slos))
         self._decoder.CARRY_SECONDS = self.CARRY_SECONDS
         self._selects = Selection(self.registry)
-        # model → its SLOs: (spec, state key, traces SLI, latency histogram family)
-        self._model_slos: dict[ModelKey, list[tuple[SLOSpec, tuple[str, ModelKey], bool,
-                                                    str | None]]] = {}
+        # model → its SLOs, each [spec, state key, traces SLI, latency histogram family,
+        # band table, its SLI kind's interval_events (account.events_of), its state once
+        # made (None before, or refused by the limits)]: a
+        # list, so the state is filled in; dropped with the model's states
+        # (_forget_gone), so a kept state is the one in ``states``
+        self._model_slos: dict[ModelKey, list[list[Any]]] = {}
         self._prev_ts: float | None = None
         self._model_seen: dict[ModelKey, float] = {}  # when each model last had data
         self._trace_seen: dict[ModelKey, float] = {}  # … trace events (add_events)
@@ -152,9 +180,13 @@ class SLOEngine:
         self._matches: dict[tuple[str, ModelKey, float], float | None] = {}
         self._matches_version = -1
         # SLO name → (band bounds ascending, their labels + "+Inf"): bisect for the band
+        # (SLOs with the same bands share one table: an interval's band is found once
+        # per model and table)
+        tables: dict[tuple[float, ...], tuple[list[float], list[str]]] = {}
         self._band_tables: dict[str, tuple[list[float], list[str]]] = {
-            s.name: (list(s.concurrency.bands),
-                     [band_label(b) for b in [*s.concurrency.bands, math.inf]])
+            s.name: tables.setdefault(tuple(s.concurrency.bands), (
+                list(s.concurrency.bands),
+                [band_label(b) for b in [*s.concurrency.bands, math.inf]]))
             for s in slos.slos}
         # judged only when something the judge reads changed: the states marked here
         # (new, first events, error changed) and the owners of rows whose burning flag
@@ -168,7 +200,6 @@ class SLOEngine:
         self._band_rows = BandRows()
         self._layout_changed = True
         self.band_latency = BandLatencyStore()
-        self._pending: list[_Pending] = []
 
     @property
     def gpu_memory_ratio(self) -> float | None:
@@ -239,8 +270,9 @@ class SLOEngine:
         for mk in gone:
             self._model_seen.pop(mk, None)
             traced.pop(mk, None)
-            for d in (self._prev_in_system, self.gauges.concurrency, self.gauges.queue_wait,
-                      self.gauges.kv_usage):
+            g = self.gauges
+            for d in (self._prev_in_system, g.concurrency, g.estimator, g.batch_limit,
+                      g.running_max, g.queue_wait, g.kv_usage):
                 d.pop(mk, None)
         self._selects.forget(gone_set)
         for mk in gone:
@@ -280,90 +312,125 @@ class SLOEngine:
 
     def _account(self, ts: float, prev_ts: float,
                  intervals: dict[ModelKey, Interval]) -> None:
-        rows: list[int] = []
-        goods: list[float] = []
-        totals: list[float] = []
+        booked = _Bookings(one_run=True)  # each (SLO, model) books once, at ts
         gauges, bounds = self.gauges, self._decoder.bounds
         if self._decoder.bounds_version != self._matches_version:
             self._matches.clear()
             self._matches_version = self._decoder.bounds_version
         matches = self._matches
         states = self.states
+        seen, prev_in_system, dirty = self._model_seen, self._prev_in_system, self._dirty
+        concurrency, estimator, batch_limit, running_max = (
+            gauges.concurrency, gauges.estimator, gauges.batch_limit, gauges.running_max)
+        queue_wait, kv_usage, model_slos = gauges.queue_wait, gauges.kv_usage, self._model_slos
+        todo: list[tuple[SLOModelState, float, str, float, float, Hist | None]] = []
+        add = todo.append
         for mk, iv in intervals.items():
             # the model's own interval: since it last had data (a target down stretches it)
-            dt = ts - self._model_seen.get(mk, prev_ts)
+            dt = ts - seen.get(mk, prev_ts)
             if dt <= 0:
                 continue
-            found = estimate_concurrency(iv, self._prev_in_system.get(mk), dt,
-                                         gauges.concurrency.get(mk))
+            found = estimate_concurrency(iv, prev_in_system.get(mk), dt, concurrency.get(mk))
             conc = None
             if found is not None and found[0] - found[0] == 0.0:  # finite: a band
-                conc, gauges.estimator[mk] = found
-                gauges.concurrency[mk] = conc
-            if iv.waiting_now and iv.running_now:  # requests wait: slots are full
-                gauges.batch_limit[mk] = max(gauges.batch_limit.get(mk, 0.0), iv.running_now)
-            q = iv.hists.get(QUEUE)
+                conc, estimator[mk] = found
+                concurrency[mk] = conc
+            running = iv.running_now
+            if running:
+                if running > running_max.get(mk, 0.0):
+                    running_max[mk] = running
+                if iv.waiting_now:  # requests wait: the slots are full
+                    batch_limit[mk] = running_max[mk]
+            hists = iv.hists
+            q = hists.get(QUEUE)
             if q is not None and q.count > 0:
-                gauges.queue_wait[mk] = q.sum / q.count
+                queue_wait[mk] = q.sum / q.count
             if iv.kv_usage is not None:
-                gauges.kv_usage[mk] = iv.kv_usage
-            slos = self._model_slos.get(mk)
+                kv_usage[mk] = iv.kv_usage
+            slos = model_slos.get(mk)
             if slos is None:
-                slos = self._model_slos[mk] = [
-                    (slo, (slo.name, mk), slo.sli.source == "traces",
-                     LATENCY_METRICS[slo.sli.latency.metric] if slo.sli.latency else None)
+                slos = model_slos[mk] = [
+                    [slo, (slo.name, mk), slo.sli.source == "traces",
+                     LATENCY_METRICS[slo.sli.latency.metric] if slo.sli.latency else None,
+                     self._band_tables[slo.name], events_of(slo), None]
                     for slo in self.spec.slos if self._selects(slo, mk)]
-            for slo, key, traces, lat_fam in slos:
-                st = states.get(key)
-                if st is None:
-                    st = self._new_state(slo, mk, ts)
+            table: tuple[list[float], list[str]] | None = None
+            band = ""
+            for entry in slos:
+                slo, key, traces, lat_fam, tbl, events, st = entry
+                if st is None:  # the state, kept here once made (forgotten with the model)
+                    st = states.get(key) or self._new_state(slo, mk, ts)
                     if st is None:
                         continue
+                    entry[6] = st
                 if traces:
                     continue  # judged per request: add_events
                 err = st.error
-                ev = interval_events(st, iv, bounds, matches)
+                ev = events(st, iv, bounds, matches)  # account.interval_events
                 if st.error != err:
-                    self._dirty.add(key)
+                    dirty.add(key)
                 if ev is None or conc is None:
                     continue
-                h = iv.hists.get(lat_fam) if lat_fam is not None else None
-                self._book(st, ts, conc, ev[0], ev[1], h, rows, goods, totals)
-        self._add_and_judge(ts, rows, goods, totals)
+                if tbl is not table:  # the smallest bound ≥ conc, or +Inf
+                    table, band = tbl, tbl[1][bisect_left(tbl[0], conc)]
+                add((st, conc, band, ev[0], ev[1],
+                     hists.get(lat_fam) if lat_fam is not None else None))
+        self._book(ts, todo, booked)
+        self._add_and_judge(ts, booked)
 
-    def _book(self, st: SLOModelState, ts: float, conc: float, good: float, total: float,
-              h: Hist | None, rows: list[int], goods: list[float],
-              totals: list[float]) -> None:
-        """Events of one SLO and model into the band of ``conc`` and ``all`` (``h``: the
-        interval's latency histogram of a latency SLI, capacity's evidence): ``rows``
-        gets both rows, ``goods``/``totals`` the booking's counts once (for both)."""
-        if not (0.0 < total < math.inf and 0.0 <= good < math.inf):
-            return  # no events, or not finite: never accounted
-        good = min(good, total)
+    def _band(self, st: SLOModelState, conc: float) -> str:
+        """The band label of ``conc`` in ``st``'s SLO: the smallest bound ≥ it, or
+        ``+Inf``."""
         bounds, labels = self._band_tables[st.slo.name]
-        band = labels[bisect_left(bounds, conc)]  # the smallest bound ≥ conc, or +Inf
-        st.last_band = band
-        events, goods_of, st_rows = st.events, st.good, st.rows
-        if not events:
-            self._dirty.add((st.slo.name, st.model))  # no_data → judged
-        events[band] += total
-        goods_of[band] += good
-        events[ALL] += total
-        goods_of[ALL] += good
-        r, r_all = st_rows.get(band), st_rows.get(ALL)
-        if r is None:
-            r = self._new_row(st, band, ts)
-        if r_all is None:
-            r_all = self._new_row(st, ALL, ts)
-        rows.extend((r, r_all))
-        goods.append(good)
-        totals.append(total)
-        # the band's evidence for capacity: its mean concurrency (every SLI) and, for a
-        # latency SLI, its latency distribution (added in _add_and_judge)
-        if h is not None and h.count > 0:
-            self._pending.append((ts, r, h.buckets, h.count, conc))
-        else:
-            self._pending.append((ts, r, {}, total, conc))
+        return labels[bisect_left(bounds, conc)]
+
+    def _book(self, ts: float,
+              todo: Iterable[tuple[SLOModelState, float, str, float, float, Hist | None]],
+              booked: _Bookings) -> None:
+        """Book, in order, the events of one SLO and model at ``ts`` per item of ``todo``
+        — ``(state, concurrency, band, good, total, h)``: into ``band`` (the band of the
+        concurrency) and ``all`` (``h``: the interval's latency histogram of a latency
+        SLI, capacity's evidence) — appended to ``booked``. Events that are none or not
+        finite are never accounted."""
+        dirty, new_row = self._dirty, self._new_row
+        rows_add, goods_add, totals_add = (booked.rows.extend, booked.goods.append,
+                                           booked.totals.append)
+        times_add, bands_add, conc_add = (booked.times.append, booked.bands.append,
+                                          booked.conc.append)
+        buckets_add, counts_add = booked.buckets.append, booked.counts.append
+        inf = math.inf
+        for st, conc, band, good, total, h in todo:
+            if not (0.0 < total < inf and 0.0 <= good < inf):
+                continue  # no events, or not finite: never accounted
+            if total < good:  # min(good, total)
+                good = total
+            st.last_band = band
+            events, goods_of, st_rows = st.events, st.good, st.rows
+            if not events:
+                dirty.add((st.slo.name, st.model))  # no_data → judged
+            events[band] += total
+            goods_of[band] += good
+            events[ALL] += total
+            goods_of[ALL] += good
+            r, r_all = st_rows.get(band), st_rows.get(ALL)
+            if r is None:
+                r = new_row(st, band, ts)
+            if r_all is None:
+                r_all = new_row(st, ALL, ts)
+            rows_add((r, r_all))
+            goods_add(good)
+            totals_add(total)
+            # the band's evidence for capacity: its mean concurrency (every SLI) and, for
+            # a latency SLI, its latency distribution (added in _add_and_judge)
+            times_add(ts)
+            bands_add(r)
+            conc_add(conc)
+            if h is not None and h.count > 0:
+                buckets_add(h.pairs())
+                counts_add(h.count)
+            else:
+                buckets_add(_NO_BUCKETS)
+                counts_add(total)
 
     def _new_row(self, st: SLOModelState, band: str, ts: float) -> int:
         """The window-store row of a band (or ``all``) booked for the first time, and
@@ -386,9 +453,7 @@ class SLOEngine:
         and a concurrency that is not finite are skipped; times before the last accounted
         one count at it (the windows do not go back)."""
         by_name = {s.name: s for s in self.spec.slos}
-        rows: list[int] = []
-        goods: list[float] = []
-        totals: list[float] = []
+        booked = _Bookings(one_run=False)  # a row may be booked several times
         ts = self.last_update or 0.0
         for name, mk, t, conc, good, total in events:
             slo = by_name.get(name)
@@ -399,28 +464,25 @@ class SLOEngine:
             self._trace_seen[mk] = ts
             st = self.states.get((name, mk)) or self._new_state(slo, mk, ts)
             if st is not None:
-                self._book(st, ts, conc, good, total, None, rows, goods, totals)
-        if rows:
-            self._add_and_judge(ts, rows, goods, totals)
+                self._book(ts, [(st, conc, self._band(st, conc), good, total, None)], booked)
+        if booked.rows:
+            self._add_and_judge(ts, booked)
 
-    def _add_latency(self) -> None:
-        """Add the pending latency evidence to the store: at once per run of entries with
-        one time and distinct rows (an interval books each (SLO, model) once; trace
+    def _add_latency(self, booked: _Bookings) -> None:
+        """Add the bookings' latency evidence to the store: at once per run of bookings
+        with one time and distinct rows (an interval books each (SLO, model) once; trace
         events may book a row several times, in order)."""
-        pending, self._pending = self._pending, []
         tau = self.spec.capacity.window
-        for run in _runs(pending):
-            ts, rows, buckets, counts, conc = map(list, zip(*run, strict=True))
-            self.band_latency.add(ts[0], tau, rows, buckets, counts, conc)
+        for run in booked.runs():
+            self.band_latency.add(booked.times[run.start], tau, booked.bands[run],
+                                  booked.buckets[run], booked.counts[run], booked.conc[run])
 
-    def _add_and_judge(self, ts: float, rows: list[int], goods: list[float],
-                       totals: list[float]) -> None:
-        """Add the bookings (``rows``: a band's row and its ``all`` row per booking,
-        ``goods``/``totals``: once per booking), then judge and update capacity."""
-        self._add_latency()
+    def _add_and_judge(self, ts: float, booked: _Bookings) -> None:
+        """Add the bookings, then judge and update capacity."""
+        self._add_latency(booked)
         ledger, gauges = self.ledger, self.gauges
-        ledger.add(ts, rows, np.repeat(np.asarray(goods, dtype=float), 2),
-                   np.repeat(np.asarray(totals, dtype=float), 2))
+        ledger.add(ts, booked.rows, np.repeat(np.asarray(booked.goods, dtype=float), 2),
+                   np.repeat(np.asarray(booked.totals, dtype=float), 2))
         now = ledger.burning
         burning = now.tolist()
         prev = self._prev_burning
@@ -437,11 +499,17 @@ class SLOEngine:
         attribution = self.attribution
         attribution.record(ts, states, gauges.concurrency)
         placement = attribution.placement
-        for key, st in states.items():
-            # a placed model is re-judged every update: attribution reads other models
-            if key in dirty or (placement and placement.gpus_of(st.model[0])):
-                _judge.judge(st, burning)
-                attribution.attribute(ts, key, st, ledger)  # regression → interference …
+        if placement:
+            for key, st in states.items():
+                # a placed model is re-judged every update: attribution reads other models
+                if key in dirty or placement.gpus_of(st.model[0]):
+                    _judge.judge(st, burning)
+                    attribution.attribute(ts, key, st, ledger)  # regression → interference …
+        else:  # no attribution: the marked states alone (a judgement reads its own state)
+            for key in dirty:
+                marked = states.get(key)
+                if marked is not None:
+                    _judge.judge(marked, burning)
         dirty.clear()
         if self._layout_changed:
             self._band_rows.build(list(states.values()))

@@ -18,9 +18,15 @@ judgement:
    least
    :data:`MIN_RISE` requests more, and A's per-interval bad-event ratio in its bands inside
    the envelope correlates with B's concurrency (Pearson r ≥ :data:`MIN_CORRELATION` over
-   the intervals since ``onset − L``; with fewer than :data:`MIN_PAIRS` intervals or a
-   constant series r is not computed and not required). A is in ``interference`` naming
-   every such B (largest rise first): a ticket to the platform team, not a page.
+   the intervals from ``onset − L`` to ``onset + L``: the burn's beginning, where its
+   cause shows; with fewer than :data:`MIN_PAIRS` intervals or a constant series r is not
+   computed and not required). A burn that goes on while B stays busy keeps that
+   evidence: computed over the burn's later intervals alone (when the samples before the
+   onset had aged out), r no longer saw the change that began it, and a burn of A's that
+   barely moved with B's cycling load went back to a page (the demo's ranker, beside
+   vLLM for 8 minutes, ended ``regression`` in a fresh user's 10-minute run). A is in
+   ``interference`` naming every such B (largest rise first): a ticket to the platform
+   team, not a page.
 3. Otherwise A stays ``regression``: a slower A with idle neighbours is A's own.
 
 Load is concurrency (requests in the system, :mod:`.concurrency`) summed over B's
@@ -33,9 +39,11 @@ The engine calls :meth:`Attributor.record` once per judgement and
 :meth:`Attributor.attribute` right after the judge sets each state, before capacity is
 learned (an attributed burn teaches nothing about A's capacity: ``judge.LEARNS_CAPACITY``).
 
-Bounded: per placed model one load sample per judgement, kept ``2 L`` seconds and at most
-:data:`MAX_SAMPLES`; per SLO and model the same for its inside-envelope event counts;
-state of forgotten models is dropped at the next judgement.
+Bounded: per placed model one load sample per judgement, kept ``2 L`` seconds — or back
+to ``L`` before the onset of a burn still being judged, so that a burn longer than ``L``
+keeps the intervals its correlation is computed on — and at most :data:`MAX_SAMPLES`;
+per SLO and model the same for its inside-envelope event counts; state of forgotten
+models is dropped at the next judgement.
 """
 
 from __future__ import annotations
@@ -170,12 +178,13 @@ class Attributor:
             q.pop()
         q.append((ts, total, good))
 
-    def _bad_ratios(self, key: _Key, since: float) -> dict[float, float]:
-        """Time → bad ratio of each interval with inside-envelope events since ``since``."""
+    def _bad_ratios(self, key: _Key, since: float, until: float) -> dict[float, float]:
+        """Time → bad ratio of each interval with inside-envelope events ending in
+        ``[since, until]``."""
         out: dict[float, float] = {}
         prev = None
         for t, total, good in self._inside.get(key, ()):
-            if prev is not None and t >= since and total > prev[0]:
+            if prev is not None and since <= t <= until and total > prev[0]:
                 dt, dg = total - prev[0], good - prev[1]
                 out[t] = min(max(1.0 - dg / dt, 0.0), 1.0)
             prev = (total, good)
@@ -202,7 +211,7 @@ class Attributor:
                 if (c := self.gpus.conditions(u, ts - self.long))}
         if gpus:
             return Attribution(GPU_DEGRADED, since, self.long, self.short, burn, gpus=gpus)
-        bad = self._bad_ratios(key, since - self.long)
+        bad = self._bad_ratios(key, since - self.long, since + self.long)
         found: list[Neighbour] = []
         for b, base in sorted(before_load.items()):
             q = self._load.get(b)
@@ -223,7 +232,11 @@ class Attributor:
         return Attribution(INTERFERENCE, since, self.long, self.short, burn, neighbours=found)
 
     def _expire(self, ts: float, states: Mapping[_Key, SLOModelState]) -> None:
-        horizon = ts - 2 * self.long
+        # two long windows, or back to a long window before the onset of a burn still
+        # being judged: its correlation is over the intervals from onset − L to
+        # onset + L, and a burn longer than L must not lose them
+        horizon = min([ts - 2 * self.long]
+                      + [o[0] - self.long for k, o in self._onset.items() if k in states])
         for name in list(self._load):
             lq = self._load[name]
             while lq and lq[0][0] < horizon:

@@ -12,7 +12,7 @@ Units: durations in seconds, counts in events, ratios 0–1, timestamps Unix sec
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -34,14 +34,56 @@ _SKIP_READER: Reader = (_SKIP, _NO_MODEL, "", 0.0, "")
 MAX_READERS = 500_000
 
 
-@dataclass
 class Hist:
     """Deltas of one histogram of one model over one interval: ``count`` observations,
-    ``sum`` of observed seconds, ``buckets`` upper bound ``le`` → observations ≤ it."""
+    ``sum`` of observed seconds, ``buckets`` upper bound ``le`` (seconds) → observations
+    ≤ it.
 
-    count: float = 0.0
-    sum: float = 0.0
-    buckets: dict[float, float] = field(default_factory=dict)
+    The decoder gives the bounds and their counts as two sequences (:meth:`of`); the
+    ``buckets`` dict is built from them on first read (the engine reads them with
+    :meth:`bucket` and :meth:`pairs`, without it)."""
+
+    __slots__ = ("_buckets", "_index", "_les", "_values", "count", "sum")
+
+    def __init__(self, count: float = 0.0, sum: float = 0.0,
+                 buckets: dict[float, float] | None = None) -> None:
+        self.count, self.sum = count, sum
+        self._buckets: dict[float, float] | None = {} if buckets is None else buckets
+        self._les: tuple[float, ...] = ()
+        self._values: Sequence[float] = ()
+        self._index: dict[float, int] = {}
+
+    @classmethod
+    def of(cls, count: float, sum: float,
+           les: tuple[float, ...], values: Sequence[float],
+           index: dict[float, int]) -> Hist:
+        """A histogram of bounds ``les`` (distinct) with counts ``values``; ``index``
+        maps each bound to its position (shared, not copied)."""
+        h = cls.__new__(cls)
+        h.count, h.sum, h._buckets = count, sum, None
+        h._les, h._values, h._index = les, values, index
+        return h
+
+    @property
+    def buckets(self) -> dict[float, float]:
+        b = self._buckets
+        if b is None:
+            b = self._buckets = dict(zip(self._les, self._values, strict=True))
+        return b
+
+    def bucket(self, le: float) -> float:
+        """Observations ≤ ``le`` (0 when ``le`` is not a bound)."""
+        if self._buckets is not None:
+            return self._buckets.get(le, 0.0)
+        k = self._index.get(le)
+        return 0.0 if k is None else self._values[k]
+
+    def pairs(self) -> tuple[tuple[float, ...], Sequence[float]]:
+        """``(bounds, counts)``, in the order of :attr:`buckets`."""
+        b = self._buckets
+        if b is None:
+            return self._les, self._values
+        return tuple(b), list(b.values())
 
 
 @dataclass
@@ -128,6 +170,23 @@ class Plan:
         self.seen = 0.0  # Unix seconds the plan was last used
 
 
+#: Histogram layouts (bounds in order) → the shared bounds tuple and bound → position:
+#: every model with one layout hands the same tuple on (the band latency store groups
+#: by it); dropped past :data:`MAX_LAYOUTS` (label churn).
+_LAYOUTS: dict[tuple[float, ...], tuple[tuple[float, ...], dict[float, int]]] = {}
+MAX_LAYOUTS = 10_000
+
+
+def _layout(les: list[float]) -> tuple[tuple[float, ...], dict[float, int]]:
+    key = tuple(les)
+    got = _LAYOUTS.get(key)
+    if got is None:
+        if len(_LAYOUTS) >= MAX_LAYOUTS:
+            _LAYOUTS.clear()
+        got = _LAYOUTS[key] = (key, {le: k for k, le in enumerate(key)})
+    return got
+
+
 def _picker(slots: list[int]) -> Callable[[list[float]], list[float]]:
     """``out → [out[j] for j in slots]`` (``itemgetter`` of one slot is not a tuple)."""
     return lambda out: [out[j] for j in slots]
@@ -142,9 +201,10 @@ class _ModelFields:
         self.good = self.total = self.running = self.waiting = self.kv = -1
         self.quantiles: list[tuple[tuple[str, str], int]] = []
         self.summary_counts: list[tuple[str, int]] = []
-        #: per histogram family (family, count slot, sum slot, bounds, getter of the
-        #: bucket values from the results), compiled on the first interval
-        self._getters: list[tuple[str, int, int, list[float],
+        #: per histogram family (family, count slot, sum slot, bounds, bound → its
+        #: position, getter of the bucket values from the results), compiled on the
+        #: first interval
+        self._getters: list[tuple[str, int, int, tuple[float, ...], dict[float, int],
                                   Callable[[list[float]], Any]]] | None = None
 
     def add(self, code: int, fam: str, le: float, q: str, j: int) -> None:
@@ -178,18 +238,21 @@ class _ModelFields:
             for fam, (c, s, les, bs) in self.hists.items():
                 get: Callable[[list[float]], Any] = (
                     itemgetter(*bs) if len(bs) > 1 else _picker(bs))
-                getters.append((fam, c, s, les, get))
+                getters.append((fam, c, s, *_layout(les), get))
         hists: defaultdict[str, Hist] = defaultdict(Hist)
-        for fam, c, s, les, get in getters:
-            hists[fam] = Hist(out[c] if c >= 0 else 0.0, out[s] if s >= 0 else 0.0,
-                              dict(zip(les, get(out), strict=True)))
+        of = Hist.of
+        for fam, c, s, les_t, index, get in getters:
+            hists[fam] = of(out[c] if c >= 0 else 0.0, out[s] if s >= 0 else 0.0, les_t,
+                            get(out), index)
+        quantiles, summary_counts = self.quantiles, self.summary_counts
         return Interval(hists,
                         out[self.good] if self.good >= 0 else 0.0,
                         out[self.total] if self.total >= 0 else 0.0,
                         out[self.running] if self.running >= 0 else None,
                         out[self.waiting] if self.waiting >= 0 else None,
-                        {qk: out[j] for qk, j in self.quantiles},
-                        {fam: out[j] for fam, j in self.summary_counts},
+                        # a new dict each (an interval's own); no comprehension when empty
+                        {qk: out[j] for qk, j in quantiles} if quantiles else {},
+                        {fam: out[j] for fam, j in summary_counts} if summary_counts else {},
                         out[self.kv] if self.kv >= 0 else None)
 
 

@@ -15,6 +15,9 @@ it. A latency histogram added to the schema without a short name here fails at i
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
+
 from fleetwatch.labels.schema import METRICS, METRICS_BY_NAME
 
 #: Per-model latency histograms (seconds, no extra labels), schema order.
@@ -48,3 +51,14 @@ def _summary_of(family: str) -> str | None:
 #: Short name → the companion summary family (quantiles), where the schema has one.
 SUMMARY_METRICS: dict[str, str] = {
     short: s for short, fam in LATENCY_METRICS.items() if (s := _summary_of(fam)) is not None}
+
+
+def matching_bound(bounds: Iterable[float], threshold: float) -> float | None:
+    """The bucket boundary (seconds) equal to ``threshold`` within 1e-9 relative, or None."""
+    return next((b for b in bounds if math.isclose(b, threshold, rel_tol=1e-9)), None)
+
+
+def nearest_bounds(bounds: Iterable[float], threshold: float, n: int) -> list[float]:
+    """Up to ``n`` finite boundaries below ``threshold`` and ``n`` above it, in order."""
+    finite = sorted(b for b in bounds if not math.isinf(b))
+    return [b for b in finite if b < threshold][-n:] + [b for b in finite if b > threshold][:n]

@@ -83,7 +83,7 @@ class SLOStatus(TypedDict):
     envelope: float
     concurrency: float | None
     concurrency_estimator: str | None  # little | gauges | previous (slo.concurrency)
-    batch_limit: float | None  # running requests seen while requests waited (requests)
+    batch_limit: float | None  # most running requests seen, once requests waited (requests)
     band_latency: dict[str, BandLatencyStatus]  # band → evidence (latency: latency SLIs)
     burn_rates: dict[str, dict[str, float | None]]  # window label → band → burn (None: no data)
     events: dict[str, float]  # band → events since start

@@ -93,8 +93,13 @@ class RollingWindows:
             n = self._high
             for k in range(1, steps + 1):
                 b = (last + k) % self.buckets
-                self._sums[:n, w, :] -= self._data[w, b, :n]
-                self._data[w, b, :n] = 0.0
+                expired = self._data[w, b, :n]
+                # only the rows with counts in the bucket: x - 0.0 is x (a sum is never
+                # -0.0), and the sums are [row, window] (a row's windows together)
+                live = np.flatnonzero(expired.any(axis=1))
+                if len(live):
+                    self._sums[live, w, :] -= expired[live]
+                    expired[live] = 0.0
             self._last[w] = cur
 
     def add(self, t: float, rows: IntArray, good: FloatArray, total: FloatArray) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +27,8 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+from fleetwatch.exporters.capture import GzipError, gunzip
 
 #: An attribute value as decoded: OTLP ``AnyValue`` scalars (arrays and maps as text).
 AttrValue = str | int | float | bool
@@ -76,16 +77,14 @@ class Span:
 
 
 def _gunzip(body: bytes, limit: int) -> bytes:
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
     try:
-        out = d.decompress(body, limit + 1)
-    except zlib.error as exc:
-        raise OTLPDecodeError("bad_gzip", f"gzip body does not decompress: {exc}") from None
-    if len(out) > limit or d.unconsumed_tail:
-        raise OTLPDecodeError("too_large", f"decompressed body exceeds {limit} bytes", 413)
-    if not d.eof:
-        raise OTLPDecodeError("bad_gzip", "gzip body is truncated")
-    return out
+        return gunzip(body, limit)
+    except GzipError as exc:
+        if exc.reason == "too_large":
+            raise OTLPDecodeError("too_large", f"decompressed body exceeds {limit} bytes",
+                                  413) from None
+        raise OTLPDecodeError("bad_gzip", f"gzip body does not decompress: {exc}"
+                              if exc.reason == "corrupt" else "gzip body is truncated") from None
 
 
 def _varint(buf: bytes, i: int) -> tuple[int, int]:
@@ -275,8 +274,24 @@ def decode_spans(body: bytes, content_type: str = "", content_encoding: str = ""
     (:func:`sniff_content_type`) and gzip detected by its magic bytes."""
     if not content_encoding and body[:2] == b"\x1f\x8b":
         content_encoding = "gzip"
+    probe = b""
     if not content_type:
         probe = _gunzip(body, (limits or Limits()).max_body_bytes) \
             if content_encoding == "gzip" else body
         content_type = sniff_content_type(probe)
-    return spans_of(decode_request(body, content_type, content_encoding, limits))
+    try:
+        return spans_of(decode_request(body, content_type, content_encoding, limits))
+    except OTLPDecodeError as exc:
+        if probe and content_type == "application/x-protobuf" and _looks_like_text(probe):
+            raise OTLPDecodeError(exc.reason, "text, but not OTLP JSON (it does not start "
+                                  f"with '{{'); read as protobuf: {exc}", exc.status) from None
+        raise
+
+
+def _looks_like_text(data: bytes) -> bool:
+    """True when the first 512 bytes are UTF-8 text (printable characters and blanks)."""
+    try:
+        head = data[:512].decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return all(c.isprintable() or c in "\t\r\n" for c in head)

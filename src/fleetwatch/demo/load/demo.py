@@ -33,7 +33,8 @@ def run_demo_load(
     4 ``ranker`` v2 requests over gRPC, 10 ``faulty`` requests over HTTP of which
     ``faulty_fraction`` fail (spread as in `faulty_inputs`, across rounds), and 2 ``streamer``
     streams of 4–16 responses over gRPC. Returns after at most about ``max_duration_s``
-    seconds plus one request timeout, or when the server stops running.
+    seconds plus one request timeout. While the server is not running (it exited; the
+    demo's supervisor restarts it) no round is sent: the load waits for it.
 
     Returns:
         The accumulated results, keyed ``"ranker/1 http"``, ``"ranker/2 grpc"``,
@@ -54,10 +55,13 @@ def run_demo_load(
         else:
             totals[key] = result
 
-    while not stop_event.is_set() and server.running:
+    while not stop_event.is_set():
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             break
+        if not server.running:
+            stop_event.wait(min(1.0, remaining))
+            continue
         common: dict[str, Any] = {
             "concurrency": concurrency,
             "max_duration_s": min(remaining, 30.0),

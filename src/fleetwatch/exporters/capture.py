@@ -1,0 +1,79 @@
+"""Reading a captured ``/metrics`` body from a file, as the offline commands
+(``fleetwatch normalize``, ``fleetwatch slo replay``) take it.
+
+A capture saved from a gzip scrape (``curl -H 'Accept-Encoding: gzip'``, a ``.prom.gz``)
+starts with gzip's magic bytes ``1f 8b`` and is decompressed here, up to
+:data:`MAX_CAPTURE_BYTES` decompressed; the text is UTF-8 (a leading BOM tolerated, as
+the sidecar's scrape does). :class:`CaptureError` says what is wrong, without the file
+name (the caller adds it). :func:`gunzip` is the bounded one-shot decompression it uses,
+shared with the OTLP receiver (:mod:`fleetwatch.traces.otlp`).
+"""
+
+from __future__ import annotations
+
+import zlib
+
+__all__ = ["MAX_CAPTURE_BYTES", "CaptureError", "GzipError", "capture_text", "gunzip"]
+
+#: Decompressed bytes a gzip capture may hold (a 3000-model Triton body is 12 MB).
+MAX_CAPTURE_BYTES = 1 << 30
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class CaptureError(ValueError):
+    """A capture that is not gzip-or-plain UTF-8 text within the bound."""
+
+
+class GzipError(ValueError):
+    """A gzip stream :func:`gunzip` refuses; ``reason`` is ``corrupt`` (the message is
+    zlib's), ``too_large`` or ``truncated``: the callers word it."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def gunzip(data: bytes, limit: int) -> bytes:
+    """The decompressed bytes of one gzip stream ``data``, at most ``limit`` of them
+    (the memory of a decompression bomb is bounded by it).
+
+    Raises:
+        GzipError: not a valid gzip stream (``corrupt``), more than ``limit`` bytes
+            decompressed (``too_large``), or the stream ends before its end
+            (``truncated``).
+    """
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = d.decompress(data, limit + 1)
+    except zlib.error as exc:
+        raise GzipError("corrupt", str(exc)) from None
+    if len(out) > limit or d.unconsumed_tail:
+        raise GzipError("too_large", f"more than {limit} bytes decompressed")
+    if not d.eof:
+        raise GzipError("truncated", "the stream ends before its end")
+    return out
+
+
+def capture_text(raw: bytes, limit: int = MAX_CAPTURE_BYTES) -> str:
+    """The text of a capture's bytes ``raw``: gunzipped when it starts with gzip's magic
+    bytes, then decoded as UTF-8.
+
+    Raises:
+        CaptureError: a broken or cut-short gzip stream, more than ``limit`` bytes once
+            decompressed, or bytes that are not UTF-8 (the message gives the offset).
+    """
+    gz = raw[:2] == _GZIP_MAGIC
+    if gz:
+        try:
+            raw = gunzip(raw, limit)
+        except GzipError as exc:
+            raise CaptureError({
+                "corrupt": f"gzip-compressed, but not a valid gzip stream ({exc})",
+                "too_large": f"gzip-compressed, more than {limit} bytes decompressed",
+            }.get(exc.reason, "gzip-compressed, but the stream is cut short")) from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        what = "decompressed text" if gz else "text"
+        raise CaptureError(f"not UTF-8 {what} (byte {exc.start})") from None
