@@ -2,7 +2,8 @@
 
 A :class:`Decoder` reads the typed series of a
 :class:`~fleetwatch.exporters.snapshot.Snapshot` — ``Normalized.families[i]`` maps a
-series prefix to a value (a float, or number text), ``Normalized.key(prefix)`` gives its
+series prefix to a value (a float, or number text; ``Normalized.numbers`` has them as
+floats, parsed once by the normalizer), ``Normalized.key(prefix)`` gives its
 ``(sample name, label pairs)`` — and never parses exposition text. Per target it compiles
 a :class:`Plan` once for the target's set of series (what each series feeds: a bucket, a
 count, a gauge …, as index arrays); while the set is unchanged (label sets repeat every
@@ -18,9 +19,10 @@ Units: durations in seconds, counts in events, ratios 0–1, timestamps Unix sec
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -91,6 +93,20 @@ def needed_families(slos: SLOFile) -> list[int]:
             if s.sli.timeslice.quantile is not None:
                 names.add(SUMMARY_METRICS[s.sli.timeslice.metric])
     return [i for i, m in enumerate(METRICS) if m.name in names]
+
+
+def _numbers(n: Normalized, families: list[int],
+             fams: list[dict[str, float | str]]) -> Iterable[float]:
+    """The values of the needed families as floats, in order: the numbers the normalizer
+    parsed already (:attr:`~fleetwatch.exporters.normalize.Normalized.numbers`) where it
+    kept them, else the dicts' values parsed (the same floats: a value's text decides
+    it)."""
+    numbers = n.numbers
+    if numbers is not None:
+        got = [numbers[idx] for idx in families]
+        if all(x is not None and len(x) == len(f) for x, f in zip(got, fams, strict=True)):
+            return chain.from_iterable(cast("list[list[float]]", got))
+    return map(float, chain.from_iterable(f.values() for f in fams))
 
 
 class Decoder:
@@ -223,8 +239,7 @@ class Decoder:
         plan.seen = ts
         if not plan.n_values:
             return 0.0, 0.0
-        values = np.fromiter(map(float, chain.from_iterable(f.values() for f in fams)),
-                             float, plan.n_values)
+        values = np.fromiter(_numbers(n, self.families, fams), float, plan.n_values)
         v = values[plan.take]
         counter = plan.counter
         valid = np.isfinite(v) & ~(counter & (v < 0.0))  # never a delta nor a gauge
