@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING, cast
 
@@ -71,13 +70,35 @@ KV = "modelserver_kv_cache_usage_ratio"
 GPU_USED = "modelserver_gpu_memory_used_bytes"
 GPU_TOTAL = "modelserver_gpu_memory_total_bytes"
 
-@dataclass
 class Decoded:
-    """One snapshot decoded: ``intervals`` per model, and the fleet's GPU-memory usage
-    ratio (Σ used ÷ Σ total over every target, 0–1; None without GPU series)."""
+    """One snapshot decoded: per model its :class:`Interval` (:attr:`intervals`), and
+    the fleet's GPU-memory usage ratio (``gpu_memory_ratio``: Σ used ÷ Σ total over
+    every target, 0–1; None without GPU series).
 
-    intervals: dict[ModelKey, Interval]
-    gpu_memory_ratio: float | None
+    ``columns``: while every target decoded in one vectorized pass, no interval object
+    is made: per target its :class:`Plan` and its per-slot results (``out``, an array,
+    and the same as a list), read by the engine's column path
+    (:mod:`fleetwatch.slo.columns`); :attr:`intervals` makes them on first read."""
+
+    def __init__(self) -> None:
+        self.columns: list[tuple[Plan, FloatArray, list[float]]] = []
+        self._intervals: dict[ModelKey, Interval] = {}
+        self.gpu_memory_ratio: float | None = None
+
+    @property
+    def intervals(self) -> dict[ModelKey, Interval]:
+        """Model → its interval (in target, then plan order)."""
+        if self.columns:
+            made = self._intervals
+            for plan, _out, res in self.columns:
+                for mk, fields in plan.models.items():
+                    made[mk] = fields.interval(res)
+            self.columns = []
+        return self._intervals
+
+    def has(self, mk: ModelKey) -> bool:
+        """Whether ``mk`` has an interval (made or not yet)."""
+        return mk in self._intervals or any(mk in p.models for p, _o, _r in self.columns)
 
 
 def needed_families(slos: SLOFile) -> list[int]:
@@ -138,19 +159,20 @@ class Decoder:
         """Deltas since the previous call (the first call only primes the counters:
         its deltas are zero). Call with increasing timestamps."""
         ts = snap.timestamp
-        intervals: dict[ModelKey, Interval] = {}
+        decoded = Decoded()
         gpu_used = gpu_total = 0.0
         for target, normalized in snap.targets.items():
             if normalized is None:
                 continue
-            u, tot = self._read(target, normalized, intervals, ts)
+            u, tot = self._read(target, normalized, decoded, ts)
             gpu_used, gpu_total = gpu_used + u, gpu_total + tot
         self._last_ts = ts
         for target in [t for t, p in self._plans.items()
                        if ts - p.seen > self.CARRY_SECONDS]:
             del self._plans[target]  # a target gone for good: its values have expired
             self._orphans.pop(target, None)
-        return Decoded(intervals, gpu_used / gpu_total if gpu_total > 0 else None)
+        decoded.gpu_memory_ratio = gpu_used / gpu_total if gpu_total > 0 else None
+        return decoded
 
     def forget(self, models: set[ModelKey]) -> None:
         """Drop the bucket bounds seen for ``models`` (forgotten by the engine)."""
@@ -227,10 +249,11 @@ class Decoder:
         self._plans[target] = plan
         return plan
 
-    def _read(self, target: str, n: Normalized, intervals: dict[ModelKey, Interval],
+    def _read(self, target: str, n: Normalized, decoded: Decoded,
               ts: float) -> tuple[float, float]:
-        """The hot path: every needed series of one target into ``intervals``; returns
-        the target's (GPU memory used, total) in bytes."""
+        """The hot path: every needed series of one target into ``decoded`` (its
+        columns while every target so far took the vectorized pass); returns the
+        target's (GPU memory used, total) in bytes."""
         fams = [n.families[idx] for idx in self.families]
         keys = [list(f) for f in fams]  # the same prefix objects every scrape: fast ==
         plan = self._plans.get(target)
@@ -254,8 +277,8 @@ class Decoder:
         plan.prev = np.where(update, v, prev)
         plan.when = np.where(update, ts, plan.when)
         all_valid = bool(valid.all())
-        if not all_valid or any(mk in intervals for mk in plan.models):
-            return self._read_slow(plan, contrib, valid, intervals)
+        if not all_valid or any(decoded.has(mk) for mk in plan.models):
+            return self._read_slow(plan, contrib, valid, decoded.intervals)
         nslots = len(plan.fields)
         summed = plan.summed
         out = np.bincount(plan.slot[summed], weights=contrib[summed], minlength=nslots)
@@ -271,8 +294,12 @@ class Decoder:
             q = plan.quantile
             out[plan.slot[q]] = contrib[q]  # the last series wins
         res = out.tolist()
-        for mk, fields in plan.models.items():
-            intervals[mk] = fields.interval(res)
+        if decoded.columns or not decoded.intervals:  # (no interval made so far)
+            decoded.columns.append((plan, out.astype(float, copy=False), res))
+        else:
+            intervals = decoded.intervals
+            for mk, fields in plan.models.items():
+                intervals[mk] = fields.interval(res)
         return (res[plan.gpu_used] if plan.gpu_used >= 0 else 0.0,
                 res[plan.gpu_total] if plan.gpu_total >= 0 else 0.0)
 
