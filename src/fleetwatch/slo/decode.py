@@ -96,6 +96,12 @@ class Decoded:
             self.columns = []
         return self._intervals
 
+    @property
+    def made(self) -> bool:
+        """Whether an interval was made (by the slow pass, or on reading
+        :attr:`intervals`)."""
+        return bool(self._intervals)
+
     def has(self, mk: ModelKey) -> bool:
         """Whether ``mk`` has an interval (made or not yet)."""
         return mk in self._intervals or any(mk in p.models for p, _o, _r in self.columns)
@@ -277,7 +283,8 @@ class Decoder:
         plan.prev = np.where(update, v, prev)
         plan.when = np.where(update, ts, plan.when)
         all_valid = bool(valid.all())
-        if not all_valid or any(decoded.has(mk) for mk in plan.models):
+        if not all_valid or ((decoded.columns or decoded.made)
+                             and any(decoded.has(mk) for mk in plan.models)):
             return self._read_slow(plan, contrib, valid, decoded.intervals)
         nslots = len(plan.fields)
         summed = plan.summed
@@ -294,7 +301,7 @@ class Decoder:
             q = plan.quantile
             out[plan.slot[q]] = contrib[q]  # the last series wins
         res = out.tolist()
-        if decoded.columns or not decoded.intervals:  # (no interval made so far)
+        if not decoded.made:  # columns while no target needed the slow pass
             decoded.columns.append((plan, out.astype(float, copy=False), res))
         else:
             intervals = decoded.intervals
