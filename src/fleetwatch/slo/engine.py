@@ -2,15 +2,18 @@
 
 Why this module is long: it is the one place the stages meet, and it keeps the caches
 that make an update cheap across them (per-model SLO lists, threshold matches, band
-tables, the states to judge, every state's band rows for capacity) and an update's
-bookings, column by column (:class:`_Bookings`).
+tables, the states to judge, every state's band rows for capacity, the column views of
+the decoding plans); it accounts an update by one of two paths that must book the same
+(the intervals', and the columns' when every target decoded in one vectorized pass:
+:mod:`.columns`), side by side so that they are read together.
 
 Fed every sidecar snapshot (typed, timestamped: see
 :class:`~fleetwatch.exporters.snapshot.Snapshot`), per SLO and model it:
 
 1. **decodes** the interval since the last snapshot into per-model deltas
    (:mod:`.decode`: reset-aware, a target down keeps its counters for
-   :attr:`CARRY_SECONDS`);
+   :attr:`CARRY_SECONDS`), read per SLO for every model of a target at once
+   (:mod:`.columns`) unless a target needed the decoder's series-by-series pass;
 2. **accounts** the interval's events by the concurrency band it ran at into sliding
    windows and computes burn rates (:mod:`.account`);
 3. **judges** ok / regression / overload / no_data / misconfigured (:mod:`.judge`), and
@@ -56,8 +59,9 @@ from fleetwatch.slo import judge as _judge
 from fleetwatch.slo import status as _status
 from fleetwatch.slo.account import Ledger, ModelGauges, Selection, events_of
 from fleetwatch.slo.autoscaling import ModelSignal
-from fleetwatch.slo.band_latency import BandLatency, BandLatencyStore, Buckets
+from fleetwatch.slo.band_latency import BandLatency, BandLatencyStore
 from fleetwatch.slo.bands import band_label
+from fleetwatch.slo.bookings import NO_BUCKETS, Booking, Bookings
 from fleetwatch.slo.capacity import BandRows, update_capacities
 from fleetwatch.slo.columns import PlanColumns, supported
 from fleetwatch.slo.concurrency import estimate_of, in_system, in_system_of
@@ -76,49 +80,6 @@ from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState
 from fleetwatch.slo.status import Sample, SLOStatus
 from fleetwatch.slo.windows import FloatArray
-
-_NO_BUCKETS: Buckets = ((), ())
-
-
-class _Bookings:
-    """What one update (or one :meth:`SLOEngine.add_events` call) booked, column by
-    column: ``rows`` a band's row and its ``all`` row per booking, ``goods``/``totals``
-    its counts (once for both); and per booking the band's latency evidence for
-    capacity: ``times`` (Unix seconds), ``bands`` (the band's row), ``buckets``
-    (bounds, deltas), ``counts`` (observations), ``conc`` (requests). ``one_run``: every
-    booking has one time and a distinct band row (an interval's bookings), so the
-    evidence is added at once."""
-
-    __slots__ = ("bands", "buckets", "conc", "counts", "goods", "one_run", "rows", "times",
-                 "totals")
-
-    def __init__(self, one_run: bool) -> None:
-        self.one_run = one_run
-        self.rows: list[int] = []
-        self.goods: list[float] = []
-        self.totals: list[float] = []
-        self.times: list[float] = []
-        self.bands: list[int] = []
-        self.buckets: list[Buckets] = []
-        self.counts: list[float] = []
-        self.conc: list[float] = []
-
-    def runs(self) -> Iterator[slice]:
-        """The bookings cut into runs of one time and distinct band rows, in order."""
-        n = len(self.bands)
-        if n == 0:
-            return
-        if self.one_run or (len(set(self.times)) <= 1 and len(set(self.bands)) == n):
-            yield slice(0, n)
-            return
-        start = 0
-        while start < n:
-            t0, seen, end = self.times[start], set(), start
-            while end < n and self.times[end] == t0 and self.bands[end] not in seen:
-                seen.add(self.bands[end])
-                end += 1
-            yield slice(start, end)
-            start = end
 
 __all__ = ["ALL", "STATES", "ModelKey", "SLOEngine", "SLOModelState"]
 
@@ -373,14 +334,14 @@ class SLOEngine:
 
     def _account(self, ts: float, prev_ts: float,
                  intervals: dict[ModelKey, Interval]) -> None:
-        booked = _Bookings(one_run=True)  # each (SLO, model) books once, at ts
+        booked = Bookings(one_run=True)  # each (SLO, model) books once, at ts
         bounds = self._decoder.bounds
         if self._decoder.bounds_version != self._matches_version:
             self._matches.clear()
             self._matches_version = self._decoder.bounds_version
         matches = self._matches
         seen, dirty = self._model_seen, self._dirty
-        todo: list[tuple[SLOModelState, float, str, float, float, Buckets]] = []
+        todo: list[Booking] = []
         add = todo.append
         for mk, iv in intervals.items():
             # the model's own interval: since it last had data (a target down stretches it)
@@ -412,7 +373,7 @@ class SLOEngine:
                     table, band = tbl, tbl[1][bisect_left(tbl[0], conc)]
                 h = hists.get(lat_fam) if lat_fam is not None else None
                 add((st, conc, band, ev[0], ev[1],
-                     h.pairs() if h is not None and h.count > 0 else _NO_BUCKETS))
+                     h.pairs() if h is not None and h.count > 0 else NO_BUCKETS))
         self._book(ts, todo, booked)
         self._add_and_judge(ts, booked)
 
@@ -421,14 +382,14 @@ class SLOEngine:
         gauges and states :meth:`_account` makes from the intervals, in the same order,
         without making the intervals."""
         views: dict[int, PlanColumns] = {}
-        todo: list[tuple[SLOModelState, float, str, float, float, Buckets]] = []
+        todo: list[Booking] = []
         for plan, out, res in decoded.columns:
             view = views[id(plan)] = self._view(plan)
             if prev_ts is not None:
                 self._columns_todo(ts, prev_ts, view, out, res, todo)
         self._views = views
         if prev_ts is not None:
-            booked = _Bookings(one_run=True)
+            booked = Bookings(one_run=True)
             self._book(ts, todo, booked)
             self._add_and_judge(ts, booked)
         seen, prev_in_system = self._model_seen, self._prev_in_system
@@ -451,7 +412,7 @@ class SLOEngine:
 
     def _columns_todo(self, ts: float, prev_ts: float, view: PlanColumns, out: FloatArray,
                       res: list[float],
-                      todo: list[tuple[SLOModelState, float, str, float, float, Buckets]],
+                      todo: list[Booking],
                       ) -> None:
         """One target's models into their gauges and ``todo`` (see :meth:`_book`)."""
         seen = self._model_seen
@@ -503,7 +464,7 @@ class SLOEngine:
                     band_of = bands[id(tbl)] = np.searchsorted(
                         np.asarray(tbl[0], dtype=float), at, side="left").tolist()
                 if lat_fam is None:
-                    got = _NO_BUCKETS
+                    got = NO_BUCKETS
                 else:
                     fam_buckets: list[Any] | None = buckets.get(lat_fam)
                     if fam_buckets is None:
@@ -520,8 +481,8 @@ class SLOEngine:
         return labels[bisect_left(bounds, conc)]
 
     def _book(self, ts: float,
-              todo: Iterable[tuple[SLOModelState, float, str, float, float, Buckets]],
-              booked: _Bookings) -> None:
+              todo: Iterable[Booking],
+              booked: Bookings) -> None:
         """Book, in order, the events of one SLO and model at ``ts`` per item of ``todo``
         — ``(state, concurrency, band, good, total, buckets)``: into ``band`` (the band of
         the concurrency) and ``all`` (``buckets``: the interval's latency bucket deltas of
@@ -585,7 +546,7 @@ class SLOEngine:
         and a concurrency that is not finite are skipped; times before the last accounted
         one count at it (the windows do not go back)."""
         by_name = {s.name: s for s in self.spec.slos}
-        booked = _Bookings(one_run=False)  # a row may be booked several times
+        booked = Bookings(one_run=False)  # a row may be booked several times
         ts = self.last_update or 0.0
         for name, mk, t, conc, good, total in events:
             slo = by_name.get(name)
@@ -596,12 +557,12 @@ class SLOEngine:
             self._trace_seen[mk] = ts
             st = self.states.get((name, mk)) or self._new_state(slo, mk, ts)
             if st is not None:
-                self._book(ts, [(st, conc, self._band(st, conc), good, total, _NO_BUCKETS)],
+                self._book(ts, [(st, conc, self._band(st, conc), good, total, NO_BUCKETS)],
                            booked)
         if booked.rows:
             self._add_and_judge(ts, booked)
 
-    def _add_latency(self, booked: _Bookings) -> None:
+    def _add_latency(self, booked: Bookings) -> None:
         """Add the bookings' latency evidence to the store: at once per run of bookings
         with one time and distinct rows (an interval books each (SLO, model) once; trace
         events may book a row several times, in order)."""
@@ -610,7 +571,7 @@ class SLOEngine:
             self.band_latency.add(booked.times[run.start], tau, booked.bands[run],
                                   booked.buckets[run], booked.counts[run], booked.conc[run])
 
-    def _add_and_judge(self, ts: float, booked: _Bookings) -> None:
+    def _add_and_judge(self, ts: float, booked: Bookings) -> None:
         """Add the bookings, then judge and update capacity."""
         self._add_latency(booked)
         ledger, gauges = self.ledger, self.gauges
