@@ -18,6 +18,9 @@ as ``repr``):
   with a target gap (two snapshots without the target), a counter reset (every counter
   of a fifth of the models restarts), models leaving and new ones arriving (forgotten
   after ``limits.forget_model_after`` = 60 s: rows released and reused);
+* **targets**: the same fleet over two targets, now and then a NaN gauge in one (that
+  target takes the decoder's series-by-series pass, the other the vectorized one) and
+  for a while one model served by both;
 * **sweep**: the committed real-vLLM sweep (``tests/data/vllm-sweep``) replayed with the
   envelope at the knee (8) and above it (16), as ``fleetwatch slo replay`` does.
 
@@ -97,6 +100,40 @@ def fleet(models: int, updates: int) -> Iterator[dict[str, Any]]:
         yield _outputs(engine)
 
 
+def targets(models: int, updates: int) -> Iterator[dict[str, Any]]:
+    """The benchmark fleet split over two targets: now and then a NaN gauge in one of
+    them (that target is decoded series by series), and for a while one model served by
+    both (its events summed over the two)."""
+    import bench_slo
+
+    from fleetwatch.exporters.normalize import Normalizer
+    from fleetwatch.exporters.snapshot import Snapshot
+    from fleetwatch.exporters.sources import TABLES
+    from fleetwatch.slo.engine import SLOEngine
+    from fleetwatch.slo.spec import parse_slo_file
+
+    engine = SLOEngine(parse_slo_file(bench_slo.SLOS))
+    fl = bench_slo.Fleet(models, knee_every=2)
+    norms = {"a": Normalizer(TABLES["vllm"]), "b": Normalizer(TABLES["vllm"])}
+    half = max(1, models // 2)
+    shared = f'model_name="{fl.models[0]}",'
+    for i in range(updates):
+        lines = fl.exposition().splitlines(keepends=True)
+        per = len(lines) // models
+        parts = {"a": lines[: half * per], "b": lines[half * per:]}
+        nan_in = "b" if i % 7 == 3 else "a" if i % 11 == 5 else None
+        if nan_in is not None:
+            parts[nan_in] = [ln.replace("} 0.", "} NaN #") if "kv_cache" in ln else ln
+                             for ln in parts[nan_in]]
+            parts[nan_in] = [ln.split(" #")[0] + "\n" if " #" in ln else ln
+                             for ln in parts[nan_in]]
+        if updates // 3 <= i < updates // 2:  # model 0 also served by target b
+            parts["b"] += [ln for ln in lines[:per] if shared in ln]
+        snap = {t: norms[t].normalize("".join(ls)) for t, ls in parts.items()}
+        engine.update(Snapshot(1_700_000_000.0 + 5.0 * i, snap))
+        yield _outputs(engine)
+
+
 def sweep(envelope: float) -> Iterator[dict[str, Any]]:
     """The committed real-vLLM sweep replayed with the envelope at ``envelope``."""
     from tests.sweep_checks import captures, slo_spec, sweep_slo
@@ -118,8 +155,8 @@ def sweep(envelope: float) -> Iterator[dict[str, Any]]:
 
 
 def scenarios(models: int, updates: int) -> dict[str, list[dict[str, Any]]]:
-    return {"fleet": list(fleet(models, updates)), "sweep-8": list(sweep(8.0)),
-            "sweep-16": list(sweep(16.0))}
+    return {"fleet": list(fleet(models, updates)), "targets": list(targets(models, updates)),
+            "sweep-8": list(sweep(8.0)), "sweep-16": list(sweep(16.0))}
 
 
 def _ulps(a: float, b: float) -> float:

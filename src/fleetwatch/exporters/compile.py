@@ -66,8 +66,9 @@ Mapped = tuple[tuple[tuple[str, str], ...], LabelPairs, str, bool,
                "tuple[str, str, str, str] | None", LabelPairs, str]
 #: The mapping of a block that a per-model family cannot take (no model label).
 _NO_MODEL: Mapped = ((), (), "", False, None, (), "")
-#: What a series emits into a family per scrape: (prefix, value, output line).
-Emitted = tuple[str, "float | str", str]
+#: What a series emits into a family per scrape: (prefix, value, output line, the value
+#: as a float).
+Emitted = tuple[str, "float | str", str, float]
 
 
 @dataclass(slots=True)

@@ -73,7 +73,7 @@ from fleetwatch.exporters.validate import (
 )
 from fleetwatch.labels.schema import METRICS
 
-_PREFIX, _VALUE, _LINE = itemgetter(0), itemgetter(1), itemgetter(2)
+_PREFIX, _VALUE, _LINE, _NUMBER = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
 
 
 #: What may end a sample line after its value (``str.rstrip`` set; never empty).
@@ -118,6 +118,10 @@ class Normalized:
     #: Models whose series were left out, their runtime about to be learned
     #: (``TargetContext.defer``): normalize the exposition again once it is.
     deferred: set[str] = field(default_factory=set)
+    #: ``numbers[i]``: family ``METRICS[i]``'s values as floats, in :attr:`families`
+    #: order (what :func:`value_of` gives; the normalizer parsed them already), made by
+    #: the steady loop; None: read the dict (the family was changed after the loop).
+    numbers: list[list[float] | None] | None = None
 
     @property
     def series_count(self) -> int:
@@ -172,8 +176,8 @@ class Normalizer:
         #: per family, the dict and lines its series made in the last exposition, unless
         #: they changed after (see _normalize): reused when the family's lines are the
         #: same again
-        self._built: list[tuple[dict[str, float | str], list[str]] | None] = \
-            [None for _ in METRICS]
+        self._built: list[tuple[dict[str, float | str], list[str], list[float] | None]
+                          | None] = [None for _ in METRICS]
         self._models: dict[tuple[str, str, str, str], int] = {}  # model → Entry.mi
         self._model_table: list[tuple[str, str, str, str]] = [("", "", "", "")]
         self._compiler = SeriesCompiler(table, self.ctx, self.limits.max_label_value_length)
@@ -319,6 +323,7 @@ class Normalizer:
         meta = Metadata()
         families: list[dict[str, float | str]] = [{} for _ in METRICS]
         flines: list[list[str]] = [[] for _ in METRICS]  # families' lines, dict order
+        numbers: list[list[float] | None] = [None for _ in METRICS]  # values, dict order
         for em_list in self._emitted:
             em_list.clear()
         unmapped: set[str] = set()
@@ -445,7 +450,7 @@ class Normalizer:
                 if len(direct) == 1 and not scaled and value - value == 0:
                     fam_idx, prefix = direct[0]  # the upstream text, unscaled
                     entry.emit = appends[fam_idx]
-                    entry.emitted = (prefix, tok, f"{prefix} {tok}")
+                    entry.emitted = (prefix, tok, f"{prefix} {tok}", value)
                 elif len(scaled) == 1 and not direct:
                     fam_idx, prefix, div, mul, neg_nan = scaled[0]  # unit-converted
                     v = value / div * mul
@@ -453,7 +458,7 @@ class Normalizer:
                         v = math.nan
                     entry.emit = appends[fam_idx]
                     entry.emitted = (prefix, v, f"{prefix} {v!r}" if v - v == 0  # finite
-                                     else f"{prefix} {format_value(v)}")
+                                     else f"{prefix} {format_value(v)}", v)
                 else:
                     entry.emit, entry.emitted = self._emits(entry, tok, value)
                 entry.tok = tok
@@ -499,17 +504,21 @@ class Normalizer:
                 # the same lines (C-level; a line is its prefix and value text, and the
                 # text decides the value): the same dict
                 if last is not None and last[1] == made:
-                    families[i], flines[i] = last
+                    families[i], flines[i], numbers[i] = last
                     reused.add(i)
                 else:
                     built[i] = last = None  # freed first: the new ones reuse the memory
                     families[i] = dict(zip(map(_PREFIX, em_list), map(_VALUE, em_list),
                                            strict=True))
                     flines[i] = made
-                    built[i] = (families[i], made)
+                    nums = list(map(_NUMBER, em_list))
+                    # a series written twice is one dict entry: then no numbers
+                    numbers[i] = nums if len(nums) == len(families[i]) else None
+                    built[i] = (families[i], made, numbers[i])
                 em_list.clear()
             else:
                 built[i] = None
+                numbers[i] = []
         table = self._model_table
         models = {table[i] for i in range(1, len(table)) if marks[i]}
         meta.sample_lines = sample_lines
@@ -528,13 +537,13 @@ class Normalizer:
             examples.setdefault(reason, group[:200])
             withdraw.add(group)
         for prefix, (v, _prio, _key, fam_idx) in agg.items():
-            self._unshare(fam_idx, families, flines, reused)
+            self._unshare(fam_idx, families, flines, reused, numbers)
             families[fam_idx][prefix] = v
             flines[fam_idx].append(f"{prefix} {format_value(v)}")
         lines_ok = not withdraw
         if withdraw:
             for i in range(len(families)):
-                self._unshare(i, families, flines, reused)
+                self._unshare(i, families, flines, reused, numbers)
             self._withdraw(families, withdraw)
         for count_prefix, (fam_idx, sum_prefix, inf_prefix) in \
                 self._compiler.mean_only.items():
@@ -542,7 +551,7 @@ class Normalizer:
             if count_prefix in fam and sum_prefix not in fam:
                 # Triton without the duration counter (counter_latencies=false, partial
                 # expositions): a request count is no latency; emit nothing
-                self._unshare(fam_idx, families, flines, reused)
+                self._unshare(fam_idx, families, flines, reused, numbers)
                 fam = families[fam_idx]
                 del fam[count_prefix]
                 fam.pop(inf_prefix, None)
@@ -556,14 +565,16 @@ class Normalizer:
             lines = None
         return Normalized(families, models, unmapped, meta, passthrough,
                           self._compiler.keys, refusals, examples, ptypes, lines=lines,
-                          deferred=deferred)
+                          deferred=deferred, numbers=numbers)
 
     def _unshare(self, i: int, families: list[dict[str, float | str]],
-                 flines: list[list[str]], reused: set[int]) -> None:
+                 flines: list[list[str]], reused: set[int],
+                 numbers: list[list[float] | None]) -> None:
         """Before family ``i``'s dict or lines change after they were made: they are no
         longer what its series emitted (not reused next time), and not the last
-        exposition's objects (copied when they were)."""
+        exposition's objects (copied when they were); its numbers are dropped."""
         self._built[i] = None
+        numbers[i] = None
         if i in reused:
             reused.discard(i)
             families[i] = dict(families[i])
@@ -593,12 +604,12 @@ class Normalizer:
             text = tok if finite else format_value(value)
             val: float | str = tok if finite else value
             for fam_idx, prefix in entry.direct:
-                out.append((lists[fam_idx], (prefix, val, f"{prefix} {text}")))
+                out.append((lists[fam_idx], (prefix, val, f"{prefix} {text}", value)))
         for fam_idx, prefix, div, mul, neg_nan in entry.scaled:
             v = value / div * mul
             if neg_nan and v < 0:
                 v = math.nan
-            out.append((lists[fam_idx], (prefix, v, f"{prefix} {format_value(v)}")))
+            out.append((lists[fam_idx], (prefix, v, f"{prefix} {format_value(v)}", v)))
         if len(out) == 1:
             return out[0]
         if not out:

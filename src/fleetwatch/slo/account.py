@@ -137,14 +137,20 @@ def _latency_events(st: SLOModelState, iv: Interval, bounds: Bounds,
         if matches is not None:
             matches[key] = match
     if match is None:
-        seen = bounds.get((fam, st.model), set())
-        near = ", ".join(format(b, "g") for b in nearest_bounds(seen, thr, 2)) \
-            or "none (no buckets)"
-        st.error = (f"threshold {thr:g} s is not a bucket boundary of {fam} for model "
-                    f"{st.model[0]}; nearest boundaries: {near}")
+        st.error = threshold_error(fam, st.model, thr, bounds)
         return None
     st.error = None
     return h.bucket(match), h.count
+
+
+def threshold_error(fam: str, mk: ModelKey, thr: float, bounds: Bounds) -> str:
+    """Why a latency threshold (seconds) that is no bucket boundary of the model's
+    histogram family ``fam`` (``bounds``: seconds seen) makes the SLO misconfigured."""
+    seen = bounds.get((fam, mk), set())
+    near = ", ".join(format(b, "g") for b in nearest_bounds(seen, thr, 2)) \
+        or "none (no buckets)"
+    return (f"threshold {thr:g} s is not a bucket boundary of {fam} for model "
+            f"{mk[0]}; nearest boundaries: {near}")
 
 
 def _timeslice_events(st: SLOModelState, iv: Interval, _bounds: Bounds,

@@ -59,9 +59,14 @@ PREVIOUS = "previous"
 
 def in_system(iv: Interval) -> float | None:
     """Running + waiting requests at the end of the interval (None without gauges)."""
-    if iv.running_now is None and iv.waiting_now is None:
+    return in_system_of(iv.running_now, iv.waiting_now)
+
+
+def in_system_of(running: float | None, waiting: float | None) -> float | None:
+    """Running + waiting requests from the two gauges (None: the gauge is absent)."""
+    if running is None and waiting is None:
         return None
-    return (iv.running_now or 0.0) + (iv.waiting_now or 0.0)
+    return (running or 0.0) + (waiting or 0.0)
 
 
 def little(iv: Interval, dt: float) -> float | None:
@@ -69,12 +74,16 @@ def little(iv: Interval, dt: float) -> float | None:
     completed request or is shorter than :data:`MIN_INTERVALS_PER_LATENCY` mean
     latencies."""
     h = iv.hists.get(DURATION)
-    if h is None or h.count <= 0 or dt <= 0:
+    return None if h is None else _little(h.count, h.sum, dt)
+
+
+def _little(count: float, total: float, dt: float) -> float | None:
+    if count <= 0 or dt <= 0:
         return None
-    mean_latency = h.sum / h.count
+    mean_latency = total / count
     if dt < MIN_INTERVALS_PER_LATENCY * mean_latency:
         return None
-    return max(h.sum, 0.0) / dt
+    return max(total, 0.0) / dt
 
 
 def estimate(iv: Interval, prev_in_system: float | None, dt: float,
@@ -83,30 +92,39 @@ def estimate(iv: Interval, prev_in_system: float | None, dt: float,
     doc); ``prev_in_system`` is running + waiting at its start (None: unknown, the end
     value stands for both); ``previous`` the model's concurrency over its previous
     interval (requests; None: unknown). None without any usable measurement."""
-    gauge_end = in_system(iv)
+    h = iv.hists.get(DURATION)
+    return estimate_of(iv.running_now, iv.waiting_now,
+                       None if h is None else (h.count, h.sum), prev_in_system, dt, previous)
+
+
+def estimate_of(running: float | None, waiting: float | None,
+                duration: tuple[float, float] | None, prev_in_system: float | None,
+                dt: float, previous: float | None = None) -> tuple[float, str] | None:
+    """:func:`estimate` from the interval's numbers: the running and waiting gauges at
+    its end (None: absent) and its request-duration histogram's ``(Δcount, Δsum)``
+    (observations, seconds; None: no such histogram)."""
+    gauge_end = in_system_of(running, waiting)
     gauges = None
     if gauge_end is not None:
         start = gauge_end if prev_in_system is None else prev_in_system
         gauges = (start + gauge_end) / 2.0
-    law = little(iv, dt)
+    law = None if duration is None else _little(duration[0], duration[1], dt)
     if law is None and prev_in_system == 0.0 and gauge_end:
         # it began empty: every request at its end arrived during it, and the events it
         # counts (first tokens, completions) are those requests', at the end's load
         gauges = gauge_end
     if law is not None and (gauges is None or law >= gauges):
         return law, LITTLE
-    h = iv.hists.get(DURATION)
-    if (law is None and previous is not None and h is not None and h.count > 0
-            and dt > 0 and (gauges is None or previous > gauges)):
+    if (law is None and previous is not None and duration is not None
+            and duration[0] > 0 and dt > 0 and (gauges is None or previous > gauges)):
         # too short for Little's law: the requests it completed lived mostly before it
         return previous, PREVIOUS
     if gauges is not None:
         return gauges, GAUGES
     # no gauges and Little's law not trusted: a short interval with completions still
     # says something (the old behaviour); no completion at all says nothing
-    h = iv.hists.get(DURATION)
-    if h is not None and dt > 0 and h.count > 0:
-        return max(h.sum, 0.0) / dt, LITTLE
-    if h is not None and dt > 0:
+    if duration is not None and dt > 0 and duration[0] > 0:
+        return max(duration[1], 0.0) / dt, LITTLE
+    if duration is not None and dt > 0:
         return 0.0, LITTLE
     return None

@@ -2,7 +2,8 @@
 
 A :class:`Decoder` reads the typed series of a
 :class:`~fleetwatch.exporters.snapshot.Snapshot` — ``Normalized.families[i]`` maps a
-series prefix to a value (a float, or number text), ``Normalized.key(prefix)`` gives its
+series prefix to a value (a float, or number text; ``Normalized.numbers`` has them as
+floats, parsed once by the normalizer), ``Normalized.key(prefix)`` gives its
 ``(sample name, label pairs)`` — and never parses exposition text. Per target it compiles
 a :class:`Plan` once for the target's set of series (what each series feeds: a bucket, a
 count, a gauge …, as index arrays); while the set is unchanged (label sets repeat every
@@ -18,9 +19,9 @@ Units: durations in seconds, counts in events, ratios 0–1, timestamps Unix sec
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Iterable
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -69,13 +70,41 @@ KV = "modelserver_kv_cache_usage_ratio"
 GPU_USED = "modelserver_gpu_memory_used_bytes"
 GPU_TOTAL = "modelserver_gpu_memory_total_bytes"
 
-@dataclass
 class Decoded:
-    """One snapshot decoded: ``intervals`` per model, and the fleet's GPU-memory usage
-    ratio (Σ used ÷ Σ total over every target, 0–1; None without GPU series)."""
+    """One snapshot decoded: per model its :class:`Interval` (:attr:`intervals`), and
+    the fleet's GPU-memory usage ratio (``gpu_memory_ratio``: Σ used ÷ Σ total over
+    every target, 0–1; None without GPU series).
 
-    intervals: dict[ModelKey, Interval]
-    gpu_memory_ratio: float | None
+    ``columns``: while every target decoded in one vectorized pass, no interval object
+    is made: per target its :class:`Plan` and its per-slot results (``out``, an array,
+    and the same as a list), read by the engine's column path
+    (:mod:`fleetwatch.slo.columns`); :attr:`intervals` makes them on first read."""
+
+    def __init__(self) -> None:
+        self.columns: list[tuple[Plan, FloatArray, list[float]]] = []
+        self._intervals: dict[ModelKey, Interval] = {}
+        self.gpu_memory_ratio: float | None = None
+
+    @property
+    def intervals(self) -> dict[ModelKey, Interval]:
+        """Model → its interval (in target, then plan order)."""
+        if self.columns:
+            made = self._intervals
+            for plan, _out, res in self.columns:
+                for mk, fields in plan.models.items():
+                    made[mk] = fields.interval(res)
+            self.columns = []
+        return self._intervals
+
+    @property
+    def made(self) -> bool:
+        """Whether an interval was made (by the slow pass, or on reading
+        :attr:`intervals`)."""
+        return bool(self._intervals)
+
+    def has(self, mk: ModelKey) -> bool:
+        """Whether ``mk`` has an interval (made or not yet)."""
+        return mk in self._intervals or any(mk in p.models for p, _o, _r in self.columns)
 
 
 def needed_families(slos: SLOFile) -> list[int]:
@@ -91,6 +120,20 @@ def needed_families(slos: SLOFile) -> list[int]:
             if s.sli.timeslice.quantile is not None:
                 names.add(SUMMARY_METRICS[s.sli.timeslice.metric])
     return [i for i, m in enumerate(METRICS) if m.name in names]
+
+
+def _numbers(n: Normalized, families: list[int],
+             fams: list[dict[str, float | str]]) -> Iterable[float]:
+    """The values of the needed families as floats, in order: the numbers the normalizer
+    parsed already (:attr:`~fleetwatch.exporters.normalize.Normalized.numbers`) where it
+    kept them, else the dicts' values parsed (the same floats: a value's text decides
+    it)."""
+    numbers = n.numbers
+    if numbers is not None:
+        got = [numbers[idx] for idx in families]
+        if all(x is not None and len(x) == len(f) for x, f in zip(got, fams, strict=True)):
+            return chain.from_iterable(cast("list[list[float]]", got))
+    return map(float, chain.from_iterable(f.values() for f in fams))
 
 
 class Decoder:
@@ -122,19 +165,20 @@ class Decoder:
         """Deltas since the previous call (the first call only primes the counters:
         its deltas are zero). Call with increasing timestamps."""
         ts = snap.timestamp
-        intervals: dict[ModelKey, Interval] = {}
+        decoded = Decoded()
         gpu_used = gpu_total = 0.0
         for target, normalized in snap.targets.items():
             if normalized is None:
                 continue
-            u, tot = self._read(target, normalized, intervals, ts)
+            u, tot = self._read(target, normalized, decoded, ts)
             gpu_used, gpu_total = gpu_used + u, gpu_total + tot
         self._last_ts = ts
         for target in [t for t, p in self._plans.items()
                        if ts - p.seen > self.CARRY_SECONDS]:
             del self._plans[target]  # a target gone for good: its values have expired
             self._orphans.pop(target, None)
-        return Decoded(intervals, gpu_used / gpu_total if gpu_total > 0 else None)
+        decoded.gpu_memory_ratio = gpu_used / gpu_total if gpu_total > 0 else None
+        return decoded
 
     def forget(self, models: set[ModelKey]) -> None:
         """Drop the bucket bounds seen for ``models`` (forgotten by the engine)."""
@@ -211,10 +255,11 @@ class Decoder:
         self._plans[target] = plan
         return plan
 
-    def _read(self, target: str, n: Normalized, intervals: dict[ModelKey, Interval],
+    def _read(self, target: str, n: Normalized, decoded: Decoded,
               ts: float) -> tuple[float, float]:
-        """The hot path: every needed series of one target into ``intervals``; returns
-        the target's (GPU memory used, total) in bytes."""
+        """The hot path: every needed series of one target into ``decoded`` (its
+        columns while every target so far took the vectorized pass); returns the
+        target's (GPU memory used, total) in bytes."""
         fams = [n.families[idx] for idx in self.families]
         keys = [list(f) for f in fams]  # the same prefix objects every scrape: fast ==
         plan = self._plans.get(target)
@@ -223,8 +268,7 @@ class Decoder:
         plan.seen = ts
         if not plan.n_values:
             return 0.0, 0.0
-        values = np.fromiter(map(float, chain.from_iterable(f.values() for f in fams)),
-                             float, plan.n_values)
+        values = np.fromiter(_numbers(n, self.families, fams), float, plan.n_values)
         v = values[plan.take]
         counter = plan.counter
         valid = np.isfinite(v) & ~(counter & (v < 0.0))  # never a delta nor a gauge
@@ -239,8 +283,9 @@ class Decoder:
         plan.prev = np.where(update, v, prev)
         plan.when = np.where(update, ts, plan.when)
         all_valid = bool(valid.all())
-        if not all_valid or any(mk in intervals for mk in plan.models):
-            return self._read_slow(plan, contrib, valid, intervals)
+        if not all_valid or ((decoded.columns or decoded.made)
+                             and any(decoded.has(mk) for mk in plan.models)):
+            return self._read_slow(plan, contrib, valid, decoded.intervals)
         nslots = len(plan.fields)
         summed = plan.summed
         out = np.bincount(plan.slot[summed], weights=contrib[summed], minlength=nslots)
@@ -256,8 +301,12 @@ class Decoder:
             q = plan.quantile
             out[plan.slot[q]] = contrib[q]  # the last series wins
         res = out.tolist()
-        for mk, fields in plan.models.items():
-            intervals[mk] = fields.interval(res)
+        if not decoded.made:  # columns while no target needed the slow pass
+            decoded.columns.append((plan, out.astype(float, copy=False), res))
+        else:
+            intervals = decoded.intervals
+            for mk, fields in plan.models.items():
+                intervals[mk] = fields.interval(res)
         return (res[plan.gpu_used] if plan.gpu_used >= 0 else 0.0,
                 res[plan.gpu_total] if plan.gpu_total >= 0 else 0.0)
 

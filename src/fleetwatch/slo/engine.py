@@ -2,15 +2,18 @@
 
 Why this module is long: it is the one place the stages meet, and it keeps the caches
 that make an update cheap across them (per-model SLO lists, threshold matches, band
-tables, the states to judge, every state's band rows for capacity) and an update's
-bookings, column by column (:class:`_Bookings`).
+tables, the states to judge, every state's band rows for capacity, the column views of
+the decoding plans); it accounts an update by one of two paths that must book the same
+(the intervals', and the columns' when every target decoded in one vectorized pass:
+:mod:`.columns`), side by side so that they are read together.
 
 Fed every sidecar snapshot (typed, timestamped: see
 :class:`~fleetwatch.exporters.snapshot.Snapshot`), per SLO and model it:
 
 1. **decodes** the interval since the last snapshot into per-model deltas
    (:mod:`.decode`: reset-aware, a target down keeps its counters for
-   :attr:`CARRY_SECONDS`);
+   :attr:`CARRY_SECONDS`), read per SLO for every model of a target at once
+   (:mod:`.columns`) unless a target needed the decoder's series-by-series pass;
 2. **accounts** the interval's events by the concurrency band it ran at into sliding
    windows and computes burn rates (:mod:`.account`);
 3. **judges** ok / regression / overload / no_data / misconfigured (:mod:`.judge`), and
@@ -56,61 +59,27 @@ from fleetwatch.slo import judge as _judge
 from fleetwatch.slo import status as _status
 from fleetwatch.slo.account import Ledger, ModelGauges, Selection, events_of
 from fleetwatch.slo.autoscaling import ModelSignal
-from fleetwatch.slo.band_latency import BandLatency, BandLatencyStore, Buckets
+from fleetwatch.slo.band_latency import BandLatency, BandLatencyStore
 from fleetwatch.slo.bands import band_label
+from fleetwatch.slo.bookings import NO_BUCKETS, Booking, Bookings
 from fleetwatch.slo.capacity import BandRows, update_capacities
-from fleetwatch.slo.concurrency import estimate as estimate_concurrency
-from fleetwatch.slo.concurrency import in_system
-from fleetwatch.slo.decode import QUEUE, Decoder, Hist, Interval, needed_families
+from fleetwatch.slo.columns import PlanColumns, supported
+from fleetwatch.slo.concurrency import estimate_of, in_system, in_system_of
+from fleetwatch.slo.decode import (
+    DURATION,
+    QUEUE,
+    Decoded,
+    Decoder,
+    Interval,
+    needed_families,
+)
 from fleetwatch.slo.interference import Attributor
+from fleetwatch.slo.series_plan import Plan
 from fleetwatch.slo.sli import LATENCY_METRICS
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState
 from fleetwatch.slo.status import Sample, SLOStatus
 from fleetwatch.slo.windows import FloatArray
-
-_NO_BUCKETS: Buckets = ((), ())
-
-
-class _Bookings:
-    """What one update (or one :meth:`SLOEngine.add_events` call) booked, column by
-    column: ``rows`` a band's row and its ``all`` row per booking, ``goods``/``totals``
-    its counts (once for both); and per booking the band's latency evidence for
-    capacity: ``times`` (Unix seconds), ``bands`` (the band's row), ``buckets``
-    (bounds, deltas), ``counts`` (observations), ``conc`` (requests). ``one_run``: every
-    booking has one time and a distinct band row (an interval's bookings), so the
-    evidence is added at once."""
-
-    __slots__ = ("bands", "buckets", "conc", "counts", "goods", "one_run", "rows", "times",
-                 "totals")
-
-    def __init__(self, one_run: bool) -> None:
-        self.one_run = one_run
-        self.rows: list[int] = []
-        self.goods: list[float] = []
-        self.totals: list[float] = []
-        self.times: list[float] = []
-        self.bands: list[int] = []
-        self.buckets: list[Buckets] = []
-        self.counts: list[float] = []
-        self.conc: list[float] = []
-
-    def runs(self) -> Iterator[slice]:
-        """The bookings cut into runs of one time and distinct band rows, in order."""
-        n = len(self.bands)
-        if n == 0:
-            return
-        if self.one_run or (len(set(self.times)) <= 1 and len(set(self.bands)) == n):
-            yield slice(0, n)
-            return
-        start = 0
-        while start < n:
-            t0, seen, end = self.times[start], set(), start
-            while end < n and self.times[end] == t0 and self.bands[end] not in seen:
-                seen.add(self.bands[end])
-                end += 1
-            yield slice(start, end)
-            start = end
 
 __all__ = ["ALL", "STATES", "ModelKey", "SLOEngine", "SLOModelState"]
 
@@ -200,6 +169,11 @@ class SLOEngine:
         self._band_rows = BandRows()
         self._layout_changed = True
         self.band_latency = BandLatencyStore()
+        # the column path (.columns) when every SLO's events can be read from the
+        # decoder's results; its compiled view of each current plan (by id)
+        self._columns_ok = all(supported(s) for s in slos.slos)
+        self._slo_index = {s.name: j for j, s in enumerate(slos.slos)}
+        self._views: dict[int, PlanColumns] = {}
 
     @property
     def gpu_memory_ratio(self) -> float | None:
@@ -235,13 +209,17 @@ class SLOEngine:
         self.attribution.observe(snap)
         self.gauges.gpu_memory_ratio = decoded.gpu_memory_ratio
         prev_ts, self._prev_ts = self._prev_ts, ts
-        if prev_ts is not None:
-            self._account(ts, prev_ts, decoded.intervals)
-        for mk, iv in decoded.intervals.items():
-            self._model_seen[mk] = ts
-            now = in_system(iv)
-            if now is not None:
-                self._prev_in_system[mk] = now
+        if decoded.columns and self._columns_ok:
+            self._update_columns(ts, prev_ts, decoded)
+        else:
+            intervals = decoded.intervals
+            if prev_ts is not None:
+                self._account(ts, prev_ts, intervals)
+            for mk, iv in intervals.items():
+                self._model_seen[mk] = ts
+                now = in_system(iv)
+                if now is not None:
+                    self._prev_in_system[mk] = now
         self._forget_gone(ts)
         self.last_update = ts
         self.update_seconds = time.perf_counter() - t0
@@ -310,59 +288,79 @@ class SLOEngine:
         whose judged inputs changed: call this when a stage changes another)."""
         self._dirty.add((st.slo.name, st.model))
 
+    def _entries(self, mk: ModelKey) -> list[list[Any]]:
+        """The model's SLO entries (made on first use, see ``_model_slos``)."""
+        slos = self._model_slos.get(mk)
+        if slos is None:
+            slos = self._model_slos[mk] = [
+                [slo, (slo.name, mk), slo.sli.source == "traces",
+                 LATENCY_METRICS[slo.sli.latency.metric] if slo.sli.latency else None,
+                 self._band_tables[slo.name], events_of(slo), None, self._slo_index[slo.name]]
+                for slo in self.spec.slos if self._selects(slo, mk)]
+        return slos
+
+    def _gauges(self, mk: ModelKey, dt: float, running: float | None,
+                waiting: float | None, duration: tuple[float, float] | None,
+                queue: tuple[float, float] | None, kv: float | None) -> float | None:
+        """A model's interval of ``dt`` seconds into its gauges — the running and waiting
+        gauges at its end, its request-duration and queue histograms' ``(Δcount, Δsum)``
+        (None: no such histogram), its KV-cache usage (None: none) — and its
+        concurrency (requests; None: not measured, or not finite)."""
+        g = self.gauges
+        found = estimate_of(running, waiting, duration, self._prev_in_system.get(mk), dt,
+                            g.concurrency.get(mk))
+        conc = None
+        if found is not None and found[0] - found[0] == 0.0:  # finite: a band
+            conc, g.estimator[mk] = found
+            g.concurrency[mk] = conc
+        if running:
+            running_max = g.running_max
+            if running > running_max.get(mk, 0.0):
+                running_max[mk] = running
+            if waiting:  # requests wait: the slots are full
+                g.batch_limit[mk] = running_max[mk]
+        if queue is not None and queue[0] > 0:
+            g.queue_wait[mk] = queue[1] / queue[0]
+        if kv is not None:
+            g.kv_usage[mk] = kv
+        return conc
+
+    def _state(self, entry: list[Any], mk: ModelKey, ts: float) -> SLOModelState | None:
+        """The state of a model's SLO entry, made and kept there on first use (None:
+        refused by the limits; forgotten with the model)."""
+        st: SLOModelState | None = self.states.get(entry[1]) or self._new_state(entry[0], mk, ts)
+        entry[6] = st
+        return st
+
     def _account(self, ts: float, prev_ts: float,
                  intervals: dict[ModelKey, Interval]) -> None:
-        booked = _Bookings(one_run=True)  # each (SLO, model) books once, at ts
-        gauges, bounds = self.gauges, self._decoder.bounds
+        booked = Bookings(one_run=True)  # each (SLO, model) books once, at ts
+        bounds = self._decoder.bounds
         if self._decoder.bounds_version != self._matches_version:
             self._matches.clear()
             self._matches_version = self._decoder.bounds_version
         matches = self._matches
-        states = self.states
-        seen, prev_in_system, dirty = self._model_seen, self._prev_in_system, self._dirty
-        concurrency, estimator, batch_limit, running_max = (
-            gauges.concurrency, gauges.estimator, gauges.batch_limit, gauges.running_max)
-        queue_wait, kv_usage, model_slos = gauges.queue_wait, gauges.kv_usage, self._model_slos
-        todo: list[tuple[SLOModelState, float, str, float, float, Hist | None]] = []
+        seen, dirty = self._model_seen, self._dirty
+        todo: list[Booking] = []
         add = todo.append
         for mk, iv in intervals.items():
             # the model's own interval: since it last had data (a target down stretches it)
             dt = ts - seen.get(mk, prev_ts)
             if dt <= 0:
                 continue
-            found = estimate_concurrency(iv, prev_in_system.get(mk), dt, concurrency.get(mk))
-            conc = None
-            if found is not None and found[0] - found[0] == 0.0:  # finite: a band
-                conc, estimator[mk] = found
-                concurrency[mk] = conc
-            running = iv.running_now
-            if running:
-                if running > running_max.get(mk, 0.0):
-                    running_max[mk] = running
-                if iv.waiting_now:  # requests wait: the slots are full
-                    batch_limit[mk] = running_max[mk]
             hists = iv.hists
-            q = hists.get(QUEUE)
-            if q is not None and q.count > 0:
-                queue_wait[mk] = q.sum / q.count
-            if iv.kv_usage is not None:
-                kv_usage[mk] = iv.kv_usage
-            slos = model_slos.get(mk)
-            if slos is None:
-                slos = model_slos[mk] = [
-                    [slo, (slo.name, mk), slo.sli.source == "traces",
-                     LATENCY_METRICS[slo.sli.latency.metric] if slo.sli.latency else None,
-                     self._band_tables[slo.name], events_of(slo), None]
-                    for slo in self.spec.slos if self._selects(slo, mk)]
+            d, q = hists.get(DURATION), hists.get(QUEUE)
+            conc = self._gauges(mk, dt, iv.running_now, iv.waiting_now,
+                                None if d is None else (d.count, d.sum),
+                                None if q is None else (q.count, q.sum), iv.kv_usage)
             table: tuple[list[float], list[str]] | None = None
             band = ""
-            for entry in slos:
-                slo, key, traces, lat_fam, tbl, events, st = entry
+            for entry in self._model_slos.get(mk) or self._entries(mk):
+                _slo, key, traces, lat_fam, tbl, events, st, _j = entry
                 if st is None:  # the state, kept here once made (forgotten with the model)
-                    st = states.get(key) or self._new_state(slo, mk, ts)
+                    st = self._state(entry, mk, ts)
                     if st is None:
                         continue
-                    entry[6] = st
                 if traces:
                     continue  # judged per request: add_events
                 err = st.error
@@ -373,10 +371,108 @@ class SLOEngine:
                     continue
                 if tbl is not table:  # the smallest bound ≥ conc, or +Inf
                     table, band = tbl, tbl[1][bisect_left(tbl[0], conc)]
+                h = hists.get(lat_fam) if lat_fam is not None else None
                 add((st, conc, band, ev[0], ev[1],
-                     hists.get(lat_fam) if lat_fam is not None else None))
+                     h.pairs() if h is not None and h.count > 0 else NO_BUCKETS))
         self._book(ts, todo, booked)
         self._add_and_judge(ts, booked)
+
+    def _update_columns(self, ts: float, prev_ts: float | None, decoded: Decoded) -> None:
+        """:meth:`_update` from the decoder's columns (:mod:`.columns`): the bookings,
+        gauges and states :meth:`_account` makes from the intervals, in the same order,
+        without making the intervals."""
+        views: dict[int, PlanColumns] = {}
+        todo: list[Booking] = []
+        for plan, out, res in decoded.columns:
+            view = views[id(plan)] = self._view(plan)
+            if prev_ts is not None:
+                self._columns_todo(ts, prev_ts, view, out, res, todo)
+        self._views = views
+        if prev_ts is not None:
+            booked = Bookings(one_run=True)
+            self._book(ts, todo, booked)
+            self._add_and_judge(ts, booked)
+        seen, prev_in_system = self._model_seen, self._prev_in_system
+        for plan, _out, res in decoded.columns:
+            view = views[id(plan)]
+            for mk, r, w in zip(view.models, view.running, view.waiting, strict=True):
+                seen[mk] = ts
+                now = in_system_of(res[r] if r >= 0 else None, res[w] if w >= 0 else None)
+                if now is not None:
+                    prev_in_system[mk] = now
+
+    def _view(self, plan: Plan) -> PlanColumns:
+        """The column view of a decoding plan (compiled again when the plan or the bucket
+        bounds seen changed)."""
+        view = self._views.get(id(plan))
+        version = self._decoder.bounds_version
+        if view is None or view.plan is not plan or view.version != version:
+            view = PlanColumns(plan, self.spec.slos, self._decoder.bounds, version)
+        return view
+
+    def _columns_todo(self, ts: float, prev_ts: float, view: PlanColumns, out: FloatArray,
+                      res: list[float],
+                      todo: list[Booking],
+                      ) -> None:
+        """One target's models into their gauges and ``todo`` (see :meth:`_book`)."""
+        seen = self._model_seen
+        models = view.models
+        dts = [ts - seen.get(mk, prev_ts) for mk in models]
+        concs: list[float] = []
+        nan = math.nan
+        for mk, dt, r, w, kv, d, q in zip(models, dts, view.running, view.waiting, view.kv,
+                                          view.duration, view.queue, strict=True):
+            if dt <= 0:
+                concs.append(nan)
+                continue
+            conc = self._gauges(
+                mk, dt, res[r] if r >= 0 else None, res[w] if w >= 0 else None,
+                None if d is None else (res[d[0]] if d[0] >= 0 else 0.0,
+                                        res[d[1]] if d[1] >= 0 else 0.0),
+                None if q is None else (res[q[0]] if q[0] >= 0 else 0.0,
+                                        res[q[1]] if q[1] >= 0 else 0.0),
+                res[kv] if kv >= 0 else None)
+            concs.append(nan if conc is None else conc)
+        evs = view.events(out)
+        at = np.asarray(concs)
+        bands: dict[int, list[int]] = {}  # band table (by id) → per model its band
+        buckets: dict[str, list[Any]] = {}  # latency family → per model (bounds, getter)
+        dirty, add = self._dirty, todo.append
+        for i, (mk, dt, conc) in enumerate(zip(models, dts, concs, strict=True)):
+            if dt <= 0:
+                continue
+            for entry in self._model_slos.get(mk) or self._entries(mk):
+                _slo, key, traces, lat_fam, tbl, _events, st, j = entry
+                if st is None:  # the state, kept here once made (forgotten with the model)
+                    st = self._state(entry, mk, ts)
+                    if st is None:
+                        continue
+                if traces:
+                    continue  # judged per request: add_events
+                ev = evs[j]
+                assert ev is not None
+                codes = ev.codes
+                if codes is not None and codes[i]:  # a latency SLI's error set or cleared
+                    err = ev.errors[i] if ev.errors is not None else None
+                    if st.error != err:
+                        st.error = err
+                        dirty.add(key)
+                if conc != conc or not ev.bookable[i]:
+                    continue
+                band_of = bands.get(id(tbl))
+                if band_of is None:  # the smallest bound ≥ conc, or +Inf
+                    band_of = bands[id(tbl)] = np.searchsorted(
+                        np.asarray(tbl[0], dtype=float), at, side="left").tolist()
+                if lat_fam is None:
+                    got = NO_BUCKETS
+                else:
+                    fam_buckets: list[Any] | None = buckets.get(lat_fam)
+                    if fam_buckets is None:
+                        fam_buckets = buckets[lat_fam] = view.buckets_of(lat_fam)
+                    hist = fam_buckets[i]  # booked: the latency SLI's histogram is there
+                    assert hist is not None
+                    got = (hist[0], hist[1](res))
+                add((st, conc, tbl[1][band_of[i]], ev.goods[i], ev.totals[i], got))
 
     def _band(self, st: SLOModelState, conc: float) -> str:
         """The band label of ``conc`` in ``st``'s SLO: the smallest bound ≥ it, or
@@ -385,13 +481,14 @@ class SLOEngine:
         return labels[bisect_left(bounds, conc)]
 
     def _book(self, ts: float,
-              todo: Iterable[tuple[SLOModelState, float, str, float, float, Hist | None]],
-              booked: _Bookings) -> None:
+              todo: Iterable[Booking],
+              booked: Bookings) -> None:
         """Book, in order, the events of one SLO and model at ``ts`` per item of ``todo``
-        — ``(state, concurrency, band, good, total, h)``: into ``band`` (the band of the
-        concurrency) and ``all`` (``h``: the interval's latency histogram of a latency
-        SLI, capacity's evidence) — appended to ``booked``. Events that are none or not
-        finite are never accounted."""
+        — ``(state, concurrency, band, good, total, buckets)``: into ``band`` (the band of
+        the concurrency) and ``all`` (``buckets``: the interval's latency bucket deltas of
+        a latency SLI, capacity's evidence, observed ``total`` times; else empty) —
+        appended to ``booked``. Events that are none or not finite are never
+        accounted."""
         dirty, new_row = self._dirty, self._new_row
         rows_add, goods_add, totals_add = (booked.rows.extend, booked.goods.append,
                                            booked.totals.append)
@@ -399,7 +496,7 @@ class SLOEngine:
                                           booked.conc.append)
         buckets_add, counts_add = booked.buckets.append, booked.counts.append
         inf = math.inf
-        for st, conc, band, good, total, h in todo:
+        for st, conc, band, good, total, buckets in todo:
             if not (0.0 < total < inf and 0.0 <= good < inf):
                 continue  # no events, or not finite: never accounted
             if total < good:  # min(good, total)
@@ -425,12 +522,8 @@ class SLOEngine:
             times_add(ts)
             bands_add(r)
             conc_add(conc)
-            if h is not None and h.count > 0:
-                buckets_add(h.pairs())
-                counts_add(h.count)
-            else:
-                buckets_add(_NO_BUCKETS)
-                counts_add(total)
+            buckets_add(buckets)
+            counts_add(total)
 
     def _new_row(self, st: SLOModelState, band: str, ts: float) -> int:
         """The window-store row of a band (or ``all``) booked for the first time, and
@@ -453,7 +546,7 @@ class SLOEngine:
         and a concurrency that is not finite are skipped; times before the last accounted
         one count at it (the windows do not go back)."""
         by_name = {s.name: s for s in self.spec.slos}
-        booked = _Bookings(one_run=False)  # a row may be booked several times
+        booked = Bookings(one_run=False)  # a row may be booked several times
         ts = self.last_update or 0.0
         for name, mk, t, conc, good, total in events:
             slo = by_name.get(name)
@@ -464,11 +557,12 @@ class SLOEngine:
             self._trace_seen[mk] = ts
             st = self.states.get((name, mk)) or self._new_state(slo, mk, ts)
             if st is not None:
-                self._book(ts, [(st, conc, self._band(st, conc), good, total, None)], booked)
+                self._book(ts, [(st, conc, self._band(st, conc), good, total, NO_BUCKETS)],
+                           booked)
         if booked.rows:
             self._add_and_judge(ts, booked)
 
-    def _add_latency(self, booked: _Bookings) -> None:
+    def _add_latency(self, booked: Bookings) -> None:
         """Add the bookings' latency evidence to the store: at once per run of bookings
         with one time and distinct rows (an interval books each (SLO, model) once; trace
         events may book a row several times, in order)."""
@@ -477,7 +571,7 @@ class SLOEngine:
             self.band_latency.add(booked.times[run.start], tau, booked.bands[run],
                                   booked.buckets[run], booked.counts[run], booked.conc[run])
 
-    def _add_and_judge(self, ts: float, booked: _Bookings) -> None:
+    def _add_and_judge(self, ts: float, booked: Bookings) -> None:
         """Add the bookings, then judge and update capacity."""
         self._add_latency(booked)
         ledger, gauges = self.ledger, self.gauges

@@ -230,8 +230,10 @@ class _ModelFields:
         elif code == _SUMMARY_COUNT:
             self.summary_counts.append((fam, j))
 
-    def interval(self, out: list[float]) -> Interval:
-        """The model's interval from the per-slot results ``out`` (every slot present)."""
+    def getters(self) -> list[tuple[str, int, int, tuple[float, ...], dict[float, int],
+                                    Callable[[list[float]], Any]]]:
+        """Per histogram family ``(family, count slot, sum slot, bounds, bound → its
+        position, bucket values from the per-slot results)`` (slots −1: none)."""
         getters = self._getters
         if getters is None:  # after the last add
             getters = self._getters = []
@@ -239,6 +241,11 @@ class _ModelFields:
                 get: Callable[[list[float]], Any] = (
                     itemgetter(*bs) if len(bs) > 1 else _picker(bs))
                 getters.append((fam, c, s, *_layout(les), get))
+        return getters
+
+    def interval(self, out: list[float]) -> Interval:
+        """The model's interval from the per-slot results ``out`` (every slot present)."""
+        getters = self._getters or self.getters()
         hists: defaultdict[str, Hist] = defaultdict(Hist)
         of = Hist.of
         for fam, c, s, les_t, index, get in getters:
