@@ -75,7 +75,7 @@ def test_a_step_below_the_batch_limit_that_no_threshold_fits_is_named(copy, monk
     _steps(copy, lambda steps: [steps[0], {**steps[-1], "concurrency": 2}, *steps[2:]])
     problems = sweep_problems(copy)
     assert problems == ["no threshold within which every step up to the batch limit 8 had "
-                        "93% of its first tokens (worst step 20 ms: 0.003, 40 ms: 0.015)"]
+                        "94% of its first tokens (worst step 20 ms: 0.003, 40 ms: 0.015)"]
 
 
 def test_a_soft_break_above_the_batch_limit_is_named(copy):
