@@ -140,6 +140,9 @@ def _metrics(url: str) -> str:
 #: (measured ≤ 721 µs and ≤ 91 µs on 2 loaded cores; 5 ms leaves room for a descheduled
 #: server thread without hiding a wrong clock, which would be off by a whole request).
 RELEASE_BOUND_S = 0.005
+#: Requests of the 60 allowed beyond :data:`RELEASE_BOUND_S` (a thread descheduled on a
+#: loaded CI machine: one at 6.5 ms in a fresh-clone run of 2026-12-02).
+DESCHEDULED_MAX = 3
 
 
 @pytest.mark.triton
@@ -158,7 +161,8 @@ def test_triton_spans_equal_tritons_own_duration_counter(sidecar: Sidecar,
     runs: 17 and 63 µs). What holds for every request, and is asserted, is the corrected
     bound: client latency ≥ REQUEST_START → HTTP_SEND_END (the response is on the wire
     before the client's clock stops), hence client latency ≥ span e2e − |HTTP_SEND_END −
-    REQUEST_END|, that gap < :data:`RELEASE_BOUND_S` (and so span e2e − client latency)."""
+    REQUEST_END|, that gap < :data:`RELEASE_BOUND_S` (and so span e2e − client latency) for
+    all but :data:`DESCHEDULED_MAX` requests, with a median below a fifth of it."""
     before = upstream_samples(_metrics(triton.metrics_url))
     # one client at a time: the i-th client latency is the i-th traced request
     unary = send_requests(triton.http_address, "ranker", requests=60, concurrency=1)
@@ -196,9 +200,15 @@ def test_triton_spans_equal_tritons_own_duration_counter(sidecar: Sidecar,
           f"{max(releases) * 1e6:.0f} µs; span e2e > client latency for "
           f"{sum(o > 0 for o in over)} of 60 requests; max(span e2e − client) = "
           f"{max(over) * 1e6:.0f} µs")
-    # the two stamps come from different threads, in either order, close together
-    assert max(abs(r) for r in releases) < RELEASE_BOUND_S
-    assert max(over) < RELEASE_BOUND_S  # client latency ≥ span e2e − RELEASE_BOUND_S
+    # the two stamps come from different threads, in either order, close together: typically
+    # well under a millisecond, and beyond RELEASE_BOUND_S only when a thread was descheduled
+    # (one request at 6.5 ms in a CI run on a loaded machine), never for most requests as a
+    # wrong clock would be (off by a whole request, ~9 ms here)
+    gaps = sorted(abs(r) for r in releases)
+    assert gaps[len(gaps) // 2] < RELEASE_BOUND_S / 5
+    assert sum(g >= RELEASE_BOUND_S for g in gaps) <= DESCHEDULED_MAX
+    # client latency ≥ span e2e − RELEASE_BOUND_S, but for descheduled requests
+    assert sum(o >= RELEASE_BOUND_S for o in over) <= DESCHEDULED_MAX
     # real buckets on /metrics for the Triton models, in place of the mean-only series
     part = Part(NORMALIZED, normalized_families([normalize(text, "triton")]))
     fam = next(f for f in sidecar.receiver.normalized(part).families
