@@ -41,15 +41,17 @@ from __future__ import annotations
 import gc
 import math
 import time
+from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from functools import partial
 from operator import itemgetter
 from typing import Any
 
 from fleetwatch.exporters.compile import Emitted, Entry, SeriesCompiler
+from fleetwatch.exporters.delta import LastExposition, apply_delta, is_clean, line_hashes
+from fleetwatch.exporters.normalized import Normalized, value_of
 from fleetwatch.exporters.parser import (
     Metadata,
     format_value,
@@ -57,7 +59,6 @@ from fleetwatch.exporters.parser import (
     read_comment,
     split_sample_line,
 )
-from fleetwatch.exporters.snapshot import SeriesKey
 from fleetwatch.exporters.table import SourceTable, TargetContext
 from fleetwatch.exporters.validate import (
     BAD_VALUE,
@@ -73,72 +74,13 @@ from fleetwatch.exporters.validate import (
 )
 from fleetwatch.labels.schema import METRICS
 
+__all__ = ["Normalized", "Normalizer", "value_of"]
+
 _PREFIX, _VALUE, _LINE, _NUMBER = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
 
 
 #: What may end a sample line after its value (``str.rstrip`` set; never empty).
 _TRAILING = frozenset(" \t\r")
-
-
-def value_of(v: float | str) -> float:
-    """A normalized sample value as a float (values copied unscaled stay upstream text)."""
-    return v if isinstance(v, float) else float(v)
-
-
-@dataclass
-class Normalized:
-    """The normalized state of one upstream exposition.
-
-    ``families[i]`` maps a rendered series prefix (``name{labels}``) to its value for
-    family ``METRICS[i]``: a float, or the upstream's own number text when the value was
-    copied unscaled (use :func:`value_of`). ``models`` are the
-    ``(model, model_version, backend, runtime)`` seen; ``unmapped`` the upstream family
-    names no rule knows; ``meta.invalid`` the skipped lines; ``passthrough`` the sample
-    lines of unmapped families by family (only with pass-through on);
-    ``invalid_samples`` the samples refused by reason (:mod:`.validate`), with
-    ``invalid_examples`` one ``series: why`` per reason; ``refused`` ``(reason, message)``
-    when a :class:`~.validate.Limits` bound refused the whole exposition (``families``
-    are then empty); ``passthrough_types`` the TYPE each passed-through family is served
-    with (the one declared before its first line: a TYPE after samples is not served).
-    """
-
-    families: list[dict[str, float | str]]
-    models: set[tuple[str, str, str, str]]
-    unmapped: set[str]
-    meta: Metadata
-    passthrough: dict[str, list[str]] = field(default_factory=dict)
-    keys: Mapping[str, SeriesKey] = field(default_factory=dict)
-    invalid_samples: Counter[str] = field(default_factory=Counter)
-    invalid_examples: dict[str, str] = field(default_factory=dict)
-    passthrough_types: dict[str, str | None] = field(default_factory=dict)
-    refused: tuple[str, str] | None = None
-    #: ``lines[i]``: family ``METRICS[i]``'s series as output lines (``prefix value``),
-    #: in :attr:`families` order, made by the steady loop; None: render the dicts.
-    lines: list[list[str]] | None = None
-    #: Models whose series were left out, their runtime about to be learned
-    #: (``TargetContext.defer``): normalize the exposition again once it is.
-    deferred: set[str] = field(default_factory=set)
-    #: ``numbers[i]``: family ``METRICS[i]``'s values as floats, in :attr:`families`
-    #: order (what :func:`value_of` gives; the normalizer parsed them already), made by
-    #: the steady loop; None: read the dict (the family was changed after the loop).
-    numbers: list[list[float] | None] | None = None
-
-    @property
-    def series_count(self) -> int:
-        return sum(len(f) for f in self.families)
-
-    def key(self, prefix: str) -> SeriesKey:
-        """The typed :data:`~fleetwatch.exporters.snapshot.SeriesKey` of a series prefix of
-        :attr:`families` (sample name and label pairs, values unescaped), as the
-        normalizer compiled it (no parsing). Raises ``KeyError`` for a prefix that is not
-        a series of this state."""
-        return self.keys[prefix]
-
-    def samples(self) -> Iterable[tuple[str, float]]:
-        """Yield ``(series_prefix, value)`` for every normalized sample, schema order."""
-        for fam in self.families:
-            for prefix, v in fam.items():
-                yield prefix, value_of(v)
 
 
 class Normalizer:
@@ -147,8 +89,10 @@ class Normalizer:
     Thread-compatible, not thread-safe: use one instance per target. ``passthrough=True``
     re-emits upstream families that no rule knows, unchanged (their lines re-validated:
     a line a Prometheus would reject is refused instead). ``limits`` bound each
-    exposition (:class:`~.validate.Limits`). Raises ``ValueError`` when a rule of the
-    table targets a family the schema lacks.
+    exposition (:class:`~.validate.Limits`). ``delta=False`` turns the delta path off
+    (:mod:`.delta`; the same results, every line read: for benchmarks and the
+    differential tests). Raises ``ValueError`` when a rule of the table targets a family
+    the schema lacks.
     """
 
     #: When the compiled-series cache holds more than this many entries per sample line
@@ -162,7 +106,8 @@ class Normalizer:
     PROMOTE_AT = 5000
 
     def __init__(self, table: SourceTable, ctx: TargetContext | None = None,
-                 passthrough: bool = False, limits: Limits | None = None) -> None:
+                 passthrough: bool = False, limits: Limits | None = None,
+                 delta: bool = True) -> None:
         self.table = table
         self.ctx = ctx or TargetContext()
         self.passthrough = passthrough
@@ -181,6 +126,12 @@ class Normalizer:
         self._models: dict[tuple[str, str, str, str], int] = {}  # model → Entry.mi
         self._model_table: list[tuple[str, str, str, str]] = [("", "", "", "")]
         self._compiler = SeriesCompiler(table, self.ctx, self.limits.max_label_value_length)
+        #: the last exposition, kept for the delta path (:mod:`.delta`) when it was clean
+        self._last: LastExposition | None = None
+        #: the delta path on (off: every exposition takes the full loop; same results)
+        self.delta = delta
+        #: expositions read by the delta path so far
+        self.delta_reads = 0
 
     @property
     def dropped_labels(self) -> set[str]:
@@ -189,6 +140,7 @@ class Normalizer:
 
     def invalidate(self) -> None:
         """Forget every compiled series (a context change that may touch any series)."""
+        self._last = None
         self._cache.clear()
         self._compiler.reset()
         self._built = [None for _ in METRICS]
@@ -202,6 +154,7 @@ class Normalizer:
         gone = set(models)
         if not gone:
             return 0
+        self._last = None
         keys = [k for k, e in self._cache.items() if e.model is not None and e.model[0] in gone]
         for key in keys:
             del self._cache[key]
@@ -248,10 +201,25 @@ class Normalizer:
         made meanwhile go to the oldest generation at once (``gc.freeze()`` then
         ``gc.unfreeze()``, O(1)) instead of being scanned by the first young collections
         (70 ms after a 1000-model Triton cold cycle); garbage among them waits for the
-        next full collection."""
+        next full collection.
+
+        An exposition with the last one's lines but for some values takes the delta path
+        (:mod:`.delta`): only the changed lines are read, with the same result."""
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        lines = text.split("\n")
+        hashes = line_hashes(lines)
+        last = self._last
+        if last is not None and self.delta:
+            result = apply_delta(last, lines, hashes, self._cache.get, self._accept,
+                                 self.passthrough, self._built)
+            if result is not None:
+                self.delta_reads += 1
+                return result
+            self._last = None
         self._compiler.begin()
         with self._collector_paused():
-            return self._normalize_all(text)
+            return self._normalize_all(text, lines, hashes)
 
     @contextmanager
     def _collector_paused(self) -> Iterator[None]:
@@ -302,8 +270,8 @@ class Normalizer:
                     entry.mi = self._model_index(entry.model)
             return deferred
 
-    def _normalize_all(self, text: str) -> Normalized:
-        result = self._normalize(text)
+    def _normalize_all(self, text: str, lines: list[str], hashes: array[int]) -> Normalized:
+        result = self._normalize(text, lines, hashes)
         stale = self._compiler.stale
         if stale:
             # A series met another on one normalized series after the first had been
@@ -312,14 +280,18 @@ class Normalizer:
             for key in [k for k, e in self._cache.items() if e.canon in stale]:
                 del self._cache[key]
             self._compiler.stale = set()
-            result = self._normalize(text)
-        lines = result.meta.sample_lines
-        if len(self._cache) > max(self.CACHE_SLACK * lines, lines + self.CACHE_FLOOR):
+            result = self._normalize(text, lines, hashes)
+        sample_lines = result.meta.sample_lines
+        if len(self._cache) > max(self.CACHE_SLACK * sample_lines,
+                                  sample_lines + self.CACHE_FLOOR):
             self.evicted += self._evict(text)
         self._compiler.forget_compiling_caches()
         return result
 
-    def _normalize(self, text: str) -> Normalized:
+    def _normalize(self, text: str, text_lines: list[str], hashes: array[int]) -> Normalized:
+        """The full loop over every line of ``text`` (``text_lines`` its lines, ``hashes``
+        theirs); keeps what the delta path needs when the result is clean."""
+        self._last = None
         meta = Metadata()
         families: list[dict[str, float | str]] = [{} for _ in METRICS]
         flines: list[list[str]] = [[] for _ in METRICS]  # families' lines, dict order
@@ -337,7 +309,6 @@ class Normalizer:
         sample_lines = 0
         cache_get = cache.get
         models_get = self._models.get
-        appends = self._appends
         marks = bytearray(len(self._models) + 64)  # model index → seen in this exposition
         refusals: Counter[str] = Counter()
         examples: dict[str, str] = {}
@@ -352,11 +323,11 @@ class Normalizer:
         decreasing: set[str] = set()
         max_series = self.limits.max_series
         deadline = time.perf_counter() + self.limits.max_seconds
+        accept = self._accept
+        per_line: list[Entry | None] = [None] * len(text_lines)  # the entry of each line
         # parser.iter_lines, inlined: a generator step per line costs on the hot path
-        if text.startswith("\ufeff"):
-            text = text[1:]
         lineno = 0
-        for line in text.split("\n"):
+        for line in text_lines:
             lineno += 1
             if not line:
                 continue
@@ -406,6 +377,7 @@ class Normalizer:
                         if mi >= len(marks):
                             marks.extend(bytes(mi + 64 - len(marks)))
             sample_lines += 1
+            per_line[lineno - 1] = entry
             if entry.skip:
                 if tok[-1:] in _TRAILING:
                     tok = tok.rstrip(" \t\r")
@@ -425,44 +397,17 @@ class Normalizer:
                             examples.setdefault(problem, f"{key[:200]}: value {tok[:40]!r}")
                 continue
             if tok != entry.tok:  # else unchanged since the last scrape: accepted then
-                if tok[-1:] in _TRAILING:  # a CR, or blanks after the value
-                    tok = tok.rstrip(" \t\r")
-                if "_" in tok or not tok.isascii():  # Python's float takes "1_0", "١"
-                    bad(lineno, f"invalid sample value {tok!r}", key)
-                    continue
-                try:
-                    value = float(tok)
-                except ValueError:
-                    bad(lineno, f"invalid sample value {tok!r}", key)
-                    continue
-                check = entry.check
-                # refused: a cumulative value (check 1) outside [0, inf), a quantile
-                # (check 2) negative or infinite (NaN is an empty summary's quantile)
-                if check and not (0.0 <= value < INF) and (check == 1 or value == value):
-                    reason = check_value(check, value) or BAD_VALUE
+                wrong = accept(entry, tok)
+                if wrong is not None:
+                    if isinstance(wrong, str):
+                        bad(lineno, wrong, key)
+                        continue
+                    reason = check_value(entry.check, wrong) or BAD_VALUE
                     refusals[reason] += 1
-                    examples.setdefault(reason, f"{key[:200]}: {format_value(value)}")
+                    examples.setdefault(reason, f"{key[:200]}: {format_value(wrong)}")
                     if entry.group:
                         withdraw.add(entry.group)
                     continue
-                # what the series emits from now on (the two common cases here, no call)
-                direct, scaled = entry.direct, entry.scaled
-                if len(direct) == 1 and not scaled and value - value == 0:
-                    fam_idx, prefix = direct[0]  # the upstream text, unscaled
-                    entry.emit = appends[fam_idx]
-                    entry.emitted = (prefix, tok, f"{prefix} {tok}", value)
-                elif len(scaled) == 1 and not direct:
-                    fam_idx, prefix, div, mul, neg_nan = scaled[0]  # unit-converted
-                    v = value / div * mul
-                    if neg_nan and v < 0:
-                        v = math.nan
-                    entry.emit = appends[fam_idx]
-                    entry.emitted = (prefix, v, f"{prefix} {v!r}" if v - v == 0  # finite
-                                     else f"{prefix} {format_value(v)}", v)
-                else:
-                    entry.emit, entry.emitted = self._emits(entry, tok, value)
-                entry.tok = tok
-                entry.value = value
             marks[entry.mi] = 1
             entry.emit(entry.emitted)
             if not entry.rare:
@@ -563,9 +508,53 @@ class Normalizer:
             lines: list[list[str]] | None = flines
         else:
             lines = None
-        return Normalized(families, models, unmapped, meta, passthrough,
-                          self._compiler.keys, refusals, examples, ptypes, lines=lines,
-                          deferred=deferred, numbers=numbers)
+        result = Normalized(families, models, unmapped, meta, passthrough,
+                            self._compiler.keys, refusals, examples, ptypes, lines=lines,
+                            deferred=deferred, numbers=numbers)
+        if is_clean(result, bool(deferred)):
+            self._last = LastExposition(hashes, per_line, result)
+        return result
+
+    def _accept(self, entry: Entry, tok: str) -> str | float | None:
+        """Take a series' new value token (one that is not its last accepted one): None
+        when accepted — ``entry.tok``, ``.value``, ``.emit`` and ``.emitted`` are what the
+        series emits from now on —, else what is wrong: a ``str`` (the token is not a
+        number: the malformed-line message), or the ``float`` refused by the entry's value
+        check (:func:`~.validate.check_value` gives the reason). The entry is unchanged
+        when the value is not accepted. The full loop and the delta path both take
+        values here."""
+        if tok[-1:] in _TRAILING:  # a CR, or blanks after the value
+            tok = tok.rstrip(" \t\r")
+        if "_" in tok or not tok.isascii():  # Python's float takes "1_0", "١"
+            return f"invalid sample value {tok!r}"
+        try:
+            value = float(tok)
+        except ValueError:
+            return f"invalid sample value {tok!r}"
+        check = entry.check
+        # refused: a cumulative value (check 1) outside [0, inf), a quantile
+        # (check 2) negative or infinite (NaN is an empty summary's quantile)
+        if check and not (0.0 <= value < INF) and (check == 1 or value == value):
+            return value
+        # what the series emits from now on (the two common cases here, no call)
+        direct, scaled = entry.direct, entry.scaled
+        if len(direct) == 1 and not scaled and value - value == 0:
+            fam_idx, prefix = direct[0]  # the upstream text, unscaled
+            entry.emit = self._appends[fam_idx]
+            entry.emitted = (prefix, tok, f"{prefix} {tok}", value)
+        elif len(scaled) == 1 and not direct:
+            fam_idx, prefix, div, mul, neg_nan = scaled[0]  # unit-converted
+            v = value / div * mul
+            if neg_nan and v < 0:
+                v = math.nan
+            entry.emit = self._appends[fam_idx]
+            entry.emitted = (prefix, v, f"{prefix} {v!r}" if v - v == 0  # finite
+                             else f"{prefix} {format_value(v)}", v)
+        else:
+            entry.emit, entry.emitted = self._emits(entry, tok, value)
+        entry.tok = tok
+        entry.value = value
+        return None
 
     def _unshare(self, i: int, families: list[dict[str, float | str]],
                  flines: list[list[str]], reused: set[int],
@@ -594,8 +583,9 @@ class Normalizer:
         direct and scaled slot, (series prefix, value, output line) appended to its
         family's list. Direct slots keep the upstream's text when finite (NaN and ±Inf
         get the canonical spelling); scaled ones are floats. One slot: that list's
-        ``append``; several: :func:`_emit_all`; none (shared slots only): ``bool``, a
-        no-op. (The two common cases, one direct slot with a finite value and one scaled
+        ``append`` and its tuple; several: :func:`_emit_all` and the tuple of the slots'
+        tuples, in slot order (direct, then scaled); none (shared slots only): ``bool``,
+        a no-op. (The two common cases, one direct slot with a finite value and one scaled
         slot alone, are made in the loop itself and never come here.)"""
         lists = self._appends  # one bound method per family, shared by the series
         out: list[tuple[Callable[[Emitted], None], Emitted]] = []
@@ -614,7 +604,8 @@ class Normalizer:
             return out[0]
         if not out:
             return bool, None
-        return partial(_emit_all, tuple(out)), None
+        return (partial(_emit_all, tuple(emit for emit, _ in out)),
+                tuple(emitted for _, emitted in out))
 
     @staticmethod
     def _pass_through(entry: Entry, key: str, tok: str, meta: Metadata,
@@ -670,13 +661,14 @@ class Normalizer:
     def _refuse(self, meta: Metadata, reason: str, message: str) -> Normalized:
         """The state of an exposition refused whole by a bound (no series); the compiled
         series are forgotten (a churning exposition must not grow the cache)."""
-        self.invalidate()
+        self.invalidate()  # and the delta path's memory
         return Normalized([{} for _ in METRICS], set(), set(), meta,
                           refused=(reason, message))
 
 
-def _emit_all(emits: tuple[tuple[Callable[[Emitted], None], Emitted], ...],
-              _unused: None) -> None:
-    """Emit every slot of a series with several (see ``Normalizer._emits``)."""
-    for emit, emitted in emits:
-        emit(emitted)
+def _emit_all(emits: tuple[Callable[[Emitted], None], ...],
+              emitted: tuple[Emitted, ...]) -> None:
+    """Emit every slot of a series with several (see ``Normalizer._emits``): its
+    ``emitted`` is then the tuple of what each slot emits, in slot order."""
+    for emit, one in zip(emits, emitted, strict=True):
+        emit(one)
