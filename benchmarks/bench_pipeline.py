@@ -5,11 +5,14 @@
 Generates a 1000-model Triton exposition (core counters + summaries, ~4.5 MB, ~48k
 samples) and a 64-engine vLLM 0.33 exposition (from the real fixture, one copy per
 ``engine``), then prints, per input: MB/s, samples/s and ms per cycle for the first
-(cold) cycle and the steady state (label sets cached; the same body again, and one
-with every tenth value moved — "n/5 Δ": how many of its five cycles the delta path read,
-the others the full loop), the full loop alone (delta path off) on the same body,
-prometheus_client's text parser alone on the same input for comparison, and peak RSS of
-a fresh process running the whole cycle. Each case runs in its own subprocess so that peak RSS is its own.
+(cold) cycle and the steady state (label sets cached; the same body again; a busy
+server's bodies, where one Triton model in 20 or one vLLM engine in 4 served requests
+since the last scrape (:func:`busy_bodies`); and bodies with every tenth value moved at
+random, a fifth of the lines differing from the last — "n/m Δ": how many of its m
+cycles the delta path read, the others the full loop), the full loop alone (delta path
+off) on the same body, prometheus_client's text parser alone on the same input for
+comparison, and peak RSS of a fresh process running the whole cycle. Each case runs in
+its own subprocess so that peak RSS is its own.
 """
 
 from __future__ import annotations
@@ -93,6 +96,31 @@ def changed_values(text: str, cycle: int) -> str:
     return "\n".join(out)
 
 
+def busy_bodies(text: str, kind: str, cycles: int) -> list[str]:
+    """Successive bodies of a busy server: per cycle, one Triton model in 20 (one vLLM
+    engine in 4), another each cycle, serves requests — every sample of it moves up by
+    one (counters, each bucket of a histogram alike, so histograms stay valid; gauges);
+    the other models' lines are those of the last body."""
+    lines = text.split("\n")
+    label, share = ('model="model_', 20) if kind == "triton" else ('engine="', 4)
+    owner = []  # per line: its model's or engine's number, or -1
+    for line in lines:
+        at = line.find(label) if line and line[0] != "#" else -1
+        if at < 0:
+            owner.append(-1)
+            continue
+        digits = line[at + len(label):line.index('"', at + len(label))]
+        owner.append(int(digits) if digits.isdigit() else -1)
+    out = []
+    for cycle in range(cycles):
+        for i, who in enumerate(owner):
+            if who >= 0 and who % share == cycle % share:
+                key, _, value = lines[i].rpartition(" ")
+                lines[i] = f"{key} {float(value) + 1}"
+        out.append("\n".join(lines))
+    return out
+
+
 def sidecar_render(n) -> list[bytes]:
     """What the sidecar renders per cycle (Scraper._render without gzip): the normalized
     families, each as text-format bytes."""
@@ -151,6 +179,13 @@ def _case(kind: str, cycles: int, models: int) -> dict:
         sidecar_render(normalizer.normalize(body))
         moving.append(time.process_time() - t0)
     moving_delta = normalizer.delta_reads - reads
+    busy = []
+    reads = normalizer.delta_reads
+    for body in busy_bodies(text, kind, 6):
+        t0 = time.process_time()
+        sidecar_render(normalizer.normalize(body))
+        busy.append(time.process_time() - t0)
+    busy_delta = normalizer.delta_reads - reads
     # the full loop alone (delta path off): every line read every cycle
     full = Normalizer(TABLES[kind], delta=False)
     full.normalize(text)
@@ -175,6 +210,7 @@ def _case(kind: str, cycles: int, models: int) -> dict:
             "moving_s": statistics.median(moving), "ref_s": statistics.median(ref_times),
             "full_s": statistics.median(full_times),
             "moving_delta": f"{moving_delta}/{len(bodies)}",
+            "busy_s": statistics.median(busy), "busy_delta": f"{busy_delta}/{len(busy)}",
             "gzip_s": gz, "gzip_mb": gz_bytes / 1e6}
 
 
@@ -230,6 +266,7 @@ def main() -> None:
         r = _run_case(kind, args.cycles, 1000 if kind == "triton" else 64)
         for phase, secs in (("cold (first scrape)", r["cold_s"]),
                             ("steady (same values)", r["steady_s"]),
+                            (f"busy server ({r['busy_delta']} Δ)", r["busy_s"]),
                             (f"1 value in 10 moved ({r['moving_delta']} Δ)", r["moving_s"]),
                             ("full loop, same values", r["full_s"]),
                             ("prometheus_client parser", r["ref_s"])):
