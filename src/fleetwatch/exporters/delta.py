@@ -29,11 +29,13 @@ results on random sequences of expositions (``tests/test_normalize_delta.py``).
 
 from __future__ import annotations
 
-from array import array
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import compress, count
-from operator import ne
+
+import numpy as np
+import numpy.typing as npt
 
 from fleetwatch.exporters.compile import Entry
 from fleetwatch.exporters.normalized import Normalized
@@ -43,10 +45,14 @@ from fleetwatch.exporters.validate import check_buckets
 #: every line at about the cost of a changed line here) is as cheap.
 MAX_CHANGED_SHARE = 1 / 3
 
-def line_hashes(lines: list[str]) -> array[int]:
-    """The hash of every line (``array('q')``, 8 bytes per line: what is kept between
-    scrapes instead of the lines themselves)."""
-    return array("q", map(hash, lines))
+#: One hash per line of an exposition.
+Hashes = npt.NDArray[np.int64]
+
+
+def line_hashes(lines: list[str]) -> Hashes:
+    """The hash of every line (int64, 8 bytes per line: what is kept between scrapes
+    instead of the lines themselves)."""
+    return np.fromiter(map(hash, lines), dtype=np.int64, count=len(lines))
 
 
 @dataclass(slots=True)
@@ -56,7 +62,7 @@ class LastExposition:
     (made on first use: :func:`places_of`) per line where its series are in their
     families' lines, dicts and numbers."""
 
-    hashes: array[int]
+    hashes: Hashes
     entries: list[Entry | None]
     result: Normalized
     places: list[int | tuple[int, ...]] | None = field(default=None)
@@ -107,7 +113,7 @@ def histograms_of(entries: list[Entry | None]) -> dict[str, list[Entry]]:
     return out
 
 
-def apply_delta(last: LastExposition, lines: list[str], hashes: array[int],
+def apply_delta(last: LastExposition, lines: list[str], hashes: Hashes,
                 cache_get: Callable[[str], Entry | None],
                 accept: Callable[[Entry, str], object], passthrough: bool,
                 built: list[tuple[dict[str, float | str], list[str], list[float] | None]
@@ -124,8 +130,8 @@ def apply_delta(last: LastExposition, lines: list[str], hashes: array[int],
     families = list(prev.families)
     flines = list(prev.lines or ())
     numbers = list(prev.numbers or ())
-    if hashes != old:
-        changed = list(compress(count(), map(ne, hashes, old)))
+    changed: list[int] = np.flatnonzero(hashes != old).tolist()
+    if changed:
         if len(changed) > MAX_CHANGED_SHARE * len(lines):
             return None
         entries = last.entries
@@ -188,7 +194,7 @@ def apply_delta(last: LastExposition, lines: list[str], hashes: array[int],
             if built[fam] is not None:  # None: not its series' own lines (sums appended)
                 built[fam] = (families[fam], flines[fam], numbers[fam])
     result = Normalized(families, set(prev.models), set(prev.unmapped), prev.meta,
-                        prev.passthrough, prev.keys, prev.invalid_samples.copy(), {},
+                        prev.passthrough, prev.keys, Counter(), {},
                         prev.passthrough_types, lines=flines, numbers=numbers)
     last.hashes = hashes
     last.result = result

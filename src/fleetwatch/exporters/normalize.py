@@ -41,7 +41,6 @@ from __future__ import annotations
 import gc
 import math
 import time
-from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -50,7 +49,13 @@ from operator import itemgetter
 from typing import Any
 
 from fleetwatch.exporters.compile import Emitted, Entry, SeriesCompiler
-from fleetwatch.exporters.delta import LastExposition, apply_delta, is_clean, line_hashes
+from fleetwatch.exporters.delta import (
+    Hashes,
+    LastExposition,
+    apply_delta,
+    is_clean,
+    line_hashes,
+)
 from fleetwatch.exporters.normalized import Normalized, value_of
 from fleetwatch.exporters.parser import (
     Metadata,
@@ -270,7 +275,7 @@ class Normalizer:
                     entry.mi = self._model_index(entry.model)
             return deferred
 
-    def _normalize_all(self, text: str, lines: list[str], hashes: array[int]) -> Normalized:
+    def _normalize_all(self, text: str, lines: list[str], hashes: Hashes) -> Normalized:
         result = self._normalize(text, lines, hashes)
         stale = self._compiler.stale
         if stale:
@@ -288,7 +293,7 @@ class Normalizer:
         self._compiler.forget_compiling_caches()
         return result
 
-    def _normalize(self, text: str, text_lines: list[str], hashes: array[int]) -> Normalized:
+    def _normalize(self, text: str, text_lines: list[str], hashes: Hashes) -> Normalized:
         """The full loop over every line of ``text`` (``text_lines`` its lines, ``hashes``
         theirs); keeps what the delta path needs when the result is clean."""
         self._last = None
