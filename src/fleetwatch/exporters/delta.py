@@ -33,9 +33,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import compress, count
-
-import numpy as np
-import numpy.typing as npt
+from operator import ne
 
 from fleetwatch.exporters.compile import Entry
 from fleetwatch.exporters.normalized import Normalized
@@ -45,14 +43,16 @@ from fleetwatch.exporters.validate import check_buckets
 #: every line at about the cost of a changed line here) is as cheap.
 MAX_CHANGED_SHARE = 1 / 3
 
-#: One hash per line of an exposition.
-Hashes = npt.NDArray[np.int64]
+#: One hash per line of an exposition (a list: an array of them costs more to make and
+#: to compare than it saves; numpy's import alone would be a fifth of a 1000-model
+#: target's memory).
+Hashes = list[int]
 
 
 def line_hashes(lines: list[str]) -> Hashes:
-    """The hash of every line (int64, 8 bytes per line: what is kept between scrapes
-    instead of the lines themselves)."""
-    return np.fromiter(map(hash, lines), dtype=np.int64, count=len(lines))
+    """The hash of every line (≈ 40 bytes per line: what is kept between scrapes instead
+    of the lines themselves)."""
+    return list(map(hash, lines))
 
 
 @dataclass(slots=True)
@@ -130,7 +130,7 @@ def apply_delta(last: LastExposition, lines: list[str], hashes: Hashes,
     families = list(prev.families)
     flines = list(prev.lines or ())
     numbers = list(prev.numbers or ())
-    changed: list[int] = np.flatnonzero(hashes != old).tolist()
+    changed = [] if hashes == old else list(compress(count(), map(ne, hashes, old)))
     if changed:
         if len(changed) > MAX_CHANGED_SHARE * len(lines):
             return None
