@@ -29,6 +29,7 @@ results on random sequences of expositions (``tests/test_normalize_delta.py``).
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -65,7 +66,7 @@ class LastExposition:
     hashes: Hashes
     entries: list[Entry | None]
     result: Normalized
-    places: list[int | tuple[int, ...]] | None = field(default=None)
+    places: Places | None = field(default=None)
     #: (made on first use) per histogram (``Entry.group``), its buckets' entries
     histograms: dict[str, list[Entry]] | None = field(default=None)
 
@@ -84,14 +85,30 @@ PLACE_BITS = 32
 _INDEX = (1 << PLACE_BITS) - 1
 
 
-def places_of(entries: list[Entry | None], families: int) -> list[int | tuple[int, ...]]:
-    """Per line, where its entry's slots are: the family and the index of the series in
-    it (the full loop appends in line order, slot after slot — direct slots, then scaled
-    ones, as ``Normalizer._emits`` — so the index is the count of earlier slots in the
-    same family), one int per slot (see :data:`PLACE_BITS`): an int for one slot, a tuple
-    for several. Lines without an accepted entry get ``()``."""
+@dataclass(slots=True)
+class Places:
+    """Where each line's series are in their families' lines, dicts and numbers: the
+    family and the index of the series in it (the full loop appends in line order, slot
+    after slot — direct slots, then scaled ones, as ``Normalizer._emits`` — so the index
+    is the count of earlier slots in the same family), one int per slot (see
+    :data:`PLACE_BITS`). ``one[i]``: line ``i``'s place when its entry has one slot, else
+    -1 and ``several[i]`` holds its places (8 bytes per line, the rare lines apart)."""
+
+    one: array[int]
+    several: dict[int, tuple[int, ...]]
+
+    def of(self, line: int) -> tuple[int, ...]:
+        """The places of line ``line``'s slots (meaningless for a line without an
+        accepted entry)."""
+        place = self.one[line]
+        return (place,) if place >= 0 else self.several.get(line, ())
+
+
+def places_of(entries: list[Entry | None], families: int) -> Places:
+    """The :class:`Places` of every line of the exposition ``entries`` were read from."""
     seen = [0] * families
-    out: list[int | tuple[int, ...]] = [()] * len(entries)
+    one = array("q", bytes(8 * len(entries)))
+    several: dict[int, tuple[int, ...]] = {}
     for i, entry in enumerate(entries):
         if entry is None or entry.skip:
             continue
@@ -100,8 +117,12 @@ def places_of(entries: list[Entry | None], families: int) -> list[int | tuple[in
             fam = slot[0]
             at.append(fam << PLACE_BITS | seen[fam])
             seen[fam] += 1
-        out[i] = at[0] if len(at) == 1 else tuple(at)
-    return out
+        if len(at) == 1:
+            one[i] = at[0]
+        else:
+            one[i] = -1
+            several[i] = tuple(at)
+    return Places(one, several)
 
 
 def histograms_of(entries: list[Entry | None]) -> dict[str, list[Entry]]:
@@ -158,9 +179,9 @@ def apply_delta(last: LastExposition, lines: list[str], hashes: Hashes,
             if accept(entry, line[sp + 1:]) is not None:
                 return None  # refused or malformed: the full loop records it
             after = entry.emitted
-            at = places[i]
-            if isinstance(at, int):
-                at, before, after = (at,), (before,), (after,)
+            at = places.of(i)
+            if len(at) == 1:
+                before, after = (before,), (after,)
             for place, was, now in zip(at, before, after, strict=True):
                 fam = place >> PLACE_BITS
                 pos = place & _INDEX
