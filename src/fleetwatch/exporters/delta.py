@@ -156,10 +156,9 @@ def apply_delta(last: LastExposition, lines: list[str], hashes: Hashes,
         if len(changed) > MAX_CHANGED_SHARE * len(lines):
             return None
         entries = last.entries
-        places = last.places
-        if places is None:
-            places = last.places = places_of(entries, len(families))
-        copied = [False] * len(families)  # copy on write, once per family
+        # first every changed line's series, before anything is computed or changed (a
+        # churning exposition — new names at old lines — leaves at its first new name)
+        values: list[tuple[int, Entry, str]] = []
         moved: set[str] = set()  # histograms with a changed bucket
         for i in changed:
             entry = entries[i]
@@ -175,8 +174,14 @@ def apply_delta(last: LastExposition, lines: list[str], hashes: Hashes,
                 if entry.shared or entry.le is None:
                     return None  # part of a sum: the full loop sums
                 moved.add(entry.group)
+            values.append((i, entry, line[sp + 1:]))
+        places = last.places
+        if places is None:
+            places = last.places = places_of(entries, len(families))
+        copied = [False] * len(families)  # copy on write, once per family
+        for i, entry, tok in values:
             before = entry.emitted
-            if accept(entry, line[sp + 1:]) is not None:
+            if accept(entry, tok) is not None:
                 return None  # refused or malformed: the full loop records it
             after = entry.emitted
             at = places.of(i)
