@@ -160,3 +160,20 @@ def test_replay_html_to_an_unwritable_path_is_one_error_line(tmp_path, knee):
                              *map(str, CAPTURES[:3]))
     assert code == 1
     assert len(err.strip().splitlines()) == 1 and "cannot write" in err
+
+
+def test_slos_that_select_no_model_of_the_captures_are_said_on_stderr(tmp_path):
+    """The example SLOs select other models than the sweep's ``tiny-llm``: the documents
+    are empty (exit 0, as the engine would serve them), and one warning line says why;
+    SLOs that select it give no warning."""
+    examples = Path(__file__).resolve().parent.parent / "examples" / "slos.yaml"
+    files = [str(p) for p in CAPTURES[:3]]
+    code, out, err = replay("--slos", str(examples), *files)
+    assert code == 0
+    assert _no_nan(out)["slo"]["slos"] == []
+    warnings = [line for line in err.splitlines() if "warning" in line]
+    assert warnings == ["fleetwatch: warning: no SLO selects a model of the captures "
+                        "(models in them: tiny-llm); the documents are empty — check the "
+                        "SLOs' selectors"]
+    code, out, err = replay("--slos", str(slo_file(tmp_path, 8, SLO)), *files)
+    assert code == 0 and "warning" not in err

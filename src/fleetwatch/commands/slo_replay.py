@@ -100,8 +100,10 @@ def _read(path: Path) -> str:
 
 
 def replay(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
-           interval: float | None = None) -> Iterator[tuple[Path, float, SLOEngine]]:
-    """Feed the captures in time order; yields ``(path, timestamp, engine)`` after each."""
+           interval: float | None = None, models: set[str] | None = None,
+           ) -> Iterator[tuple[Path, float, SLOEngine]]:
+    """Feed the captures in time order; yields ``(path, timestamp, engine)`` after each.
+    ``models``, when given, collects the model names the captures expose."""
     times = capture_times(paths, interval)
     order = sorted(range(len(paths)), key=lambda i: times[i])
     for a, b in itertools.pairwise(order):
@@ -114,6 +116,8 @@ def replay(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
         path = paths[i]
         text = _read(path)
         normalized = normalize(text, str(path))
+        if models is not None:
+            models.update(m[0] for m in normalized.models)
         engine.update(Snapshot(times[i], {"replay": normalized}))
         yield path, times[i], engine
 
@@ -134,12 +138,18 @@ def run(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
         raise ReplayInputError("give at least one CAPTURE file")
     last: SLOEngine | None = None
     history = new_history(len(paths))
-    for path, ts, engine in replay(slos, registry, paths, interval):
+    seen: set[str] = set()
+    for path, ts, engine in replay(slos, registry, paths, interval, seen):
         last = engine
         record(history, engine)
         if each:
             line = {"capture": str(path), "timestamp": ts, **document(engine)}
             out(json.dumps(strict_json(line), allow_nan=False, sort_keys=True))
+    if last is not None and not last.states:
+        names = ", ".join(sorted(seen)[:10]) or "none"
+        click.echo(f"fleetwatch: warning: no SLO selects a model of the captures (models "
+                   f"in them: {names}); the documents are empty — check the SLOs' selectors",
+                   err=True)
     if not each and last is not None:
         out(json.dumps(strict_json(document(last)), allow_nan=False, indent=2,
                        sort_keys=True))
