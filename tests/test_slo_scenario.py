@@ -116,14 +116,34 @@ def _evidence(engine, version, slo=SLO):
                 if name == slo and mk[1] == version)
 
 
+#: A step's requests count as meeting the objective from the client's side when this
+#: much above it (the client's latency bounds Triton's own from above, so the engine's
+#: burn in that band is then < (1 − OBJECTIVE − MARGIN) / (1 − OBJECTIVE) < 1).
+MARGIN = 0.03
+
+
+def _met(results, concurrency: int) -> float:
+    """The share of a version-1 step's requests the client saw within THRESHOLD."""
+    r = next(r for r in results["v1"] if r.concurrency == concurrency)
+    return sum(lat <= THRESHOLD for lat in r.latencies_s) / len(r.latencies_s)
+
+
 def test_burn_is_low_in_low_bands_and_high_in_high_ones(scenario):
-    engine, _ = scenario
+    """Low burn in every band whose step the client saw meet the objective with a margin
+    (bands 1 and 2 must: 8 and 16 ms of service time against 40 ms); band 4 (≈ 32 ms) is
+    asserted low only when its step met it — on a starved machine the client saw it miss
+    (a fresh-clone CI run of 2026-12-02: band 4 burned 3.3, rightly)."""
+    engine, results = scenario
     v1 = _st(engine, "1")
     burn = v1["burn_rates"]["2m"]
-    print({b: burn[b] for b in ("1", "2", "4", "8", "all")}, v1["events"])
+    print({b: burn[b] for b in ("1", "2", "4", "8", "all")}, v1["events"],
+          {c: round(_met(results, c), 3) for c in STEPS})
     for band in ("1", "2", "4"):
         assert v1["events"].get(band, 0) > 50, (band, v1["events"])
-        assert burn[band] < 1, (band, burn)
+        if band != "4":
+            assert _met(results, int(band)) >= OBJECTIVE + MARGIN, band  # a usable machine
+        if _met(results, int(band)) >= OBJECTIVE + MARGIN:
+            assert burn[band] < 1, (band, burn)
     assert v1["events"]["8"] > 50
     assert burn["8"] > 5, burn
 
@@ -154,11 +174,17 @@ def test_overload_above_the_envelope_and_autoscaling_follows(scenario):
     print([state for _, state in v1])
     c8 = next(r for r in results["v1"] if r.concurrency == 8)
     # ok while concurrency stays within the envelope, overload once it goes above it
-    # (not before the concurrency-8 step started), never a page for version 1
+    # (not before the concurrency-8 step started), never a page for version 1 — unless
+    # the client saw the envelope's own step (4) miss the objective (a starved machine:
+    # see test_burn_is_low_in_low_bands_and_high_in_high_ones), when a regression inside
+    # the envelope is the right verdict
     t_overload = next(t for t, state in v1 if state == "overload")
     assert t_overload >= c8.t_start
-    assert {state for t, state in v1 if t < c8.t_start} <= {"ok", "no_data"}
-    assert "regression" not in {state for _, state in v1}
+    allowed = {"ok", "no_data"}
+    if _met(results, 4) < OBJECTIVE + MARGIN:
+        allowed.add("regression")
+    assert {state for t, state in v1 if t < c8.t_start} <= allowed
+    assert "regression" not in {state for _, state in v1} - allowed
     auto = next(a for a in engine.autoscaling() if a["model_version"] == "1")
     # the model's capacity is the smallest over its SLOs
     assert auto["capacity"] == min(_st(engine, "1")["capacity"],
