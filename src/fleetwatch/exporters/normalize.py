@@ -213,9 +213,9 @@ class Normalizer:
         if text.startswith("\ufeff"):
             text = text[1:]
         lines = text.split("\n")
-        hashes = line_hashes(lines)
+        hashes = line_hashes(lines) if self.delta else []  # off: nothing to compare
         last = self._last
-        if last is not None and self.delta:
+        if last is not None:
             result = apply_delta(last, lines, hashes, self._cache.get, self._accept,
                                  self.passthrough, self._built)
             if result is not None:
@@ -516,7 +516,7 @@ class Normalizer:
         result = Normalized(families, models, unmapped, meta, passthrough,
                             self._compiler.keys, refusals, examples, ptypes, lines=lines,
                             deferred=deferred, numbers=numbers)
-        if is_clean(result, bool(deferred)):
+        if self.delta and is_clean(result, bool(deferred)):
             self._last = LastExposition(hashes, per_line, result)
         return result
 
