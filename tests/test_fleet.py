@@ -62,6 +62,11 @@ ROOT = Path(__file__).resolve().parent.parent
 FLEETWATCH = str(Path(sys.executable).parent / "fleetwatch")
 OBJECTIVE = 0.9
 BURN_WINDOW = "30s"
+#: Prometheus' scrape interval of the sidecars, against rule evaluations every 1 s.
+SCRAPE_INTERVAL = "1100ms"
+#: Seconds between the end of a scrape's HTTP response and its samples being visible to
+#: a rule evaluation (parse and append of a sidecar body of a few kB, on a loaded machine).
+COMMIT_SLACK = 0.1
 #: Relative agreement of VictoriaMetrics (vmalert) with Prometheus, measured on this
 #: fleet (docs/deploy.md): burn rates are ratios of rates over the same window, so the
 #: engines' different rate() extrapolation cancels; the summed signal is a gauge both
@@ -253,7 +258,10 @@ def fleet(tmp_path_factory, vllm_server) -> Iterator[Fleet]:
         job.pop("kubernetes_sd_configs")
         job["file_sd_configs"] = [{"files": [str(work / "targets.json")],
                                    "refresh_interval": "1s"}]
-        job["scrape_interval"] = "1s"
+        # not a multiple of the 1 s evaluation interval: each sidecar's scrape drifts across
+        # the rule evaluations, so a scrape that straddles one evaluation does not straddle
+        # every one (the comparison below sets such instants aside)
+        job["scrape_interval"] = SCRAPE_INTERVAL
         from fleetwatch.manifests.monitors import file_sd_target
 
         labels = {"fleetwatch.io/sidecar": "true", "app": "ranker"}
@@ -347,6 +355,18 @@ def _eval_time(engine: Engine, expr: str) -> float | None:
     return max(float(r["value"][1]) for r in rows) if rows else None
 
 
+def _scrapes_in_flight(fleet: Fleet, at: float) -> list[str]:
+    """The pods whose last scrape at or before the evaluation instant ``at`` (seconds) may
+    have been stored after the rule read the database: the scrape started before ``at``
+    (its samples carry its start time) and its response ended less than
+    ``COMMIT_SLACK`` before ``at``. A later query at ``at`` sees those samples; the rule
+    may not have."""
+    started = fleet.prom.values("timestamp(scrape_duration_seconds)", at, ("pod",))
+    took = fleet.prom.values("scrape_duration_seconds", at, ("pod",))
+    return sorted(pod for (pod,), ts in started.items()
+                  if at - ts < took[(pod,)] + COMMIT_SLACK)
+
+
 def _matches_at(fleet: Fleet, at: float) -> tuple[int, int, list[str]]:
     """At one evaluation instant: how many fleet-wide values equal the per-sidecar
     arithmetic (signal sums and burn-rate ratios), of how many, and the mismatches."""
@@ -398,17 +418,25 @@ def test_fleet_wide_rules_equal_the_per_sidecar_arithmetic(fleet):
     seen: list = []
     _until(ready, 60, lambda: f"burn rates and signals from both sidecars (last: {seen})")
     time.sleep(2)  # the rules have evaluated over what the query saw
-    results = []
-    for _ in range(10):  # ten evaluation instants, one second apart
+    clean, racy = [], []
+    for _ in range(30):  # evaluation instants one second apart, until six clean ones
         at = _eval_time(fleet.prom, SIGNAL)
         assert at is not None
-        results.append(_matches_at(fleet, at))
+        if (clean + racy) and at == (clean + racy)[-1][0]:
+            time.sleep(0.5)  # the next evaluation is late: no instant twice
+            continue
+        in_flight = _scrapes_in_flight(fleet, at)
+        (racy if in_flight else clean).append((at, in_flight, *_matches_at(fleet, at)))
+        if len(clean) >= 6:
+            break
         time.sleep(1.0)
-    # a scrape that started before an evaluation instant but was stored after it is seen
-    # by the later query and not by the rule: with three sidecars scraped every second
-    # that race hit 2 of 5 instants once, so allow 3 such instants out of ten
-    assert all(total >= 3 for _, total, _ in results), results  # signals and burn rates
-    assert sum(ok == total for ok, total, _ in results) >= 7, results
+    print(f"fleet: {len(clean)} clean evaluation instants, {len(racy)} with a scrape in "
+          f"flight: {[(r[1], r[2] == r[3]) for r in racy]}")
+    # the scrapes drift across the evaluations (1.1 s against 1 s), so most instants are
+    # clean; at every clean one each fleet-wide value equals the per-sidecar arithmetic
+    assert len(clean) >= 6, (clean, racy)
+    assert all(total >= 3 for *_, total, _ in clean), clean  # signals and burn rates
+    assert all(ok == total for *_, ok, total, _ in clean), clean
     # the burn rate is the failing share over the error budget: 25 % of faulty fails
     burn = fleet.prom.values(f'{BURN}{{band="all"}}', by=("model",))
     assert burn[("faulty",)] == pytest.approx(0.25 / (1 - OBJECTIVE), rel=0.35)
