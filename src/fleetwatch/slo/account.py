@@ -191,14 +191,18 @@ class Ledger:
         row_bytes = len(self.window_lengths) * (buckets + 1) * 2 * 8
         self.windows = RollingWindows(self.window_lengths, buckets,
                                       max(64, min(rows, MAX_RESERVED_BYTES // row_bytes)))
-        # per row its SLO's objective and period (seconds), grown ×2
+        # per row its SLO's objective and period (seconds), and its cumulative good and
+        # total events since start (the states' ``events``/``good``), grown ×2
         self._row_objective: FloatArray = np.zeros(64)
         self._row_period: FloatArray = np.zeros(64)
+        self.cum_good: FloatArray = np.zeros(64)
+        self.cum_total: FloatArray = np.zeros(64)
         self.burn: FloatArray = np.zeros((0, len(self.window_lengths)))
         self.burning: BoolArray = np.zeros(0, dtype=bool)
 
     def row(self, st: SLOModelState, band: str) -> int:
-        """The window-store row of a band (or ``"all"``) of an SLO and model."""
+        """The window-store row of a band (or ``"all"``) of an SLO and model (a new row
+        starts with no cumulative events)."""
         r = st.rows.get(band)
         if r is None:
             r = st.rows[band] = self.windows.row((st.slo.name, st.model, band))
@@ -206,16 +210,23 @@ class Ledger:
                 size = max(2 * len(self._row_objective), r + 1)
                 self._row_objective = np.resize(self._row_objective, size)
                 self._row_period = np.resize(self._row_period, size)
+                self.cum_good = np.resize(self.cum_good, size)
+                self.cum_total = np.resize(self.cum_total, size)
             self._row_objective[r] = st.slo.objective
             self._row_period[r] = st.slo.period_seconds
+            self.cum_good[r] = self.cum_total[r] = 0.0
         return r
 
     def add(self, ts: float, rows: list[int], goods: Sequence[float] | FloatArray,
             totals: Sequence[float] | FloatArray) -> None:
-        """Add events at time ``ts`` (``goods[i]``/``totals[i]`` to ``rows[i]``), expire
-        old buckets, and recompute :attr:`burn` and :attr:`burning`."""
-        self.windows.add(ts, np.asarray(rows, dtype=np.int64), np.asarray(goods, dtype=float),
-                         np.asarray(totals, dtype=float))
+        """Add events at time ``ts`` (``goods[i]``/``totals[i]`` to ``rows[i]``, and to
+        the rows' cumulative counts in order), expire old buckets, and recompute
+        :attr:`burn` and :attr:`burning`."""
+        at = np.asarray(rows, dtype=np.int64)
+        good, total = np.asarray(goods, dtype=float), np.asarray(totals, dtype=float)
+        self.windows.add(ts, at, good, total)
+        np.add.at(self.cum_good, at, good)  # a row booked twice: added one after the other
+        np.add.at(self.cum_total, at, total)
         self._compute_burn()
 
     def _compute_burn(self) -> None:

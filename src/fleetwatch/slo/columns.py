@@ -48,7 +48,7 @@ def supported(slo: SLOSpec) -> bool:
 
 
 class SLOEvents:
-    """One SLO's events for every model of a target (lists, the plan's model order):
+    """One SLO's events for every model of a target (arrays, the plan's model order):
     ``bookable[i]`` whether model ``i``'s interval has events that are accounted (some
     events, finite, good ≤ total after capping), ``goods``/``totals`` its events;
     for a latency SLI ``codes`` (:data:`NO_HIST`, :data:`NO_MATCH`, :data:`MATCH`) and
@@ -56,7 +56,7 @@ class SLOEvents:
 
     __slots__ = ("bookable", "codes", "errors", "goods", "totals")
 
-    def __init__(self, bookable: list[bool], goods: list[float], totals: list[float],
+    def __init__(self, bookable: npt.NDArray[np.bool_], goods: FloatArray, totals: FloatArray,
                  codes: list[int] | None = None,
                  errors: list[str | None] | None = None) -> None:
         self.bookable, self.goods, self.totals = bookable, goods, totals
@@ -129,9 +129,8 @@ class _Kind:
                 & (good < math.inf)
         good = np.where(total < good, total, good)  # min(good, total)
         if self.kind == "latency":
-            return SLOEvents(bookable.tolist(), good.tolist(), total.tolist(),
-                             self.codes, self.errors)
-        return SLOEvents(bookable.tolist(), good.tolist(), total.tolist())
+            return SLOEvents(bookable, good, total, self.codes, self.errors)
+        return SLOEvents(bookable, good, total)
 
 
 #: Per model, one histogram family's ``(count slot, sum slot, bounds, bound → its

@@ -34,7 +34,11 @@ yields one; this is the last guard), so no bad interval outlives itself.
 
 Cost: the judge runs only for the states whose judged inputs changed (new, first events,
 an error set or cleared, a row whose burning flag flipped; :meth:`SLOEngine.mark_changed`
-adds one), capacity for all states at once (:func:`~.capacity.update_capacities`).
+adds one), capacity for all states at once (:func:`~.capacity.update_capacities`); on the
+column path every (SLO, model) of a target is booked at once (:mod:`.column_book`, its
+per-view columns compiled again when a state or a row is made or forgotten), and the
+cumulative events per band are the ledger's per-row counts (a state's ``events``/``good``
+read them: :class:`~.state.RowCounts`).
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from fleetwatch.slo.band_latency import BandLatency, BandLatencyStore
 from fleetwatch.slo.bands import band_label
 from fleetwatch.slo.bookings import NO_BUCKETS, Booking, Bookings
 from fleetwatch.slo.capacity import BandRows, update_capacities
+from fleetwatch.slo.column_book import Gathered, TargetSLOs, bookings
 from fleetwatch.slo.columns import PlanColumns, supported
 from fleetwatch.slo.concurrency import estimate_of, in_system, in_system_of
 from fleetwatch.slo.decode import (
@@ -77,7 +82,7 @@ from fleetwatch.slo.interference import Attributor
 from fleetwatch.slo.series_plan import Plan
 from fleetwatch.slo.sli import LATENCY_METRICS
 from fleetwatch.slo.spec import SLOFile, SLOSpec
-from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState
+from fleetwatch.slo.state import ALL, STATES, ModelKey, RowCounts, SLOModelState
 from fleetwatch.slo.status import Sample, SLOStatus
 from fleetwatch.slo.windows import FloatArray
 
@@ -174,6 +179,10 @@ class SLOEngine:
         self._columns_ok = all(supported(s) for s in slos.slos)
         self._slo_index = {s.name: j for j, s in enumerate(slos.slos)}
         self._views: dict[int, PlanColumns] = {}
+        # per view (by id) its SLO columns (.column_book), valid for one layout version:
+        # bumped whenever a state or a row is made or forgotten, or a model's SLOs listed
+        self._targets: dict[int, TargetSLOs] = {}
+        self._layout_version = 0
 
     @property
     def gpu_memory_ratio(self) -> float | None:
@@ -235,6 +244,7 @@ class SLOEngine:
         if not gone:
             return
         gone_set = set(gone)
+        self._layout_version += 1
         windows = self.ledger.windows
         for key in [k for k in self.states if k[1] in gone_set]:
             st = self.states.pop(key)
@@ -279,8 +289,11 @@ class SLOEngine:
         self._tracked[slo.name] += 1
         st = self.states[(slo.name, mk)] = SLOModelState(slo, mk,
                                                          capacity=slo.concurrency.envelope)
+        st.events = RowCounts(st.rows, self.ledger, "cum_total")  # counted by the ledger
+        st.good = RowCounts(st.rows, self.ledger, "cum_good")
         self._dirty.add((slo.name, mk))
         self._layout_changed = True
+        self._layout_version += 1
         return st
 
     def mark_changed(self, st: SLOModelState) -> None:
@@ -292,6 +305,7 @@ class SLOEngine:
         """The model's SLO entries (made on first use, see ``_model_slos``)."""
         slos = self._model_slos.get(mk)
         if slos is None:
+            self._layout_version += 1
             slos = self._model_slos[mk] = [
                 [slo, (slo.name, mk), slo.sli.source == "traces",
                  LATENCY_METRICS[slo.sli.latency.metric] if slo.sli.latency else None,
@@ -380,18 +394,18 @@ class SLOEngine:
     def _update_columns(self, ts: float, prev_ts: float | None, decoded: Decoded) -> None:
         """:meth:`_update` from the decoder's columns (:mod:`.columns`): the bookings,
         gauges and states :meth:`_account` makes from the intervals, in the same order,
-        without making the intervals."""
+        without making the intervals (the bookings at once: :mod:`.column_book`)."""
         views: dict[int, PlanColumns] = {}
-        todo: list[Booking] = []
+        gathered: list[Gathered] = []
         for plan, out, res in decoded.columns:
             view = views[id(plan)] = self._view(plan)
             if prev_ts is not None:
-                self._columns_todo(ts, prev_ts, view, out, res, todo)
+                gathered.append(self._columns_todo(ts, prev_ts, view, out, res))
         self._views = views
+        current = {id(v) for v in views.values()}  # the views' columns (by id)
+        self._targets = {k: t for k, t in self._targets.items() if k in current}
         if prev_ts is not None:
-            booked = Bookings(one_run=True)
-            self._book(ts, todo, booked)
-            self._add_and_judge(ts, booked)
+            self._add_and_judge(ts, bookings(ts, gathered, self._new_row, self._dirty))
         seen, prev_in_system = self._model_seen, self._prev_in_system
         for plan, _out, res in decoded.columns:
             view = views[id(plan)]
@@ -410,11 +424,31 @@ class SLOEngine:
             view = PlanColumns(plan, self.spec.slos, self._decoder.bounds, version)
         return view
 
+    def _target(self, view: PlanColumns, ts: float, live: list[bool]) -> TargetSLOs:
+        """The view's SLO columns for the current layout: the live models' missing states
+        made (or refused: then tried again every update, as :meth:`_account` does) in
+        model order, then compiled again if that changed the layout."""
+        target = self._targets.get(id(view))
+        if target is None or target.view is not view \
+                or target.version != self._layout_version:
+            target = TargetSLOs(view, self._entries, len(self.spec.slos),
+                                self._layout_version)
+        if not target.complete:
+            for mk, alive in zip(view.models, live, strict=True):
+                if alive:
+                    for entry in self._model_slos.get(mk) or self._entries(mk):
+                        if entry[6] is None:
+                            self._state(entry, mk, ts)
+            if target.version != self._layout_version:
+                target = TargetSLOs(view, self._entries, len(self.spec.slos),
+                                    self._layout_version)
+        self._targets[id(view)] = target
+        return target
+
     def _columns_todo(self, ts: float, prev_ts: float, view: PlanColumns, out: FloatArray,
-                      res: list[float],
-                      todo: list[Booking],
-                      ) -> None:
-        """One target's models into their gauges and ``todo`` (see :meth:`_book`)."""
+                      res: list[float]) -> Gathered:
+        """One target's models into their gauges, and its bookable (SLO, model) pairs
+        (see :func:`.column_book.bookings`)."""
         seen = self._model_seen
         models = view.models
         dts = [ts - seen.get(mk, prev_ts) for mk in models]
@@ -433,46 +467,10 @@ class SLOEngine:
                                         res[q[1]] if q[1] >= 0 else 0.0),
                 res[kv] if kv >= 0 else None)
             concs.append(nan if conc is None else conc)
-        evs = view.events(out)
-        at = np.asarray(concs)
-        bands: dict[int, list[int]] = {}  # band table (by id) → per model its band
-        buckets: dict[str, list[Any]] = {}  # latency family → per model (bounds, getter)
-        dirty, add = self._dirty, todo.append
-        for i, (mk, dt, conc) in enumerate(zip(models, dts, concs, strict=True)):
-            if dt <= 0:
-                continue
-            for entry in self._model_slos.get(mk) or self._entries(mk):
-                _slo, key, traces, lat_fam, tbl, _events, st, j = entry
-                if st is None:  # the state, kept here once made (forgotten with the model)
-                    st = self._state(entry, mk, ts)
-                    if st is None:
-                        continue
-                if traces:
-                    continue  # judged per request: add_events
-                ev = evs[j]
-                assert ev is not None
-                codes = ev.codes
-                if codes is not None and codes[i]:  # a latency SLI's error set or cleared
-                    err = ev.errors[i] if ev.errors is not None else None
-                    if st.error != err:
-                        st.error = err
-                        dirty.add(key)
-                if conc != conc or not ev.bookable[i]:
-                    continue
-                band_of = bands.get(id(tbl))
-                if band_of is None:  # the smallest bound ≥ conc, or +Inf
-                    band_of = bands[id(tbl)] = np.searchsorted(
-                        np.asarray(tbl[0], dtype=float), at, side="left").tolist()
-                if lat_fam is None:
-                    got = NO_BUCKETS
-                else:
-                    fam_buckets: list[Any] | None = buckets.get(lat_fam)
-                    if fam_buckets is None:
-                        fam_buckets = buckets[lat_fam] = view.buckets_of(lat_fam)
-                    hist = fam_buckets[i]  # booked: the latency SLI's histogram is there
-                    assert hist is not None
-                    got = (hist[0], hist[1](res))
-                add((st, conc, tbl[1][band_of[i]], ev.goods[i], ev.totals[i], got))
+        live = [dt > 0 for dt in dts]
+        target = self._target(view, ts, live)
+        return target.gather(np.asarray(live, dtype=bool), np.asarray(concs, dtype=float),
+                             view.events(out), res, self._dirty)
 
     def _band(self, st: SLOModelState, conc: float) -> str:
         """The band label of ``conc`` in ``st``'s SLO: the smallest bound ≥ it, or
@@ -501,17 +499,13 @@ class SLOEngine:
                 continue  # no events, or not finite: never accounted
             if total < good:  # min(good, total)
                 good = total
-            st.last_band = band
-            events, goods_of, st_rows = st.events, st.good, st.rows
-            if not events:
+            st_rows = st.rows  # a band's row: made at its first booking
+            if not st_rows:
                 dirty.add((st.slo.name, st.model))  # no_data → judged
-            events[band] += total
-            goods_of[band] += good
-            events[ALL] += total
-            goods_of[ALL] += good
             r, r_all = st_rows.get(band), st_rows.get(ALL)
             if r is None:
                 r = new_row(st, band, ts)
+                self._layout_version += 1  # the column path's rows (.column_book)
             if r_all is None:
                 r_all = new_row(st, ALL, ts)
             rows_add((r, r_all))

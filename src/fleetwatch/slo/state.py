@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fleetwatch.slo.bands import band_label
 from fleetwatch.slo.spec import SLOSpec
@@ -25,6 +26,50 @@ STATES = ("ok", "regression", "interference", "gpu_degraded", "overload", "no_da
           "misconfigured")
 #: The ``band`` label of the overall (all bands) counts.
 ALL = "all"
+
+
+class _ByRow(Protocol):
+    def __getitem__(self, row: int, /) -> Any: ...
+
+
+class CumulativeCounts(Protocol):
+    """Where an engine keeps the cumulative counts of every window-store row
+    (:class:`~fleetwatch.slo.account.Ledger`): ``good``/``total`` events since start,
+    indexed by row."""
+
+    @property
+    def cum_good(self) -> _ByRow: ...
+
+    @property
+    def cum_total(self) -> _ByRow: ...
+
+
+class RowCounts(Mapping[str, float]):
+    """A state's cumulative events per band label (or :data:`ALL`), read from the
+    engine's per-row counts (``source``'s ``cum_good`` or ``cum_total``, by ``kind``) for
+    the bands in ``rows`` (the state's rows: a band has a row once it has been booked).
+    A band never booked reads 0.0 and is not a key."""
+
+    __slots__ = ("_kind", "_rows", "_source")
+
+    def __init__(self, rows: dict[str, int], source: CumulativeCounts, kind: str) -> None:
+        self._rows, self._source, self._kind = rows, source, kind
+
+    def __getitem__(self, band: str) -> float:
+        r = self._rows.get(band)
+        return 0.0 if r is None else float(getattr(self._source, self._kind)[r])
+
+    def __contains__(self, band: object) -> bool:
+        return band in self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
 @dataclass
@@ -72,7 +117,8 @@ class SLOModelState:
     the engine's store: mean concurrency, and the latency distribution of a latency SLI);
     ``burning_bands`` the band labels burning on a window pair at the last update;
     ``rows`` maps a band label (or :data:`ALL`) to its row in the window store;
-    ``events``/``good`` are the cumulative event counts per band label since start;
+    ``events``/``good`` are the cumulative event counts per band label since start (an
+    engine's state: a :class:`RowCounts` view of its ledger; a state made alone: dicts);
     ``attribution`` says whom an ``interference`` or ``gpu_degraded`` state blames.
     """
 
@@ -88,9 +134,10 @@ class SLOModelState:
     burning_bands: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
     bands: list[tuple[float, str]] = field(default_factory=list)
-    events: dict[str, float] = field(default_factory=lambda: defaultdict(float))
-    good: dict[str, float] = field(default_factory=lambda: defaultdict(float))
-    last_band: str | None = None
+    events: Mapping[str, float] | MutableMapping[str, float] = field(
+        default_factory=lambda: defaultdict(float))
+    good: Mapping[str, float] | MutableMapping[str, float] = field(
+        default_factory=lambda: defaultdict(float))
     latency: dict[str, BandLatency] = field(default_factory=dict)
     attribution: Attribution | None = None
     edges: list[tuple[float, float, str]] = field(default_factory=list)
