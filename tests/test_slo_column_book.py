@@ -21,13 +21,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-import bench_slo  # noqa: E402
+import bench_slo
 
-from fleetwatch.exporters.normalize import Normalizer  # noqa: E402
-from fleetwatch.exporters.snapshot import Snapshot  # noqa: E402
-from fleetwatch.exporters.sources import TABLES  # noqa: E402
-from fleetwatch.slo.engine import SLOEngine  # noqa: E402
-from fleetwatch.slo.spec import parse_slo_file  # noqa: E402
+from fleetwatch.exporters.normalize import Normalizer
+from fleetwatch.exporters.snapshot import Snapshot
+from fleetwatch.exporters.sources import TABLES
+from fleetwatch.slo.engine import SLOEngine
+from fleetwatch.slo.spec import parse_slo_file
 
 MODELS = 24
 UPDATES = 90
