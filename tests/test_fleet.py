@@ -367,9 +367,11 @@ def _scrapes_in_flight(fleet: Fleet, at: float) -> list[str]:
                   if at - ts < took[(pod,)] + COMMIT_SLACK)
 
 
-def _matches_at(fleet: Fleet, at: float) -> tuple[int, int, list[str]]:
-    """At one evaluation instant: how many fleet-wide values equal the per-sidecar
-    arithmetic (signal sums and burn-rate ratios), of how many, and the mismatches."""
+def _matches_at(fleet: Fleet, at: float, at_burn: float) -> tuple[int, int, list[str]]:
+    """At one evaluation instant of each rule group (``at``: the signal's, ``at_burn``:
+    the burn rate's; the groups have their own evaluation offsets): how many fleet-wide
+    values equal the per-sidecar arithmetic (signal sums and burn-rate ratios), of how
+    many, and the mismatches."""
     p = fleet.prom
     ok, total, bad = 0, 0, []
     recorded = p.values(SIGNAL, at, ("model", "model_version"))
@@ -383,11 +385,11 @@ def _matches_at(fleet: Fleet, at: float) -> tuple[int, int, list[str]]:
             ok += 1
         else:
             bad.append(f"signal {key}: {value} vs {parts}")
-    burn = p.values(f'{BURN}{{band="all"}}', at, ("model", "model_version"))
+    burn = p.values(f'{BURN}{{band="all"}}', at_burn, ("model", "model_version"))
     sel = f'{{slo="availability", band="all"}}[{BURN_WINDOW}]'
-    good = p.values(f"rate(fleetwatch_slo_good_events_total{sel})", at,
+    good = p.values(f"rate(fleetwatch_slo_good_events_total{sel})", at_burn,
                     ("model", "model_version", "pod"))
-    every = p.values(f"rate(fleetwatch_slo_events_total{sel})", at,
+    every = p.values(f"rate(fleetwatch_slo_events_total{sel})", at_burn,
                      ("model", "model_version", "pod"))
     for key, value in burn.items():
         g = [v for k, v in good.items() if k[:2] == key]
@@ -421,12 +423,14 @@ def test_fleet_wide_rules_equal_the_per_sidecar_arithmetic(fleet):
     clean, racy = [], []
     for _ in range(30):  # evaluation instants one second apart, until six clean ones
         at = _eval_time(fleet.prom, SIGNAL)
-        assert at is not None
+        at_burn = _eval_time(fleet.prom, f'{BURN}{{band="all"}}')
+        assert at is not None and at_burn is not None
         if (clean + racy) and at == (clean + racy)[-1][0]:
             time.sleep(0.5)  # the next evaluation is late: no instant twice
             continue
-        in_flight = _scrapes_in_flight(fleet, at)
-        (racy if in_flight else clean).append((at, in_flight, *_matches_at(fleet, at)))
+        in_flight = sorted({*_scrapes_in_flight(fleet, at), *_scrapes_in_flight(fleet, at_burn)})
+        (racy if in_flight else clean).append(
+            (at, in_flight, *_matches_at(fleet, at, at_burn)))
         if len(clean) >= 6:
             break
         time.sleep(1.0)
