@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from enum import Enum
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -60,31 +61,10 @@ class Evidence(Enum):
     REGRESSION = "regression"  # the lowest band burns: kept (not a capacity)
 
 
-# the evidence strings, read once (an Enum member's .value is a descriptor call)
-_KEPT, _BANDS, _MODEL, _REGRESSION = (Evidence.KEPT.value, Evidence.BANDS.value,
-                                      Evidence.MODEL.value, Evidence.REGRESSION.value)
-
-
-def _same(a: float | None, b: float) -> bool:
-    return a is not None and abs(a - b) <= SAME * max(abs(a), abs(b))
-
-
-def adopt(st: SLOModelState, value: float, cfg: CapacitySettings) -> bool:
-    """Apply hysteresis: ``st.capacity`` becomes ``value`` once an estimate within
-    :data:`SAME` of it held for ``cfg.hysteresis_updates`` consecutive updates (at once
-    when that is 1). Returns whether ``value`` is (now) the capacity, within :data:`SAME`."""
-    if _same(st.capacity, value):
-        st.pending_capacity, st.pending_count = None, 0
-        return True
-    if _same(st.pending_capacity, value):
-        st.pending_count += 1
-        st.pending_capacity = value
-    else:
-        st.pending_capacity, st.pending_count = value, 1
-    if st.pending_count >= cfg.hysteresis_updates:
-        st.capacity, st.pending_capacity, st.pending_count = value, None, 0
-        return True
-    return False
+#: The evidence strings in a fixed order (the rules' arrays hold their indices).
+EVIDENCE = tuple(e.value for e in Evidence)
+_KEPT, _BANDS, _MODEL, _REGRESSION = (EVIDENCE.index(e.value) for e in (
+    Evidence.KEPT, Evidence.BANDS, Evidence.MODEL, Evidence.REGRESSION))
 
 
 class BandRows:
@@ -102,6 +82,14 @@ class BandRows:
         self.objective: npt.NDArray[np.float64] = np.zeros(0)  # per state (ratio)
         self.threshold: npt.NDArray[np.float64] = np.zeros(0)  # latency SLI's (s), NaN
         self._at: dict[int, int] = {}  # id(state) → its index
+        # per state what the rules read and write (None as NaN, the evidence as its
+        # index in EVIDENCE): written back to the states that changed, and only the rules
+        # write them, so these stay the states' values between two builds
+        self.capacity: npt.NDArray[np.float64] = np.zeros(0)
+        self.pending: npt.NDArray[np.float64] = np.zeros(0)
+        self.count: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self.evidence: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self.predicted: npt.NDArray[np.float64] = np.zeros(0)
 
     def set(self, st: SLOModelState, label: str, row: int) -> bool:
         """Record a new row of a band of an indexed state; False when ``st`` is not
@@ -132,6 +120,16 @@ class BandRows:
         self.threshold = np.asarray(
             [st.slo.sli.latency.threshold_seconds if st.slo.sli.latency else math.nan
              for st in self.states], dtype=float)
+        nan = math.nan
+        self.capacity = np.asarray([st.capacity for st in self.states], dtype=float)
+        self.pending = np.asarray([nan if st.pending_capacity is None else st.pending_capacity
+                                   for st in self.states], dtype=float)
+        self.count = np.asarray([st.pending_count for st in self.states], dtype=np.int64)
+        self.evidence = np.asarray([EVIDENCE.index(st.capacity_evidence)
+                                    for st in self.states], dtype=np.int64)
+        self.predicted = np.asarray(
+            [nan if st.capacity_predicted is None else st.capacity_predicted
+             for st in self.states], dtype=float)
 
 
 def update_capacities(index: BandRows, cfg: CapacitySettings,
@@ -144,7 +142,8 @@ def update_capacities(index: BandRows, cfg: CapacitySettings,
     (:data:`~.judge.LEARNS_CAPACITY`; see the module doc), for all states at once:
     which bands are trusted and burn, the highest observed concurrency of a good band,
     and the capacity model's fit (:func:`~.latency.predict_rows`) are computed
-    vectorized, then a loop applies the rules and hysteresis per state.
+    vectorized, then the rules and hysteresis on the states' arrays in ``index``
+    (:func:`_apply_rules`), written back to the states that changed.
 
     ``window_totals``/``window_burn``: per window-store row over the capacity window;
     ``latency``: per row the band's evidence (mean concurrency, latency quantiles);
@@ -159,21 +158,19 @@ def update_capacities(index: BandRows, cfg: CapacitySettings,
     with np.errstate(invalid="ignore"):
         trusted = valid & (totals[at] >= cfg.min_events)
         burning = trusted & (np.append(window_burn, math.nan)[at] >= 1.0)
-    any_trusted = trusted.any(axis=1).tolist()
+    any_trusted = trusted.any(axis=1)
     any_burning = burning.any(axis=1)
     lowest_burns = burning[:, 0]  # the lowest band (lower edge 0) burns
     obs = np.append(latency.concurrency(n), math.nan)[at]  # NaN: unknown
     upper = index.upper
     x = np.where(np.isnan(obs), upper, np.minimum(obs, upper))  # observed, ≤ the bound
     good = np.where(trusted & np.isfinite(upper), x, -math.inf).max(axis=1, initial=0.0)
-    goods = good.tolist()
     # the lowest burning band's lower edge, and the highest good observed concurrency
     # below it
     first = burning.argmax(axis=1)
     edge = np.take_along_axis(index.lower, first[:, None], axis=1)[:, 0]
     below = trusted & ~burning & (upper <= edge[:, None])
-    g_below = np.where(below, x, -math.inf).max(axis=1, initial=0.0).tolist()
-    edges = edge.tolist()
+    g_below = np.where(below, x, -math.inf).max(axis=1, initial=0.0)
     model_based = index.model_based
     # the capacity model: states whose latency SLI has a trusted burning band above the
     # lowest one
@@ -181,7 +178,6 @@ def update_capacities(index: BandRows, cfg: CapacitySettings,
     predicted: list[float] = []
     observed_burning: list[float] = []
     g_fit: list[float] = []
-    at_fit: dict[int, int] = {}
     if len(fit):
         sel = at[fit]
         ys = np.full(sel.shape, np.nan)
@@ -198,42 +194,106 @@ def update_capacities(index: BandRows, cfg: CapacitySettings,
         # as g_below, but 0 only without such a band
         g_fit = np.where(below[fit].any(axis=1),
                          np.where(below[fit], x[fit], -math.inf).max(axis=1), 0.0).tolist()
-        at_fit = {i: k for k, i in enumerate(fit.tolist())}
-    any_burning_list = any_burning.tolist()
-    lowest_list = lowest_burns.tolist()
-    for i, st in enumerate(index.states):
-        if st.state not in LEARNS_CAPACITY:
-            continue
-        if not any_trusted[i]:  # unchanged; adopt: nothing pending
-            st.pending_capacity, st.pending_count = None, 0
-            continue
-        if any_burning_list[i]:
-            if lowest_list[i]:  # a regression: unchanged; adopt: nothing pending
-                st.pending_capacity, st.pending_count = None, 0
-                st.capacity_evidence = _REGRESSION
-                continue
-            k = at_fit.get(i)
-            evidence = _BANDS
-            if k is None:  # no capacity model: the bands rule
-                st.capacity_predicted = None
-                value = min(max(st.capacity, g_below[i]), edges[i])
-            else:
-                pred, g, seen = predicted[k], g_fit[k], observed_burning[k]
-                st.capacity_predicted = None if pred != pred else round_capacity(pred)
-                if st.capacity_predicted is not None and seen == seen:
-                    hi = max(seen, g)
-                    value = round_capacity(min(max(st.capacity_predicted, g), hi))
-                    evidence = _MODEL
-                else:
-                    value = min(max(st.capacity, g), edges[i])
-            if adopt(st, value, cfg):
-                st.capacity_evidence = evidence
-            continue
-        st.capacity_predicted = None
-        g = goods[i]
-        if g >= st.capacity:
-            value, evidence = round_capacity(g), _BANDS
+    _apply_rules(index, cfg, any_trusted, any_burning, lowest_burns, good, g_below, edge, fit,
+                 predicted, g_fit, observed_burning)
+
+
+def _adopt_all(index: BandRows, act: npt.NDArray[np.bool_], value: npt.NDArray[np.float64],
+               cfg: CapacitySettings) -> npt.NDArray[np.bool_]:
+    """Hysteresis for the states ``act`` at once (their estimates ``value``): a state's
+    capacity becomes its estimate once an estimate within :data:`SAME` of it held for
+    ``cfg.hysteresis_updates`` consecutive updates (at once when that is 1). Updates
+    ``index``'s capacity, pending estimate and count; returns per state whether its
+    estimate is (now) the capacity, within :data:`SAME`."""
+    cap, pending, count = index.capacity, index.pending, index.count
+    with np.errstate(invalid="ignore"):  # NaN: no pending estimate, never the same
+        same_cap = np.abs(cap - value) <= SAME * np.maximum(np.abs(cap), np.abs(value))
+        same_pending = np.abs(pending - value) <= SAME * np.maximum(np.abs(pending),
+                                                                    np.abs(value))
+    held = act & same_cap
+    moving = act & ~same_cap
+    count[moving] = np.where(same_pending[moving], count[moving] + 1, 1)
+    pending[moving] = value[moving]
+    reached = moving & (count >= cfg.hysteresis_updates)
+    cap[reached] = value[reached]
+    done: npt.NDArray[np.bool_] = held | reached
+    pending[done] = math.nan
+    count[done] = 0
+    return done
+
+
+def _apply_rules(index: BandRows, cfg: CapacitySettings, any_trusted: npt.NDArray[np.bool_],
+                 any_burning: npt.NDArray[np.bool_], lowest: npt.NDArray[np.bool_],
+                 good: npt.NDArray[np.float64], g_below: npt.NDArray[np.float64],
+                 edge: npt.NDArray[np.float64], fit: npt.NDArray[np.int64],
+                 predicted: list[float], g_fit: list[float],
+                 observed_burning: list[float]) -> None:
+    """The rules of the module doc for every learning state at once, on ``index``'s
+    arrays, then written back to the states whose capacity, pending estimate, evidence or
+    prediction changed. The roundings are :func:`round_capacity`'s (per state that
+    needs one)."""
+    states = index.states
+    n = len(states)
+    learning = np.fromiter((st.state in LEARNS_CAPACITY for st in states), bool, n)
+    before = (index.capacity.copy(), index.pending.copy(), index.count.copy(),
+              index.evidence.copy(), index.predicted.copy())
+    cap = index.capacity
+    nan = math.nan
+    # 1. no trusted band, 4. the lowest band burns: unchanged, nothing pending
+    quiet = learning & (~any_trusted | (any_burning & lowest))
+    index.pending[quiet] = nan
+    index.count[quiet] = 0
+    index.evidence[learning & any_trusted & any_burning & lowest] = _REGRESSION
+    value = np.full(n, nan)
+    evidence = np.full(n, _BANDS, dtype=np.int64)
+    # 3. a burning band above the lowest: the bands rule, or the capacity model's value
+    banded = learning & any_trusted & any_burning & ~lowest
+    value[banded] = np.minimum(np.maximum(cap[banded], g_below[banded]), edge[banded])
+    model_based = np.zeros(n, dtype=bool)
+    model_based[fit] = True
+    index.predicted[banded & ~model_based] = nan
+    fits = [(i, k) for k, i in enumerate(fit.tolist()) if banded[i]]
+    for i, k in fits:
+        pred, g, seen = predicted[k], g_fit[k], observed_burning[k]
+        cp = None if pred != pred else round_capacity(pred)
+        index.predicted[i] = nan if cp is None else cp
+        if cp is not None and seen == seen:
+            value[i] = round_capacity(min(max(cp, g), max(seen, g)))
+            evidence[i] = _MODEL
         else:
-            value, evidence = st.capacity, _KEPT
-        if adopt(st, value, cfg):
-            st.capacity_evidence = evidence
+            value[i] = min(max(cap[i], g), edge[i])
+    # 2. no band burns: the highest good observed concurrency raises it, else kept
+    calm = learning & any_trusted & ~any_burning
+    index.predicted[calm] = nan
+    rises = calm & (good >= cap)
+    value[rises] = [round_capacity(g) for g in good[rises].tolist()]
+    keeps = calm & ~rises
+    value[keeps] = cap[keeps]
+    evidence[keeps] = _KEPT
+    act = banded | calm
+    adopted = act & _adopt_all(index, act, value, cfg)
+    index.evidence[adopted] = evidence[adopted]
+    _write_back(index, before)
+
+
+def _write_back(index: BandRows, before: tuple[npt.NDArray[Any], ...]) -> None:
+    """Copy the rules' arrays to the states where they differ from ``before``."""
+    now = (index.capacity, index.pending, index.count, index.evidence, index.predicted)
+    changed = np.zeros(len(index.states), dtype=bool)
+    for old, new in zip(before, now, strict=True):
+        if old.dtype.kind == "f":
+            changed |= ~((old == new) | (np.isnan(old) & np.isnan(new)))
+        else:
+            changed |= old != new
+    at = changed.nonzero()[0]
+    if not len(at):
+        return
+    states = index.states
+    caps, pend, cnt, ev, pred = (a[at].tolist() for a in now)
+    for i, c, p, k, e, q in zip(at.tolist(), caps, pend, cnt, ev, pred, strict=True):
+        st = states[i]
+        st.capacity = c
+        st.pending_capacity = None if p != p else p
+        st.pending_count = k
+        st.capacity_evidence = EVIDENCE[e]
+        st.capacity_predicted = None if q != q else q
