@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
@@ -26,6 +30,7 @@ import bench_slo
 from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.exporters.sources import TABLES
+from fleetwatch.slo.concurrency import estimate_columns, estimate_of
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import parse_slo_file
 
@@ -107,3 +112,33 @@ def test_column_path_books_what_the_per_item_path_books(max_models):
     assert "misconfigured" not in states[-1] and states[-1]
     if max_models < MODELS:
         assert columns.models_refused["ttft"] > 0
+
+
+_value = st.one_of(st.none(), st.sampled_from([0.0, -0.0, 1.0, 8.0, -1.0, math.nan]),
+                   st.floats(min_value=-5, max_value=50, allow_nan=False))
+
+
+@given(st.lists(st.tuples(_value, _value, st.one_of(st.none(), st.tuples(
+    st.sampled_from([0.0, 1.0, 3.0, -1.0, math.nan]), _value.filter(lambda v: v is not None))),
+    _value, st.sampled_from([0.0, -1.0, 0.5, 2.0, 5.0, 60.0]), _value), min_size=1, max_size=40))
+def test_estimate_columns_is_estimate_of_for_every_model(rows):
+    """The column path's concurrency (concurrency.estimate_columns) is the per-model
+    estimate_of, float for float and estimator for estimator, through absent, zero,
+    negative zero, negative and NaN inputs."""
+    def column(xs):
+        return (np.asarray([math.nan if x is None else x for x in xs], dtype=float),
+                np.asarray([x is not None for x in xs], dtype=bool))
+
+    running, waiting, duration, prev_in, dt, previous = zip(*rows, strict=True)
+    count = column([None if d is None else d[0] for d in duration])
+    total = column([None if d is None else d[1] for d in duration])
+    conc, names = estimate_columns(column(running), column(waiting), (count, total),
+                                   column(prev_in), np.asarray(dt, dtype=float),
+                                   column(previous))
+    for k, (r, w, d, p, t, q) in enumerate(rows):
+        want = estimate_of(r, w, d, p, t, q)
+        if want is None:
+            assert names[k] is None and math.isnan(conc[k]), (rows[k], conc[k], names[k])
+        else:
+            assert names[k] == want[1], (rows[k], want, names[k])
+            assert repr(float(conc[k])) == repr(want[0]), (rows[k], want, conc[k])

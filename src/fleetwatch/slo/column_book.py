@@ -76,6 +76,32 @@ class _SLOColumn:
                     self.errors.append(kind.errors[i])
 
 
+class GaugeSlots:
+    """Per model of a view the slots of its gauges in the per-slot results extended by a
+    0.0 (``−1``: that 0.0): ``running``/``waiting``/``kv`` with their presence, the
+    request-duration and queue histograms' count and sum slots with theirs."""
+
+    __slots__ = ("d_count", "d_has", "d_sum", "kv", "kv_has", "q_count", "q_has", "q_sum",
+                 "running", "running_has", "waiting", "waiting_has")
+
+    def __init__(self, view: PlanColumns) -> None:
+        def slots(xs: list[int]) -> tuple[IntArray, BoolArray]:
+            a = np.asarray(xs, dtype=np.int64)
+            return a, a >= 0
+
+        self.running, self.running_has = slots(view.running)
+        self.waiting, self.waiting_has = slots(view.waiting)
+        self.kv, self.kv_has = slots(view.kv)
+        self.d_count, self.d_sum, self.d_has = self._pairs(view.duration)
+        self.q_count, self.q_sum, self.q_has = self._pairs(view.queue)
+
+    @staticmethod
+    def _pairs(pairs: list[tuple[int, int] | None]) -> tuple[IntArray, IntArray, BoolArray]:
+        return (np.asarray([-1 if h is None else h[0] for h in pairs], dtype=np.int64),
+                np.asarray([-1 if h is None else h[1] for h in pairs], dtype=np.int64),
+                np.asarray([h is not None for h in pairs], dtype=bool))
+
+
 @dataclass
 class Gathered:
     """One target's bookable (SLO, model) pairs, in booking order: per pair its SLO's
@@ -117,6 +143,7 @@ class TargetSLOs:
                 ents[entry[7]].append(entry)
         self.columns: list[_SLOColumn | None] = [
             _SLOColumn(view, j, ents[j], pos[j]) if ents[j] else None for j in range(nslo)]
+        self.gauges = GaugeSlots(view)
 
     def gather(self, live: BoolArray, conc: FloatArray, evs: list[SLOEvents | None],
                res: list[float], dirty: set[tuple[str, ModelKey]]) -> Gathered:

@@ -45,7 +45,14 @@ and ``nv_inference_pending_request_count``.
 
 from __future__ import annotations
 
+import numpy as np
+import numpy.typing as npt
+
 from fleetwatch.slo.decode import DURATION, Interval
+
+FloatArray = npt.NDArray[np.float64]
+#: Per model a value and whether it is present (absent: None in :func:`estimate_of`).
+Column = tuple[FloatArray, npt.NDArray[np.bool_]]
 
 #: Little's law on completed requests is trusted only over an interval at least this
 #: many mean latencies long (shorter: the durations of requests that started before the
@@ -128,3 +135,44 @@ def estimate_of(running: float | None, waiting: float | None,
     if duration is not None and dt > 0:
         return 0.0, LITTLE
     return None
+
+
+def estimate_columns(running: Column, waiting: Column, duration: tuple[Column, Column],
+                     prev_in_system: Column, dt: FloatArray,
+                     previous: Column) -> tuple[FloatArray, list[str | None]]:
+    """:func:`estimate_of` for many models at once (the engine's column path), the same
+    floats: each input is ``(values, present)`` per model (a value where ``present`` is
+    False is ignored: None in :func:`estimate_of`); ``duration`` the request-duration
+    histogram's ``(Δcount, Δsum)`` columns, with one presence; ``dt`` seconds. Returns
+    per model the concurrency (requests; NaN: None) and the estimator's name (None)."""
+    (r, r_has), (w, w_has) = running, waiting
+    (dc, d_has), (ds, _) = duration
+    (p, p_has), (prev, prev_has) = prev_in_system, previous
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gauge_has = r_has | w_has
+        # (running or 0.0) + (waiting or 0.0): a zero (or absent) gauge adds 0.0
+        gauge_end = (np.where(r_has & (r != 0.0), r, 0.0)
+                     + np.where(w_has & (w != 0.0), w, 0.0))
+        gauges = (np.where(p_has, p, gauge_end) + gauge_end) / 2.0
+        law_has = d_has & ~(dc <= 0) & ~(dt <= 0) \
+            & ~(dt < MIN_INTERVALS_PER_LATENCY * (ds / dc))
+        completed = np.where(ds < 0.0, 0.0, ds) / dt  # max(Σ, 0.0) / dt
+        began_empty = ~law_has & p_has & (p == 0.0) & gauge_has & (gauge_end != 0.0)
+        gauges = np.where(began_empty, gauge_end, gauges)
+        by_law = law_has & (~gauge_has | (completed >= gauges))
+        by_previous = ~by_law & ~law_has & prev_has & d_has & (dc > 0) & (dt > 0) \
+            & (~gauge_has | (prev > gauges))
+        by_gauges = ~by_law & ~by_previous & gauge_has
+        rest = ~(by_law | by_previous | by_gauges) & d_has & (dt > 0)
+        by_completed = rest & (dc > 0)
+    conc = np.full(len(dt), np.nan)
+    conc[by_law | by_completed] = completed[by_law | by_completed]
+    conc[rest & ~by_completed] = 0.0
+    conc[by_previous] = prev[by_previous]
+    conc[by_gauges] = gauges[by_gauges]
+    names: list[str | None] = [None] * len(dt)
+    for mask, name in ((by_law | rest, LITTLE), (by_previous, PREVIOUS),
+                       (by_gauges, GAUGES)):
+        for i in mask.nonzero()[0].tolist():
+            names[i] = name
+    return conc, names

@@ -67,9 +67,15 @@ from fleetwatch.slo.band_latency import BandLatency, BandLatencyStore
 from fleetwatch.slo.bands import band_label
 from fleetwatch.slo.bookings import NO_BUCKETS, Booking, Bookings
 from fleetwatch.slo.capacity import BandRows, update_capacities
-from fleetwatch.slo.column_book import Gathered, TargetSLOs, bookings
+from fleetwatch.slo.column_book import Gathered, GaugeSlots, TargetSLOs, bookings
 from fleetwatch.slo.columns import PlanColumns, supported
-from fleetwatch.slo.concurrency import estimate_of, in_system, in_system_of
+from fleetwatch.slo.concurrency import (
+    Column,
+    estimate_columns,
+    estimate_of,
+    in_system,
+    in_system_of,
+)
 from fleetwatch.slo.decode import (
     DURATION,
     QUEUE,
@@ -447,30 +453,63 @@ class SLOEngine:
 
     def _columns_todo(self, ts: float, prev_ts: float, view: PlanColumns, out: FloatArray,
                       res: list[float]) -> Gathered:
-        """One target's models into their gauges, and its bookable (SLO, model) pairs
-        (see :func:`.column_book.bookings`)."""
+        """One target's models into their gauges (:meth:`_gauges_columns`), and its
+        bookable (SLO, model) pairs (see :func:`.column_book.bookings`)."""
         seen = self._model_seen
-        models = view.models
-        dts = [ts - seen.get(mk, prev_ts) for mk in models]
-        concs: list[float] = []
+        live_dt = np.asarray([ts - seen.get(mk, prev_ts) for mk in view.models], dtype=float)
+        live = live_dt > 0
+        target = self._target(view, ts, live.tolist())
+        concs = self._gauges_columns(view.models, target.gauges, out, live_dt, live)
+        return target.gather(live, concs, view.events(out), res, self._dirty)
+
+    def _gauges_columns(self, models: list[ModelKey], slots: GaugeSlots, out: FloatArray,
+                        dt: FloatArray, live: npt.NDArray[np.bool_]) -> FloatArray:
+        """:meth:`_gauges` for every model of a target at once (the same values, dicts
+        filled in model order): ``out`` the per-slot results, ``dt`` each model's
+        interval (seconds; not ``live``: not accounted). Returns the concurrencies
+        (requests; NaN: none)."""
+        g = self.gauges
+        ext = np.append(out, 0.0)
         nan = math.nan
-        for mk, dt, r, w, kv, d, q in zip(models, dts, view.running, view.waiting, view.kv,
-                                          view.duration, view.queue, strict=True):
-            if dt <= 0:
-                concs.append(nan)
-                continue
-            conc = self._gauges(
-                mk, dt, res[r] if r >= 0 else None, res[w] if w >= 0 else None,
-                None if d is None else (res[d[0]] if d[0] >= 0 else 0.0,
-                                        res[d[1]] if d[1] >= 0 else 0.0),
-                None if q is None else (res[q[0]] if q[0] >= 0 else 0.0,
-                                        res[q[1]] if q[1] >= 0 else 0.0),
-                res[kv] if kv >= 0 else None)
-            concs.append(nan if conc is None else conc)
-        live = [dt > 0 for dt in dts]
-        target = self._target(view, ts, live)
-        return target.gather(np.asarray(live, dtype=bool), np.asarray(concs, dtype=float),
-                             view.events(out), res, self._dirty)
+        before = self._prev_in_system
+        prev_in = [before.get(mk) for mk in models]
+        previous = [g.concurrency.get(mk) for mk in models]
+
+        def column(values: list[float | None]) -> Column:
+            has = np.asarray([v is not None for v in values], dtype=bool)
+            return np.asarray([nan if v is None else v for v in values], dtype=float), has
+
+        running = ext[slots.running]
+        waiting = ext[slots.waiting]
+        conc, names = estimate_columns(
+            (running, slots.running_has), (waiting, slots.waiting_has),
+            ((ext[slots.d_count], slots.d_has), (ext[slots.d_sum], slots.d_has)),
+            column(prev_in), dt, column(previous))
+        with np.errstate(invalid="ignore"):
+            found = live & np.isfinite(conc)
+        at = found.nonzero()[0].tolist()
+        g.estimator.update((models[i], names[i]) for i in at)
+        g.concurrency.update(zip([models[i] for i in at], conc[at].tolist(), strict=True))
+        # the largest running gauge seen, and the slot limit once requests wait
+        busy = (live & slots.running_has & (running != 0.0)).nonzero()[0].tolist()
+        running_max, batch_limit = g.running_max, g.batch_limit
+        waits = (slots.waiting_has & (waiting != 0.0)).tolist()
+        for i, r in zip(busy, running[busy].tolist(), strict=True):
+            mk = models[i]
+            if r > running_max.get(mk, 0.0):
+                running_max[mk] = r
+            if waits[i]:
+                batch_limit[mk] = running_max[mk]
+        qc, qs = ext[slots.q_count], ext[slots.q_sum]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            queued = (live & slots.q_has & (qc > 0)).nonzero()[0]
+            mean_wait = qs[queued] / qc[queued]
+        g.queue_wait.update(zip([models[i] for i in queued.tolist()], mean_wait.tolist(),
+                                strict=True))
+        kv_at = (live & slots.kv_has).nonzero()[0]
+        g.kv_usage.update(zip([models[i] for i in kv_at.tolist()],
+                              ext[slots.kv][kv_at].tolist(), strict=True))
+        return np.where(found, conc, nan)
 
     def _band(self, st: SLOModelState, conc: float) -> str:
         """The band label of ``conc`` in ``st``'s SLO: the smallest bound ≥ it, or
