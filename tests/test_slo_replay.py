@@ -177,3 +177,15 @@ def test_slos_that_select_no_model_of_the_captures_are_said_on_stderr(tmp_path):
                         "SLOs' selectors"]
     code, out, err = replay("--slos", str(slo_file(tmp_path, 8, SLO)), *files)
     assert code == 0 and "warning" not in err
+
+
+def test_one_capture_is_said_to_need_a_second_not_blamed_on_the_selectors(tmp_path):
+    """A single capture has no interval: the documents are empty and the warning asks for
+    two captures (a fresh user replaying one capture with SLOs that do select its model
+    was told no SLO selected it)."""
+    code, out, err = replay("--slos", str(slo_file(tmp_path, 8, SLO)), str(CAPTURES[0]))
+    assert code == 0
+    assert _no_nan(out)["slo"]["slos"] == []
+    warnings = [line for line in err.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "give at least two captures" in warnings[0], err
+    assert "selects" not in err

@@ -145,7 +145,11 @@ def run(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
         if each:
             line = {"capture": str(path), "timestamp": ts, **document(engine)}
             out(json.dumps(strict_json(line), allow_nan=False, sort_keys=True))
-    if last is not None and not last.states:
+    if last is not None and not last.states and len(paths) == 1:
+        click.echo("fleetwatch: warning: one capture has no interval to account (the engine "
+                   "reads the change between consecutive captures); the documents are empty "
+                   "— give at least two captures", err=True)
+    elif last is not None and not last.states:
         names = ", ".join(sorted(seen)[:10]) or "none"
         click.echo(f"fleetwatch: warning: no SLO selects a model of the captures (models "
                    f"in them: {names}); the documents are empty — check the SLOs' selectors",
