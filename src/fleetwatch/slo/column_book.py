@@ -225,7 +225,7 @@ def bookings(ts: float, targets: Iterable[Gathered],
     model's states are in one target's columns only: the column path is taken when no
     model is served by two targets)."""
     booked = Bookings(one_run=True)
-    rows, alls, bands_l, goods, totals, conc = [], [], [], [], [], []
+    rows, alls, buckets_l, goods, totals, conc = [], [], [], [], [], []
     for g in targets:
         if not len(g.at):
             continue
@@ -252,7 +252,7 @@ def bookings(ts: float, targets: Iterable[Gathered],
         goods.append(g.goods)
         totals.append(g.totals)
         conc.append(g.conc)
-        bands_l.append(g.buckets)
+        buckets_l.append(g.buckets)
     if not rows:
         return booked
     row = np.concatenate(rows)
@@ -261,7 +261,7 @@ def bookings(ts: float, targets: Iterable[Gathered],
     booked.totals = np.concatenate(totals).tolist()
     booked.times = [ts] * len(row)
     booked.bands = row.tolist()
-    booked.buckets = [b for part in bands_l for b in part]
+    booked.buckets = [b for part in buckets_l for b in part]
     booked.counts = list(booked.totals)
     booked.conc = np.concatenate(conc).tolist()
     return booked
