@@ -28,8 +28,8 @@ from fleetwatch.demo.load.unary import send_requests
 from fleetwatch.demo.triton import TritonServer
 from fleetwatch.exporters.assemble import NORMALIZED, Part
 from fleetwatch.exporters.render import normalized_families
-from fleetwatch.sidecar.otlp import TraceReceiver
-from fleetwatch.sidecar.trace_config import TracesConfig
+from fleetwatch.otlp.config import TracesConfig
+from fleetwatch.otlp.receiver import TraceReceiver
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import parse_slo_file
 from fleetwatch.traces.histograms import BOUNDS
@@ -333,7 +333,7 @@ def test_real_sidecar_exports_the_normalized_schema_over_otlp(triton: TritonServ
     from fleetwatch.demo.llm_load import LLMRequest, make_prompt, run_load
     from fleetwatch.exporters.assemble import parse_families
     from fleetwatch.labels.schema import METRICS_BY_NAME
-    from fleetwatch.traces.semconv import GENAI_NAMES, RECOMMENDED_BUCKETS, metric_name
+    from fleetwatch.otlp.semconv import GENAI_NAMES, RECOMMENDED_BUCKETS, metric_name
 
     require_vllm()
     reqs = [LLMRequest(max_tokens=m, prompt=make_prompt(24, random.Random(100 + i)))

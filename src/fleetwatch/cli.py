@@ -40,7 +40,7 @@ def main() -> None:
               type=click.Choice(["debug", "info", "warning", "error"]))
 def serve(config_path: str, slos_path: str | None, log_level: str) -> None:
     """Run the sidecar: scrape the targets, serve /metrics, /healthz, /readyz."""
-    from fleetwatch.sidecar.otlp_setup import OTLPExtraMissing
+    from fleetwatch.otlp.start import OTLPExtraMissing
     from fleetwatch.sidecar.server import ListenError, run_sidecar
 
     _setup_logging(log_level)
@@ -75,8 +75,8 @@ def slo_validate(file: str) -> None:
     the recommended buckets makes that SLO ``misconfigured``.
     """
     from fleetwatch.labels.schema import METRICS_BY_NAME
+    from fleetwatch.otlp.semconv import RECOMMENDED_BUCKETS
     from fleetwatch.slo.sli import LATENCY_METRICS, matching_bound, nearest_bounds
-    from fleetwatch.traces.semconv import RECOMMENDED_BUCKETS
 
     f = _slo_file(file)
     for s in f.slos:

@@ -56,8 +56,7 @@ from pydantic import (
 
 from fleetwatch.exporters.sources import KINDS
 from fleetwatch.labels.placement import GPUPlacement, Placement, unique_gpus
-from fleetwatch.sidecar.otlp_config import MetricsExport
-from fleetwatch.sidecar.trace_config import TracesConfig
+from fleetwatch.otlp.config import MetricsExport, TracesConfig
 from fleetwatch.specfile import read_yaml, validate
 
 #: Numbers in the configuration are numbers: ``port: true`` is an error, not port 1.
@@ -173,7 +172,7 @@ class SidecarConfig(_Strict):
     registry: str | None = None
     passthrough_unmapped: bool = False
     targets: list[Target] = Field(min_length=1)
-    traces: TracesConfig | None = None  # the OTLP trace receiver (sidecar.trace_config)
+    traces: TracesConfig | None = None  # the OTLP trace receiver (fleetwatch.otlp.config)
     #: Declared GPU placement (fleetwatch.labels.placement), the fallback for what the
     #: servers do not report.
     placement: list[GPUPlacement] = Field(default_factory=list)
@@ -189,7 +188,7 @@ class SidecarConfig(_Strict):
     def declared_placement(self) -> Placement:
         """The ``placement:`` section as a :class:`~fleetwatch.labels.placement.Placement`."""
         return Placement(self.placement)
-    metrics_export: MetricsExport | None = None  # OTLP metrics export (sidecar.otlp_config)
+    metrics_export: MetricsExport | None = None  # OTLP metrics export (fleetwatch.otlp.config)
 
     @model_validator(mode="after")
     def _unique_names(self) -> SidecarConfig:

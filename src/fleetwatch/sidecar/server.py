@@ -39,13 +39,13 @@ from aiohttp import web
 
 from fleetwatch.exporters.assemble import Part
 from fleetwatch.labels.registry import Registry
+from fleetwatch.otlp.start import start_otlp
 from fleetwatch.sidecar.config import SidecarConfig
 from fleetwatch.sidecar.encoding import wants_gzip
 from fleetwatch.sidecar.gpu_facts import GPUAccounting
 from fleetwatch.sidecar.gpu_facts import attach as attach_gpu_accounting
 from fleetwatch.sidecar.guard import ConnectionGuard, GuardedSite, install_exception_handler
 from fleetwatch.sidecar.metrics import MetricsAssembler
-from fleetwatch.sidecar.otlp_setup import start_otlp
 from fleetwatch.sidecar.page_route import page_routes
 from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.sidecar.slo_routes import Handler, slo_routes

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from fleetwatch.otlp.decode import Span
 from fleetwatch.traces.facts import (
     TRITON_ROOT,
     RequestFacts,
@@ -33,7 +34,6 @@ from fleetwatch.traces.facts import (
     triton_facts,
     vllm_facts,
 )
-from fleetwatch.traces.otlp import Span
 
 
 @dataclass

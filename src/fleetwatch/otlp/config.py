@@ -1,4 +1,6 @@
-"""The ``traces:`` section of the sidecar configuration (the OTLP trace receiver).
+"""The OTLP sections of the sidecar configuration: ``traces:`` (the trace receiver,
+:mod:`fleetwatch.otlp.receiver`) and ``metrics_export:`` (the metrics export,
+:mod:`fleetwatch.otlp.metrics_export`).
 
 ::
 
@@ -13,12 +15,17 @@
       vllm_model_version: ""
       forward: {url: http://collector:4318/v1/traces, timeout_seconds: 5, headers: {}}
 
-Point Triton at it with ``--trace-config=mode=opentelemetry
+    metrics_export:                               # needs the 'otel' extra
+      endpoint: http://otel-collector:4318/v1/metrics
+      interval_seconds: 30
+      timeout_seconds: 10
+      headers: {authorization: "Bearer …"}
+
+Point Triton at the receiver with ``--trace-config=mode=opentelemetry
 --trace-config=opentelemetry,url=HOST:4318/v1/traces --trace-config=rate=1
 --trace-config=level=TIMESTAMPS``, vLLM with ``--otlp-traces-endpoint
 http://HOST:4318/v1/traces`` and ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf``.
-The OTLP *metrics* export (the normalized schema and the per-request histograms) is the
-top-level ``metrics_export:`` section (:mod:`fleetwatch.sidecar.otlp_config`).
+The metrics export sends the normalized schema and the per-request trace histograms.
 """
 
 from __future__ import annotations
@@ -69,3 +76,14 @@ class TracesConfig(_Strict):
     vllm_model: str = "vllm"
     vllm_model_version: str = ""
     forward: Forward | None = None
+
+
+class MetricsExport(_Strict):
+    """Where and how often the normalized families (and the per-request trace histograms)
+    are exported: ``endpoint`` (OTLP/HTTP protobuf, usually ``…/v1/metrics``), every
+    ``interval_seconds``, each export bounded by ``timeout_seconds``, with ``headers``."""
+
+    endpoint: HttpUrl
+    interval_seconds: float = Field(30.0, gt=0, le=3600)
+    timeout_seconds: float = Field(10.0, gt=0, le=600)
+    headers: dict[str, str] = Field(default_factory=dict)

@@ -8,14 +8,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fleetwatch.exporters.assemble import Part
-from fleetwatch.sidecar.otlp import TraceReceiver, receiver_metrics, run_receiver
-from fleetwatch.sidecar.otlp_config import MetricsExport
+from fleetwatch.otlp.config import MetricsExport, TracesConfig
+from fleetwatch.otlp.receiver import TraceReceiver, receiver_metrics, run_receiver
 from fleetwatch.sidecar.slo_worker import EngineWorker
-from fleetwatch.sidecar.trace_config import TracesConfig
 from fleetwatch.traces.facts import RequestFacts
 
 if TYPE_CHECKING:
-    from fleetwatch.sidecar.otlp_metrics import MetricsExporter
+    from fleetwatch.otlp.metrics_export import MetricsExporter
 
 
 class OTLPExtraMissing(RuntimeError):
@@ -38,7 +37,7 @@ def start_traces(cfg: TracesConfig, worker: EngineWorker | None,
 def metrics_exporter(cfg: MetricsExport) -> MetricsExporter:
     """The OTLP metrics exporter; :class:`OTLPExtraMissing` without the ``otel`` extra."""
     try:
-        from fleetwatch.sidecar.otlp_metrics import MetricsExporter
+        from fleetwatch.otlp.metrics_export import MetricsExporter
     except ImportError as exc:
         raise OTLPExtraMissing(f"metrics_export needs opentelemetry-sdk and "
                                f"opentelemetry-exporter-otlp-proto-http: pip install "
