@@ -18,8 +18,7 @@ from fleetwatch.commands.common import setup_logging as _setup_logging
 from fleetwatch.commands.common import slo_file_or_fail as _slo_file
 from fleetwatch.commands.generate import GENERATORS
 from fleetwatch.commands.quota import check_quota_file, quota
-from fleetwatch.commands.rollout import rollout
-from fleetwatch.commands.rollout_cli import ROLLOUT_COMMANDS
+from fleetwatch.commands.rollout import ROLLOUT_COMMANDS
 from fleetwatch.exporters.sources import KINDS
 from fleetwatch.sidecar.config import ConfigError, load_config
 
@@ -322,7 +321,6 @@ def demo(duration: float, port: int, log_level: str) -> None:
 for _command in (*GENERATORS, *ROLLOUT_COMMANDS):
     main.add_command(_command)
 main.add_command(quota)
-main.add_command(rollout)
 
 
 if __name__ == "__main__":  # pragma: no cover
