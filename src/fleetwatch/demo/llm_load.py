@@ -92,6 +92,9 @@ async def run_closed_loop(base_url: str, model: str, concurrency: int, *,
                           ) -> list[LLMResult]:
     """Run ``concurrency`` closed-loop workers until the duration or request count is reached.
 
+    Many parameters: each bound and source of requests is its own keyword-only option with a
+    default; a caller names the few it sets.
+
     Requests come from ``requests`` (in order) if given, else from ``mix`` (seeded with
     ``seed``). Workers stop starting requests after ``duration_s`` seconds or once
     ``max_requests`` were started (or ``requests`` is exhausted), and wait for their

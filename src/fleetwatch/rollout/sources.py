@@ -138,7 +138,8 @@ def with_objectives(summaries: list[SLOSummary], slos: SLOFile | None) -> list[S
 class Sources:
     """Where ``compare`` and ``baseline record`` read each side (see the module doc);
     every method raises :class:`CompareInputError` (exit 2) or ``PrometheusError``
-    (exit 1)."""
+    (exit 1). The constructor takes one parameter per source option of the commands (and
+    checks their combination), so its parameter list is theirs."""
 
     def __init__(self, model: str, prometheus: str | None = None, rng: str | None = None,
                  timeout: float = 10.0, slos: SLOFile | None = None,

@@ -30,6 +30,9 @@ def stream_requests(
 ) -> LoadResult:
     """Send up to ``requests`` requests to a decoupled model over gRPC streams.
 
+    Many parameters: each bound of a run is its own keyword-only option with a default; a
+    caller names the few it sets.
+
     Each of the ``concurrency`` workers opens one stream (``start_stream``) and sends one
     request at a time with ``async_stream_infer(..., enable_empty_final_response=True)``,
     reading responses until the final flag. A request succeeds when its final flag arrives

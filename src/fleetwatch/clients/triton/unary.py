@@ -31,6 +31,9 @@ def send_requests(
 ) -> LoadResult:
     """Send up to ``requests`` unary inference requests with ``concurrency`` parallel clients.
 
+    Many parameters: each bound of a run is its own keyword-only option with a default; a
+    caller names the few it sets.
+
     Stops early when ``max_duration_s`` seconds have passed or ``stop_event`` is set; a request
     in flight then still gets up to ``timeout_s`` seconds. So the call returns within about
     ``max_duration_s + timeout_s`` seconds.

@@ -97,6 +97,9 @@ def step_load(
 ) -> list[StepResult]:
     """Hold a closed loop at each concurrency level of ``steps`` for ``seconds_per_step``.
 
+    Many parameters: `send_requests`'s keyword-only options plus the steps; each has a
+    default and a caller names the few it sets.
+
     Step ``c`` runs `send_requests` with ``c`` clients, each sending its next request as soon as
     the previous one completes, for ``seconds_per_step`` seconds (or until `MAX_REQUESTS`
     requests); the steps run one after the other. After each step,
@@ -130,21 +133,7 @@ def step_load(
     """
     loopback_address(address)
     steps = list(steps)
-    if any(isinstance(c, bool) or not isinstance(c, int) for c in steps):
-        raise ValueError(f"steps must be integers, got {steps!r}")
-    if not 1 <= len(steps) <= MAX_STEPS:
-        raise ValueError(f"steps must have 1 … {MAX_STEPS} levels, got {len(steps)}")
-    if not 0 < seconds_per_step <= MAX_DURATION_S:
-        raise ValueError(
-            f"seconds_per_step must be in (0, {MAX_DURATION_S:g}], got {seconds_per_step}"
-        )
-    for concurrency in steps:
-        check_bounds(MAX_REQUESTS, concurrency, seconds_per_step, timeout_s)
-    if len(steps) * seconds_per_step > MAX_DURATION_S:
-        raise ValueError(
-            f"len(steps) * seconds_per_step must be <= {MAX_DURATION_S:g} s, "
-            f"got {len(steps) * seconds_per_step:g}"
-        )
+    _check_steps(steps, seconds_per_step, timeout_s)
     make_inputs = inputs if inputs is not None else default_inputs(model)
     results: list[StepResult] = []
     for concurrency in steps:
@@ -178,3 +167,22 @@ def step_load(
         if on_step is not None:
             on_step(concurrency, t_start, t_end)
     return results
+
+
+def _check_steps(steps: list[int], seconds_per_step: float, timeout_s: float) -> None:
+    """Raise ``ValueError`` for the out-of-range `step_load` arguments its docstring lists."""
+    if any(isinstance(c, bool) or not isinstance(c, int) for c in steps):
+        raise ValueError(f"steps must be integers, got {steps!r}")
+    if not 1 <= len(steps) <= MAX_STEPS:
+        raise ValueError(f"steps must have 1 … {MAX_STEPS} levels, got {len(steps)}")
+    if not 0 < seconds_per_step <= MAX_DURATION_S:
+        raise ValueError(
+            f"seconds_per_step must be in (0, {MAX_DURATION_S:g}], got {seconds_per_step}"
+        )
+    for concurrency in steps:
+        check_bounds(MAX_REQUESTS, concurrency, seconds_per_step, timeout_s)
+    if len(steps) * seconds_per_step > MAX_DURATION_S:
+        raise ValueError(
+            f"len(steps) * seconds_per_step must be <= {MAX_DURATION_S:g} s, "
+            f"got {len(steps) * seconds_per_step:g}"
+        )
