@@ -9,7 +9,8 @@ Prometheus cannot answer, a warm-up cannot complete, the candidate would not fit
 
 ``rollout plan --model M --candidate V`` prints the predicted GPU memory peak with both
 versions loaded, the arithmetic line by line with each figure's source; exit 1 when it
-would not fit.
+would not fit. ``compare`` prints the comparison as a table (or ``--json``); its exit code
+does not depend on the verdict.
 """
 
 from __future__ import annotations
