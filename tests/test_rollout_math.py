@@ -208,7 +208,7 @@ def test_compare_bad_input_is_one_line_and_exit_2(args, msg):
 
 
 def test_pick_a_version_and_its_backend():
-    from fleetwatch.rollout.sources import CompareInputError, pick
+    from fleetwatch.commands.compare import CompareInputError, pick
 
     both = [SLOSummary("s", "m", "1", "triton"), SLOSummary("s", "m", "1", "vllm"),
             SLOSummary("s", "m", "2", "vllm")]
@@ -226,8 +226,8 @@ def test_pick_a_version_and_its_backend():
 def test_warmup_plans_from_the_example_configuration():
     from tests.helpers import ROOT
 
+    from fleetwatch.commands.warmup import WarmupInputError, plans
     from fleetwatch.labels.registry import load_registry
-    from fleetwatch.rollout.warmup import WarmupInputError, plans
     from fleetwatch.sidecar.config import load_config
 
     cfg = load_config(ROOT / "examples" / "sidecar-vllm.yaml")

@@ -38,11 +38,11 @@ from tests.helpers import PrometheusProcess, wait_until
 from tests.test_dashboards_prometheus import SidecarThread
 
 from fleetwatch.cli import main
+from fleetwatch.commands.warmup import Plan, triton_latencies
 from fleetwatch.demo.load import step_load
 from fleetwatch.demo.triton import DEFAULT_MODEL_REPOSITORY, TritonServer
 from fleetwatch.labels.registry import parse_registry
 from fleetwatch.labels.warmup import WarmupSpec
-from fleetwatch.rollout.warmup import Plan, triton_latencies
 from fleetwatch.sidecar.config import parse_config
 from fleetwatch.slo.spec import parse_slo_file
 

@@ -25,9 +25,9 @@ from tests.helpers import wait_until
 from tests.test_dashboards_prometheus import SidecarThread
 
 from fleetwatch.cli import main
+from fleetwatch.commands.warmup import Plan, draw_lengths, llm_latencies
 from fleetwatch.labels.registry import parse_registry
 from fleetwatch.labels.warmup import WarmupSpec
-from fleetwatch.rollout.warmup import Plan, draw_lengths, llm_latencies
 from fleetwatch.sidecar.config import parse_config
 
 pytestmark = pytest.mark.vllm

@@ -1,5 +1,5 @@
 """Clients of the model servers, shared by the production commands (``fleetwatch warmup``:
-:mod:`fleetwatch.rollout.warmup`) and the demo (:mod:`fleetwatch.demo`).
+:mod:`fleetwatch.commands.warmup`) and the demo (:mod:`fleetwatch.demo`).
 
 * :mod:`.openai` — one timed request to an OpenAI-compatible server (vLLM's
   ``/v1/completions``, ``/v1/chat/completions``; streamed or not) and word prompts;

@@ -1,9 +1,9 @@
 """The rollout commands — ``fleetwatch rollout plan``, ``fleetwatch compare``,
 ``fleetwatch baseline record``, ``fleetwatch warmup`` — as click commands the CLI
 registers (:data:`ROLLOUT_COMMANDS`); thin like :mod:`fleetwatch.cli`: options, a call into
-:mod:`fleetwatch.gpu.plan` or :mod:`fleetwatch.rollout` (:mod:`~fleetwatch.rollout.sources`,
-:mod:`~fleetwatch.rollout.compare`, :mod:`~fleetwatch.rollout.render`,
-:mod:`~fleetwatch.rollout.baseline`, :mod:`~fleetwatch.rollout.warmup`), errors mapped to
+:mod:`fleetwatch.gpu.plan`, :mod:`fleetwatch.rollout` (:mod:`~fleetwatch.rollout.compare`,
+:mod:`~fleetwatch.rollout.render`, :mod:`~fleetwatch.rollout.baseline`), or the command
+layer's readers (:mod:`.compare`: each side's SLIs; :mod:`.warmup`), errors mapped to
 exit codes (2 bad input: an unknown model, version or file; 1 a runtime failure:
 Prometheus cannot answer, a warm-up cannot complete, the candidate would not fit).
 
@@ -78,7 +78,7 @@ def _source_options(f: Any) -> Any:
 def _sources(model: str, prom_url: str | None, rng: str | None, timeout: float,
              slos_path: str | None, registry_path: str | None, interval: float | None,
              **captures: tuple[str, ...]) -> Any:
-    from fleetwatch.rollout.sources import Sources
+    from fleetwatch.commands.compare import Sources
 
     return Sources(model, prom_url, rng, timeout, _slo_file(slos_path) if slos_path else None,
                    _registry(registry_path) if registry_path else None, interval,
@@ -114,12 +114,12 @@ def compare(baseline_version: str | None, baseline_file: str | None, candidate_v
     """Compare a candidate version (or engine) of a model with a baseline, SLO by SLO and
     concurrency band by band: better, same, worse or not enough data, and the bands that
     drive it (exit 2 for an unknown model or version, 1 when Prometheus cannot answer)."""
+    from fleetwatch.commands.compare import CompareInputError
     from fleetwatch.commands.prometheus import PrometheusError
     from fleetwatch.rollout.baseline import BaselineError, load
     from fleetwatch.rollout.compare import Settings
     from fleetwatch.rollout.compare import compare as run_compare
     from fleetwatch.rollout.render import render, to_json
-    from fleetwatch.rollout.sources import CompareInputError
 
     if (baseline_version is None) == (baseline_file is None):
         _fail("give --baseline-version V or --baseline FILE (one of them)")
@@ -167,9 +167,9 @@ def baseline_record(model_version: str, backend: str | None, out: str,
                     **source: Any) -> None:
     """Record a model version's per-band SLI summary (from Prometheus or a replay of
     captures) as a versioned YAML baseline (exit 2 for an unknown model or version)."""
+    from fleetwatch.commands.compare import CompareInputError
     from fleetwatch.commands.prometheus import PrometheusError
     from fleetwatch.rollout.baseline import record
-    from fleetwatch.rollout.sources import CompareInputError
 
     try:
         src = _sources(**source)
@@ -196,7 +196,7 @@ def baseline_record(model_version: str, backend: str | None, out: str,
 def warmup(config_path: str, model: str | None, model_version: str) -> None:
     """Send each model's registry warm-up set to its server and print the first and last
     latencies (exit 1 when a warm-up cannot complete, 2 for an unknown model)."""
-    from fleetwatch.rollout.warmup import WarmupError, WarmupInputError, run_warmups
+    from fleetwatch.commands.warmup import WarmupError, WarmupInputError, run_warmups
 
     try:
         cfg = load_config(config_path)

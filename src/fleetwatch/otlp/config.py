@@ -30,7 +30,30 @@ The metrics export sends the normalized schema and the per-request trace histogr
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator
+import ipaddress
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
+
+_HOST_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
+
+
+def listen_address(v: str) -> str:
+    """``v`` when it is an IPv4/IPv6 address or a plausible host name (RFC 1123 labels);
+    else ``ValueError`` saying so. The rule of every ``listen.address`` of the sidecar
+    configuration (the sidecar's own, :class:`TraceListen`'s)."""
+    try:
+        ipaddress.ip_address(v)
+        return v
+    except ValueError:
+        pass
+    name = v[:-1] if v.endswith(".") else v
+    labels = name.split(".")
+    if (0 < len(name) <= 253 and all(_HOST_LABEL.match(lab) for lab in labels)
+            and not labels[-1].isdigit()):  # 999.1.1.1 is a bad IP, not a name
+        return v
+    hint = "; IPv6 without brackets, e.g. ::1" if v.startswith("[") else ""
+    raise ValueError(f"{v!r} is neither an IP address nor a host name{hint}")
 
 
 class _Strict(BaseModel):
@@ -46,13 +69,8 @@ class TraceListen(_Strict):
     @field_validator("address")
     @classmethod
     def _address(cls, v: str) -> str:
-        """The same rule as the sidecar's ``listen.address``."""
-        from fleetwatch.sidecar.config import Listen  # config imports this module
-        try:
-            Listen(address=v)
-        except ValidationError as exc:
-            raise ValueError(exc.errors()[0]["msg"].removeprefix("Value error, ")) from None
-        return v
+        """The same rule as the sidecar's ``listen.address`` (:func:`listen_address`)."""
+        return listen_address(v)
 
 
 class Forward(_Strict):

@@ -38,8 +38,6 @@ Errors raise :class:`ConfigError` naming the file and the field path
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
@@ -56,14 +54,13 @@ from pydantic import (
 
 from fleetwatch.exporters.sources import KINDS
 from fleetwatch.labels.placement import GPUPlacement, Placement, unique_gpus
-from fleetwatch.otlp.config import MetricsExport, TracesConfig
+from fleetwatch.otlp.config import MetricsExport, TracesConfig, listen_address
 from fleetwatch.specfile import read_yaml, validate
 
 #: Numbers in the configuration are numbers: ``port: true`` is an error, not port 1.
 StrictInt = Annotated[int, Strict()]
 StrictFloat = Annotated[float, Strict()]
 
-_HOST_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 
 
 class ConfigError(ValueError):
@@ -89,19 +86,8 @@ class Listen(_Strict):
     @field_validator("address")
     @classmethod
     def _ip_or_host_name(cls, v: str) -> str:
-        """An IPv4/IPv6 address or a plausible host name (RFC 1123 labels)."""
-        try:
-            ipaddress.ip_address(v)
-            return v
-        except ValueError:
-            pass
-        name = v[:-1] if v.endswith(".") else v
-        labels = name.split(".")
-        if (0 < len(name) <= 253 and all(_HOST_LABEL.match(lab) for lab in labels)
-                and not labels[-1].isdigit()):  # 999.1.1.1 is a bad IP, not a name
-            return v
-        hint = "; IPv6 without brackets, e.g. ::1" if v.startswith("[") else ""
-        raise ValueError(f"{v!r} is neither an IP address nor a host name{hint}")
+        """An IPv4/IPv6 address or a plausible host name (:func:`listen_address`)."""
+        return listen_address(v)
 
 
 class Scrape(_Strict):

@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from fleetwatch.otlp.decode import Span
 from fleetwatch.traces.facts import (
     TRITON_ROOT,
     RequestFacts,
@@ -34,6 +33,7 @@ from fleetwatch.traces.facts import (
     triton_facts,
     vllm_facts,
 )
+from fleetwatch.traces.spans import Span
 
 
 @dataclass
