@@ -36,7 +36,8 @@ from fleetwatch.alerts.alertmanager import build_alertmanager
 from fleetwatch.alerts.config import AlertingConfig, parse_alerting_config
 from fleetwatch.alerts.generate import RULE_FILES, build_rules
 from fleetwatch.alerts.render import dump
-from fleetwatch.demo.load import faulty_inputs, send_requests
+from fleetwatch.clients.triton.unary import send_requests
+from fleetwatch.demo.load import faulty_inputs
 from fleetwatch.labels.registry import load_registry
 from fleetwatch.sidecar.config import parse_config
 from fleetwatch.sidecar.server import run_sidecar

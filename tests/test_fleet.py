@@ -42,8 +42,9 @@ from typing import Any
 import pytest
 import yaml
 
+from fleetwatch.clients.triton.unary import send_requests
 from fleetwatch.demo.llm_load import RequestMix, run_load
-from fleetwatch.demo.load import faulty_inputs, send_requests
+from fleetwatch.demo.load import faulty_inputs, ranker_inputs
 from fleetwatch.demo.triton import TritonServer
 
 pytestmark = [pytest.mark.triton, pytest.mark.vllm]
@@ -89,7 +90,7 @@ def _triton_targets(server) -> list[dict]:
 
 def _triton_load(server) -> None:
     """One round of load: ranker, and faulty with 25 % of its requests failing."""
-    send_requests(server.http_address, "ranker", requests=8, concurrency=2)
+    send_requests(server.http_address, "ranker", inputs=ranker_inputs, requests=8, concurrency=2)
     send_requests(server.http_address, "faulty", inputs=faulty_inputs(0.25), requests=8,
                   concurrency=2)
 

@@ -41,6 +41,8 @@ LAYERS: dict[str, int] = {
     "dashboards": 5,
     "schema_doc": 5,
     "page": 5,  # the status page renderer: pure, from the /slo and /autoscaling documents
+    "otlp": 5,  # OTLP in and out: span decoding, the trace receiver, the metrics export
+    "clients": 5,  # the model servers' clients, shared by the demo and the commands
     "sidecar": 6,
     "manifests": 7,  # generator of the sidecar's own pod: reads the sidecar config schema
     "demo": 8,

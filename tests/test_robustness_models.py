@@ -204,11 +204,7 @@ def test_per_model_facts_stay_bounded_when_model_names_churn(monkeypatch):
     async def runtime(self, probe, base, model):  # the model-config endpoint, without 3000 requests
         return "python", None
 
-    async def ok(self, url):
-        return True
-
     monkeypatch.setattr(Prober, "runtime", runtime)
-    monkeypatch.setattr(Prober, "get_ok", ok)
 
     async def scenario():
         srv = FaultTriton([])

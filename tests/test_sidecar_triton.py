@@ -19,7 +19,9 @@ from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 from tests.helpers import ROOT
 
-from fleetwatch.demo.load import faulty_inputs, send_requests, stream_requests, streamer_inputs
+from fleetwatch.clients.triton.stream import stream_requests
+from fleetwatch.clients.triton.unary import send_requests
+from fleetwatch.demo.load import faulty_inputs, ranker_inputs, streamer_inputs
 from fleetwatch.exporters.parser import parse_exposition
 from fleetwatch.labels.registry import load_registry
 from fleetwatch.sidecar.config import parse_config
@@ -100,8 +102,10 @@ def _settled_metrics(server, want: dict[tuple[str, str, str], int], timeout_s: f
 
 def test_normalized_values_equal_triton_after_conversion(triton_server):
     s = triton_server
-    r1 = send_requests(s.http_address, "ranker", requests=24, concurrency=4, model_version="1")
-    r2 = send_requests(s.grpc_address, "ranker", protocol="grpc", requests=12, concurrency=3,
+    r1 = send_requests(s.http_address, "ranker", inputs=ranker_inputs, requests=24, concurrency=4,
+                       model_version="1")
+    r2 = send_requests(s.grpc_address, "ranker", protocol="grpc", inputs=ranker_inputs,
+                       requests=12, concurrency=3,
                        model_version="2")
     rf = send_requests(s.http_address, "faulty", inputs=faulty_inputs(0.25), requests=20,
                        concurrency=2)

@@ -21,7 +21,8 @@ import urllib.request
 import pytest
 from tests.helpers import SidecarThread
 
-from fleetwatch.demo.load import send_requests, slo_sim_inputs
+from fleetwatch.clients.triton.unary import send_requests
+from fleetwatch.demo.load import slo_sim_inputs
 from fleetwatch.demo.triton import TritonServer
 from fleetwatch.sidecar.config import parse_config
 from fleetwatch.slo.spec import parse_slo_file

@@ -16,13 +16,8 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from fleetwatch.demo.load import (
-    MAX_STEPS,
-    StepResult,
-    send_requests,
-    slo_sim_inputs,
-    step_load,
-)
+from fleetwatch.clients.triton.unary import send_requests
+from fleetwatch.demo.load import MAX_STEPS, StepResult, slo_sim_inputs, step_load
 from fleetwatch.demo.triton import DEFAULT_MODEL_REPOSITORY, TritonServer
 
 E2E = "vllm:e2e_request_latency_seconds"

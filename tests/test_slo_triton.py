@@ -9,7 +9,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from fleetwatch.demo.load import faulty_inputs, send_requests
+from fleetwatch.clients.triton.unary import send_requests
+from fleetwatch.demo.load import faulty_inputs, ranker_inputs
 from fleetwatch.sidecar.config import parse_config
 from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.sidecar.server import make_app, slo_routes
@@ -66,7 +67,7 @@ def test_availability_and_timeslice_slos_on_real_triton(triton_server):
                 await asyncio.to_thread(send_requests, s.http_address, "faulty",
                                         inputs=faulty_inputs(0.25), requests=20, concurrency=2)
                 await asyncio.to_thread(send_requests, s.http_address, "ranker",
-                                        requests=16, concurrency=4, model_version="1")
+                                        inputs=ranker_inputs, requests=16, concurrency=4, model_version="1")
                 await asyncio.sleep(1.1)  # Triton refreshes summaries/pending each second
                 await scraper.scrape_once()
             app = make_app(scraper, *slo_routes(engine))

@@ -31,15 +31,15 @@ from tests.trace_helpers import (
 
 from fleetwatch.cli import main
 from fleetwatch.exporters.assemble import Family, Part
-from fleetwatch.sidecar.otlp import TraceReceiver
-from fleetwatch.sidecar.trace_config import TracesConfig
+from fleetwatch.otlp.config import TracesConfig
+from fleetwatch.otlp.decode import Limits, OTLPDecodeError, decode_request, decode_spans
+from fleetwatch.otlp.receiver import TraceReceiver
+from fleetwatch.otlp.semconv import GENAI_METRICS as GENAI_METRICS_
+from fleetwatch.otlp.semconv import GENAI_NAMES, RECOMMENDED_BUCKETS
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import SLOSpecError, parse_slo_file
 from fleetwatch.traces.histograms import BOUNDS, overlay
 from fleetwatch.traces.join import TraceJoiner
-from fleetwatch.traces.otlp import Limits, OTLPDecodeError, decode_request, decode_spans
-from fleetwatch.traces.semconv import GENAI_METRICS as GENAI_METRICS_
-from fleetwatch.traces.semconv import GENAI_NAMES, RECOMMENDED_BUCKETS
 
 RANKER = (OTLP / "triton-2.51-ranker-http.json").read_bytes()
 STREAMER = (OTLP / "triton-2.51-streamer-grpc.json").read_bytes()
@@ -357,8 +357,8 @@ DCGM_NORMALIZED = GOLDEN / "dcgm" / "dcgm-exporter-2026-ericsson-T4-loaded-no-he
 
 
 def _export(normalized: Part | None, facts: list) -> dict:
-    from fleetwatch.sidecar.otlp_config import MetricsExport
-    from fleetwatch.sidecar.otlp_metrics import MetricsExporter
+    from fleetwatch.otlp.config import MetricsExport
+    from fleetwatch.otlp.metrics_export import MetricsExporter
 
     with DownstreamCollectorDouble() as collector:
         exp = MetricsExporter(MetricsExport(endpoint=collector.url.replace("traces", "metrics"),
@@ -401,7 +401,7 @@ def test_otlp_metrics_export_every_normalized_family() -> None:
     the recommended GenAI bounds where those are a subset of vLLM's, else vLLM's own."""
     from fleetwatch.exporters.assemble import parse_families
     from fleetwatch.labels.schema import METRICS_BY_NAME
-    from fleetwatch.traces.semconv import metric_name, unit
+    from fleetwatch.otlp.semconv import metric_name, unit
 
     fams = parse_families(VLLM_NORMALIZED.read_text() + TRITON_NORMALIZED.read_text()
                           + DCGM_NORMALIZED.read_text())
@@ -466,7 +466,7 @@ def test_otlp_names_come_from_the_schema_table() -> None:
     """Every normalized family has one OTLP name per kind of model, distinct across
     families, a gen_ai.* one only where the conventions define that metric."""
     from fleetwatch.labels.schema import METRICS
-    from fleetwatch.traces.semconv import GENAI_METRICS, metric_name
+    from fleetwatch.otlp.semconv import GENAI_METRICS, metric_name
 
     metric_names, attribute_names = convention_names()
     seen: dict[str, str] = {}
@@ -496,8 +496,8 @@ def test_allow_list_is_the_conventions() -> None:
 def test_a_failing_otlp_endpoint_is_counted_never_raised() -> None:
     from tests.helpers import _free_port
 
-    from fleetwatch.sidecar.otlp_config import MetricsExport
-    from fleetwatch.sidecar.otlp_metrics import MetricsExporter
+    from fleetwatch.otlp.config import MetricsExport
+    from fleetwatch.otlp.metrics_export import MetricsExporter
 
     exp = MetricsExporter(MetricsExport(endpoint=f"http://127.0.0.1:{_free_port()}/v1/metrics",
                                         timeout_seconds=1))
@@ -607,7 +607,7 @@ def test_metrics_export_without_the_otel_extra_exits_naming_the_field(tmp_path,
     import yaml
     from tests.helpers import _free_port
 
-    monkeypatch.setitem(sys.modules, "fleetwatch.sidecar.otlp_metrics", None)  # not installed
+    monkeypatch.setitem(sys.modules, "fleetwatch.otlp.metrics_export", None)  # not installed
     cfg = tmp_path / "sidecar.yaml"
     cfg.write_text(yaml.safe_dump({
         "listen": {"address": "127.0.0.1", "port": 0},

@@ -22,14 +22,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from tests.helpers import buckets, normalize, pick, require_vllm, upstream_samples
 from tests.trace_helpers import DownstreamCollectorDouble, ReceiverThread
 
-from fleetwatch.demo.load.inputs import streamer_inputs
-from fleetwatch.demo.load.stream import stream_requests
-from fleetwatch.demo.load.unary import send_requests
+from fleetwatch.clients.triton.stream import stream_requests
+from fleetwatch.clients.triton.unary import send_requests
+from fleetwatch.demo.load.inputs import ranker_inputs, streamer_inputs
 from fleetwatch.demo.triton import TritonServer
 from fleetwatch.exporters.assemble import NORMALIZED, Part
 from fleetwatch.exporters.render import normalized_families
-from fleetwatch.sidecar.otlp import TraceReceiver
-from fleetwatch.sidecar.trace_config import TracesConfig
+from fleetwatch.otlp.config import TracesConfig
+from fleetwatch.otlp.receiver import TraceReceiver
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import parse_slo_file
 from fleetwatch.traces.histograms import BOUNDS
@@ -165,7 +165,8 @@ def test_triton_spans_equal_tritons_own_duration_counter(sidecar: Sidecar,
     all but :data:`DESCHEDULED_MAX` requests, with a median below a fifth of it."""
     before = upstream_samples(_metrics(triton.metrics_url))
     # one client at a time: the i-th client latency is the i-th traced request
-    unary = send_requests(triton.http_address, "ranker", requests=60, concurrency=1)
+    unary = send_requests(triton.http_address, "ranker", inputs=ranker_inputs, requests=60,
+                          concurrency=1)
     stream = stream_requests(triton.grpc_address, "streamer", requests=6,
                              inputs=streamer_inputs(4))
     assert unary.failed == stream.failed == 0
@@ -247,7 +248,8 @@ def _triton_timeline(sidecar: Sidecar, model: str) -> list[tuple[int, float, flo
 @pytest.mark.vllm
 def test_vllm_ttft_buckets_and_goodput_from_spans(sidecar: Sidecar) -> None:
     require_vllm()
-    from fleetwatch.demo.llm_load import LLMRequest, make_prompt, run_load
+    from fleetwatch.clients.openai import LLMRequest, make_prompt
+    from fleetwatch.demo.llm_load import run_load
     from fleetwatch.demo.vllm import VLLMServer
 
     port = sidecar.thread.port
@@ -330,10 +332,11 @@ def test_real_sidecar_exports_the_normalized_schema_over_otlp(triton: TritonServ
     from tests.hostile import Sidecar as ServeProcess
     from tests.trace_helpers import attrs, check_names, decode_metrics, points
 
-    from fleetwatch.demo.llm_load import LLMRequest, make_prompt, run_load
+    from fleetwatch.clients.openai import LLMRequest, make_prompt
+    from fleetwatch.demo.llm_load import run_load
     from fleetwatch.exporters.assemble import parse_families
     from fleetwatch.labels.schema import METRICS_BY_NAME
-    from fleetwatch.traces.semconv import GENAI_NAMES, RECOMMENDED_BUCKETS, metric_name
+    from fleetwatch.otlp.semconv import GENAI_NAMES, RECOMMENDED_BUCKETS, metric_name
 
     require_vllm()
     reqs = [LLMRequest(max_tokens=m, prompt=make_prompt(24, random.Random(100 + i)))

@@ -13,13 +13,14 @@ from collections.abc import Callable
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from fleetwatch.clients.triton.results import LoadResult
+from fleetwatch.clients.triton.stream import stream_requests
+from fleetwatch.clients.triton.unary import send_requests
 from fleetwatch.demo.load import (
-    LoadResult,
     faulty_inputs,
     faulty_is_negative,
+    ranker_inputs,
     run_demo_load,
-    send_requests,
-    stream_requests,
     streamer_inputs,
 )
 from fleetwatch.demo.triton import TritonServer, TritonStartError
@@ -79,12 +80,14 @@ def assert_clean(result: LoadResult) -> None:
 def test_ranker_versions_over_http_and_grpc(triton_server: TritonServer) -> None:
     before = scrape(triton_server)
     v1 = send_requests(
-        triton_server.http_address, "ranker", model_version="1", requests=40, concurrency=4
+        triton_server.http_address, "ranker", inputs=ranker_inputs, model_version="1",
+        requests=40, concurrency=4
     )
     v2 = send_requests(
         triton_server.grpc_address,
         "ranker",
         protocol="grpc",
+        inputs=ranker_inputs,
         model_version="2",
         requests=24,
         concurrency=3,
@@ -233,11 +236,11 @@ def test_demo_load_is_bounded_and_reaches_every_model(triton_server: TritonServe
 
 def test_load_refuses_non_loopback_targets() -> None:
     with pytest.raises(ValueError, match="loopback"):
-        send_requests("10.1.2.3:8000", "ranker", requests=1)
+        send_requests("10.1.2.3:8000", "ranker", inputs=ranker_inputs, requests=1)
     with pytest.raises(ValueError, match="loopback"):
-        stream_requests("example.com:8001", "streamer", requests=1)
+        stream_requests("example.com:8001", "streamer", inputs=streamer_inputs(), requests=1)
     with pytest.raises(ValueError, match="concurrency"):
-        send_requests("127.0.0.1:8000", "ranker", concurrency=0)
+        send_requests("127.0.0.1:8000", "ranker", inputs=ranker_inputs, concurrency=0)
 
 
 def test_unload_and_reload(triton_server: TritonServer) -> None:

@@ -29,7 +29,8 @@ from pathlib import Path
 import pytest
 from tests.helpers import buckets, normalized_samples, pick, upstream_samples
 
-from fleetwatch.demo.llm_load import LLMRequest, LLMResult, RequestMix, make_prompt, run_load
+from fleetwatch.clients.openai import LLMRequest, LLMResult, make_prompt
+from fleetwatch.demo.llm_load import RequestMix, run_load
 from fleetwatch.demo.vllm import VLLMServer
 
 pytestmark = pytest.mark.vllm

@@ -17,7 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric as PbMetric
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
-from fleetwatch.sidecar.otlp import TraceReceiver, receiver_runner
+from fleetwatch.otlp.receiver import TraceReceiver, receiver_runner
 
 OTLP = Path(__file__).resolve().parent / "fixtures" / "otlp"
 MS = 1_000_000  # ns
@@ -202,7 +202,7 @@ def check_names(metrics: dict[str, list[tuple[str, PbMetric]]], allowed_genai: s
     """Fail on a metric or attribute name that is neither fleetwatch's own
     (``modelserver.*``) nor defined by the conventions as such (a metric name among their
     metrics, an attribute among their attributes), and on a ``gen_ai.*`` one outside
-    ``allowed_genai`` (the allow-list of :mod:`fleetwatch.traces.semconv`)."""
+    ``allowed_genai`` (the allow-list of :mod:`fleetwatch.otlp.semconv`)."""
     metric_names, attribute_names = convention_names()
     keys = {k for ms in metrics.values() for _, m in ms for p in points(m) for k in attrs(p)}
     for names, defined in ((set(metrics), metric_names), (keys, attribute_names)):

@@ -24,7 +24,8 @@ import threading
 import time
 from pathlib import Path
 
-from fleetwatch.demo.llm_load import LLMRequest, RequestMix, make_prompt, run_load
+from fleetwatch.clients.openai import LLMRequest, make_prompt
+from fleetwatch.demo.llm_load import RequestMix, run_load
 from fleetwatch.demo.vllm import VLLMServer
 
 

@@ -32,7 +32,7 @@ run manifests --config examples/sidecar.yaml --config examples/sidecar-vllm.yaml
 run traces tests/fixtures/otlp/triton-2.51-ranker-http.json tests/fixtures/otlp/vllm-0.32-llm_request.pb --json
 run traces tests/fixtures/otlp/triton-2.51-streamer-grpc.json --metrics
 # the trace receiver needs no extra either (the OTLP metrics export needs 'otel')
-"$work/venv/bin/python" -c "import fleetwatch.sidecar.otlp, fleetwatch.sidecar.otlp_setup" \
+"$work/venv/bin/python" -c "import fleetwatch.otlp.receiver, fleetwatch.otlp.start" \
   || { echo "the trace receiver does not import with 'pip install .' alone"; exit 1; }
-echo "+ import fleetwatch.sidecar.otlp"
+echo "+ import fleetwatch.otlp.receiver"
 echo "no-extras job: every generator command ran with 'pip install .' alone"

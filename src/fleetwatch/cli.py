@@ -18,8 +18,7 @@ from fleetwatch.commands.common import setup_logging as _setup_logging
 from fleetwatch.commands.common import slo_file_or_fail as _slo_file
 from fleetwatch.commands.generate import GENERATORS
 from fleetwatch.commands.quota import check_quota_file, quota
-from fleetwatch.commands.rollout import rollout
-from fleetwatch.commands.rollout_cli import ROLLOUT_COMMANDS
+from fleetwatch.commands.rollout import ROLLOUT_COMMANDS
 from fleetwatch.exporters.sources import KINDS
 from fleetwatch.sidecar.config import ConfigError, load_config
 
@@ -40,7 +39,7 @@ def main() -> None:
               type=click.Choice(["debug", "info", "warning", "error"]))
 def serve(config_path: str, slos_path: str | None, log_level: str) -> None:
     """Run the sidecar: scrape the targets, serve /metrics, /healthz, /readyz."""
-    from fleetwatch.sidecar.otlp_setup import OTLPExtraMissing
+    from fleetwatch.otlp.start import OTLPExtraMissing
     from fleetwatch.sidecar.server import ListenError, run_sidecar
 
     _setup_logging(log_level)
@@ -75,8 +74,8 @@ def slo_validate(file: str) -> None:
     the recommended buckets makes that SLO ``misconfigured``.
     """
     from fleetwatch.labels.schema import METRICS_BY_NAME
+    from fleetwatch.otlp.semconv import RECOMMENDED_BUCKETS
     from fleetwatch.slo.sli import LATENCY_METRICS, matching_bound, nearest_bounds
-    from fleetwatch.traces.semconv import RECOMMENDED_BUCKETS
 
     f = _slo_file(file)
     for s in f.slos:
@@ -322,7 +321,6 @@ def demo(duration: float, port: int, log_level: str) -> None:
 for _command in (*GENERATORS, *ROLLOUT_COMMANDS):
     main.add_command(_command)
 main.add_command(quota)
-main.add_command(rollout)
 
 
 if __name__ == "__main__":  # pragma: no cover

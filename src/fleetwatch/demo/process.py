@@ -237,7 +237,7 @@ class ServerProcess:
     #: Start-up failures worth one more attempt (lower-case text of the log tail): a port
     #: taken between choosing and binding it; Triton's Python backend aborting on
     #: ``boost::interprocess::lock_exception`` while it sets up shared memory (an upstream
-    #: race: triton-inference-server/server#5949, seen here on a loaded machine).
+    #: race, triton-inference-server/server#5949, likelier on a busy machine).
     TRANSIENT_START_FAILURES: tuple[str, ...] = ("already in use", "interprocess::lock_exception")
 
     def _transient_start_failure(self, log_tail: str) -> bool:

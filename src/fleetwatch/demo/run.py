@@ -129,24 +129,7 @@ def run_demo(duration: float = 600.0, port: int = 9810) -> None:
     except VLLMStartError as exc:
         raise SystemExit(f"fleetwatch: error: {exc}") from None
     with contextlib.ExitStack() as servers:
-        vllm = VLLMServer(served_model_name=DEMO_LLM)
-        servers.callback(vllm.stop)
-        failure: list[BaseException] = []
-
-        def start_vllm() -> None:
-            try:
-                vllm.start()
-            except BaseException as exc:  # reported below, in the main thread
-                failure.append(exc)
-
-        starter = threading.Thread(target=start_vllm, daemon=True, name="vllm-start")
-        starter.start()  # vLLM (~25 s) and Triton (~5 s) start side by side
-        triton = servers.enter_context(TritonServer())
-        starter.join()
-        if failure:
-            if isinstance(failure[0], VLLMStartError):
-                raise SystemExit(f"fleetwatch: error: {failure[0]}") from None
-            raise failure[0]
+        triton, vllm = _start_servers(servers)
         supervisor = Supervisor({"Triton": triton, "vLLM": vllm}).start()
         servers.callback(supervisor.stop)  # before the servers stop (last in, first out)
         loads = [
@@ -203,6 +186,30 @@ def run_demo(duration: float = 600.0, port: int = 9810) -> None:
                 if not server.running]
         if died:
             raise SystemExit("fleetwatch: error: " + "\n".join(died))
+
+
+def _start_servers(servers: contextlib.ExitStack) -> tuple[TritonServer, VLLMServer]:
+    """Start vLLM (in a thread: it takes the longest) and Triton side by side, each stopped
+    when ``servers`` closes. Raises ``SystemExit`` with one line when vLLM cannot start."""
+    vllm = VLLMServer(served_model_name=DEMO_LLM)
+    servers.callback(vllm.stop)
+    failure: list[BaseException] = []
+
+    def start_vllm() -> None:
+        try:
+            vllm.start()
+        except BaseException as exc:  # reported below, in the main thread
+            failure.append(exc)
+
+    starter = threading.Thread(target=start_vllm, daemon=True, name="vllm-start")
+    starter.start()  # vLLM (~25 s) and Triton (~5 s) start side by side
+    triton = servers.enter_context(TritonServer())
+    starter.join()
+    if failure:
+        if isinstance(failure[0], VLLMStartError):
+            raise SystemExit(f"fleetwatch: error: {failure[0]}") from None
+        raise failure[0]
+    return triton, vllm
 
 
 def _llm_load_after(vllm: VLLMServer, stop: threading.Event, duration: float) -> None:

@@ -34,7 +34,8 @@ from typing import Any
 
 import aiohttp
 
-from fleetwatch.demo.llm_load import LLMResult, RequestMix, run_closed_loop
+from fleetwatch.clients.openai import LLMResult
+from fleetwatch.demo.llm_load import RequestMix, run_closed_loop
 
 __all__ = ["SWEEP_MAX_TOKENS", "SweepResult", "SweepStep", "load_sweep", "run_sweep"]
 

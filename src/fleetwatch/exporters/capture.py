@@ -6,7 +6,7 @@ starts with gzip's magic bytes ``1f 8b`` and is decompressed here, up to
 :data:`MAX_CAPTURE_BYTES` decompressed; the text is UTF-8 (a leading BOM tolerated, as
 the sidecar's scrape does). :class:`CaptureError` says what is wrong, without the file
 name (the caller adds it). :func:`gunzip` is the bounded one-shot decompression it uses,
-shared with the OTLP receiver (:mod:`fleetwatch.traces.otlp`).
+shared with the OTLP receiver (:mod:`fleetwatch.otlp.decode`).
 """
 
 from __future__ import annotations

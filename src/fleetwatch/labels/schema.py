@@ -569,7 +569,7 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "better, same, worse, not_enough_data. For models with two or more versions "
               "in the SLO engine; the baseline is the oldest.",
               ("model", "baseline", "candidate", "verdict"), "alpha", per_model=False),
-    # -- the OTLP trace receiver (fleetwatch.sidecar.otlp) ---------------------------
+    # -- the OTLP trace receiver (fleetwatch.otlp.receiver) ---------------------------
     MetricDef("fleetwatch_traces_spans_total", _C, "spans",
               "Spans received in accepted OTLP export bodies (/v1/traces).", (), "alpha",
               per_model=False),

@@ -9,7 +9,7 @@ A versioned YAML document (``format: fleetwatch-baseline/v1``)::
     model: slo_sim
     model_version: "1"
     backend: triton            # the engine that served it
-    recorded_at: "2026-12-01T12:00:00Z"
+    recorded_at: "YYYY-MM-DDThh:mm:ssZ"   # UTC, when it was recorded
     source: "replay of 24 captures"     # or "prometheus http://…"
     slos:
       - slo: sim-latency
@@ -26,6 +26,7 @@ errors): :class:`BaselineError` names the file and the field.
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Literal
 
@@ -128,6 +129,17 @@ def dump(baseline: BaselineFile) -> str:
     return head + yaml.dump(data, Dumper=BlockDumper, sort_keys=False, allow_unicode=True)
 
 
+def record(summaries: list[SLOSummary], source: str, out: str | Path,
+           now: datetime.datetime | None = None) -> BaselineFile:
+    """Write the baseline of ``summaries`` (one model version, as :func:`build` takes
+    them), recorded ``now`` (default: the current UTC time), to the file ``out``; returns
+    it. Raises ``OSError`` when the file cannot be written."""
+    when = (now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    baseline = build(summaries, when, source)
+    Path(out).write_text(dump(baseline), encoding="utf-8")
+    return baseline
+
+
 def load(path: str | Path) -> BaselineFile:
     """Read and validate a baseline file; raises :class:`BaselineError`."""
     data = read_yaml(path, BaselineError, "baseline")
@@ -139,4 +151,4 @@ def load(path: str | Path) -> BaselineFile:
 
 
 __all__ = ["FORMAT", "BandEntry", "BaselineError", "BaselineFile", "SLOEntry", "build",
-           "dump", "load"]
+           "dump", "load", "record"]

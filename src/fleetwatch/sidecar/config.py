@@ -38,8 +38,6 @@ Errors raise :class:`ConfigError` naming the file and the field path
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
@@ -56,15 +54,13 @@ from pydantic import (
 
 from fleetwatch.exporters.sources import KINDS
 from fleetwatch.labels.placement import GPUPlacement, Placement, unique_gpus
-from fleetwatch.sidecar.otlp_config import MetricsExport
-from fleetwatch.sidecar.trace_config import TracesConfig
+from fleetwatch.otlp.config import MetricsExport, TracesConfig, listen_address
 from fleetwatch.specfile import read_yaml, validate
 
 #: Numbers in the configuration are numbers: ``port: true`` is an error, not port 1.
 StrictInt = Annotated[int, Strict()]
 StrictFloat = Annotated[float, Strict()]
 
-_HOST_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 
 
 class ConfigError(ValueError):
@@ -90,19 +86,8 @@ class Listen(_Strict):
     @field_validator("address")
     @classmethod
     def _ip_or_host_name(cls, v: str) -> str:
-        """An IPv4/IPv6 address or a plausible host name (RFC 1123 labels)."""
-        try:
-            ipaddress.ip_address(v)
-            return v
-        except ValueError:
-            pass
-        name = v[:-1] if v.endswith(".") else v
-        labels = name.split(".")
-        if (0 < len(name) <= 253 and all(_HOST_LABEL.match(lab) for lab in labels)
-                and not labels[-1].isdigit()):  # 999.1.1.1 is a bad IP, not a name
-            return v
-        hint = "; IPv6 without brackets, e.g. ::1" if v.startswith("[") else ""
-        raise ValueError(f"{v!r} is neither an IP address nor a host name{hint}")
+        """An IPv4/IPv6 address or a plausible host name (:func:`listen_address`)."""
+        return listen_address(v)
 
 
 class Scrape(_Strict):
@@ -173,7 +158,7 @@ class SidecarConfig(_Strict):
     registry: str | None = None
     passthrough_unmapped: bool = False
     targets: list[Target] = Field(min_length=1)
-    traces: TracesConfig | None = None  # the OTLP trace receiver (sidecar.trace_config)
+    traces: TracesConfig | None = None  # the OTLP trace receiver (fleetwatch.otlp.config)
     #: Declared GPU placement (fleetwatch.labels.placement), the fallback for what the
     #: servers do not report.
     placement: list[GPUPlacement] = Field(default_factory=list)
@@ -189,7 +174,7 @@ class SidecarConfig(_Strict):
     def declared_placement(self) -> Placement:
         """The ``placement:`` section as a :class:`~fleetwatch.labels.placement.Placement`."""
         return Placement(self.placement)
-    metrics_export: MetricsExport | None = None  # OTLP metrics export (sidecar.otlp_config)
+    metrics_export: MetricsExport | None = None  # OTLP metrics export (fleetwatch.otlp.config)
 
     @model_validator(mode="after")
     def _unique_names(self) -> SidecarConfig:

@@ -125,10 +125,6 @@ class Prober:
         ident = probe.interpret(doc)
         return ident or None
 
-    async def get_ok(self, url: str) -> bool:
-        """True when ``GET url`` answers 200 within the timeout."""
-        return await self.problem(url) is None
-
     async def problem(self, url: str) -> str | None:
         """None when ``GET url`` answers 200 within the timeout, else what happened
         (``GET URL: HTTP 503``, ``GET URL: timeout``, ``GET URL: connection failed: …``)."""

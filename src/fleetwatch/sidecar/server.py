@@ -39,13 +39,13 @@ from aiohttp import web
 
 from fleetwatch.exporters.assemble import Part
 from fleetwatch.labels.registry import Registry
+from fleetwatch.otlp.start import start_otlp
 from fleetwatch.sidecar.config import SidecarConfig
 from fleetwatch.sidecar.encoding import wants_gzip
 from fleetwatch.sidecar.gpu_facts import GPUAccounting
 from fleetwatch.sidecar.gpu_facts import attach as attach_gpu_accounting
 from fleetwatch.sidecar.guard import ConnectionGuard, GuardedSite, install_exception_handler
 from fleetwatch.sidecar.metrics import MetricsAssembler
-from fleetwatch.sidecar.otlp_setup import start_otlp
 from fleetwatch.sidecar.page_route import page_routes
 from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.sidecar.slo_routes import Handler, slo_routes
@@ -56,7 +56,7 @@ from fleetwatch.slo.spec import SLOFile
 
 log = logging.getLogger("fleetwatch.server")
 
-__all__ = ["METRICS_CONTENT_TYPE", "Handler", "ListenError", "accepts_gzip", "make_app",
+__all__ = ["METRICS_CONTENT_TYPE", "Handler", "ListenError", "make_app",
            "readiness", "run_sidecar", "slo_routes"]
 
 #: What /metrics serves: the text format 0.0.4 (prometheus_client's CONTENT_TYPE_LATEST
@@ -75,12 +75,6 @@ def _export_part(scraper: Scraper, gpu: GPUAccounting) -> Part:
 
 class ListenError(RuntimeError):
     """The HTTP socket cannot listen (port in use, address not resolvable or not local)."""
-
-
-def accepts_gzip(accept_encoding: str) -> bool:
-    """True when ``/metrics`` answers gzip-coded under an ``Accept-Encoding`` header
-    (:func:`~fleetwatch.sidecar.encoding.wants_gzip`: q-values, ``identity``, ``*``)."""
-    return wants_gzip(accept_encoding)
 
 
 def readiness(scraper: Scraper) -> tuple[bool, dict[str, Any]]:
@@ -221,8 +215,8 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
 #: pools), logs and files (64), and three accept bursts: asyncio accepts up to the
 #: listen backlog of connections per loop turn, makes an accepted connection's protocol
 #: (where the guard refuses it) a turn later and closes a refused one's socket a turn
-#: after that, so under a flood three bursts are open at once (with one burst reserved,
-#: a fresh-clone run still hit EMFILE in the fd-exhaustion test).
+#: after that, so under a flood three bursts are open at once (a reserve of one burst
+#: runs out of descriptors: EMFILE).
 FD_RESERVE = 64 + 3 * GuardedSite.BACKLOG
 
 

@@ -35,7 +35,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from fleetwatch.traces.otlp import AttrValue, Span
+from fleetwatch.traces.spans import AttrValue, Span
 
 NS = 1e-9
 

@@ -33,7 +33,7 @@ from fleetwatch.traces.facts import (
     triton_facts,
     vllm_facts,
 )
-from fleetwatch.traces.otlp import Span
+from fleetwatch.traces.spans import Span
 
 
 @dataclass

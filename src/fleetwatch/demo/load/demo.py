@@ -6,11 +6,12 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from fleetwatch.demo.load.bounds import check_bounds
-from fleetwatch.demo.load.inputs import InputFactory, faulty_inputs, streamer_inputs
-from fleetwatch.demo.load.results import LoadResult
-from fleetwatch.demo.load.stream import stream_requests
-from fleetwatch.demo.load.unary import send_requests
+from fleetwatch.clients.triton.bounds import check_bounds
+from fleetwatch.clients.triton.results import LoadResult
+from fleetwatch.clients.triton.stream import stream_requests
+from fleetwatch.clients.triton.tensors import InputFactory
+from fleetwatch.clients.triton.unary import send_requests
+from fleetwatch.demo.load.inputs import faulty_inputs, ranker_inputs, streamer_inputs
 
 if TYPE_CHECKING:
     from fleetwatch.demo.triton import TritonServer
@@ -71,7 +72,8 @@ def run_demo_load(
         offset = round_number * 10
         add(
             "ranker/1 http",
-            send_requests(server.http_address, "ranker", requests=8, model_version="1", **common),
+            send_requests(server.http_address, "ranker", inputs=ranker_inputs, requests=8,
+                          model_version="1", **common),
         )
         add(
             "ranker/2 grpc",
@@ -79,6 +81,7 @@ def run_demo_load(
                 server.grpc_address,
                 "ranker",
                 protocol="grpc",
+                inputs=ranker_inputs,
                 requests=4,
                 model_version="2",
                 **common,

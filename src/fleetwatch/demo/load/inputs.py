@@ -1,32 +1,28 @@
-"""Input tensors of the demo models, and their conversion to ``tritonclient`` inputs.
-
-An `InputFactory` builds the tensors (name → array, batch dimension included) of request
-number ``i``; `default_inputs` names each demo model's default.
+"""Input tensors of the demo models: an
+:data:`~fleetwatch.clients.triton.tensors.InputFactory` per model (it builds the tensors —
+name → array, batch dimension included — of request number ``i``); `default_inputs` names
+each demo model's default.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from fleetwatch.clients.triton.tensors import InputFactory
+
 __all__ = [
-    "InputFactory",
     "default_inputs",
     "faulty_inputs",
     "faulty_is_negative",
-    "infer_inputs",
     "ranker_inputs",
     "slo_sim_inputs",
     "streamer_inputs",
 ]
-
-#: Builds the input tensors (name → array, batch dimension included) of request number ``i``.
-InputFactory = Callable[[int], Mapping[str, npt.NDArray[Any]]]
 
 
 def ranker_inputs(index: int) -> dict[str, npt.NDArray[Any]]:
@@ -102,14 +98,3 @@ def default_inputs(model: str) -> InputFactory:
         return factories[model]
     except KeyError:
         raise ValueError(f"no default inputs for model {model!r}; pass inputs=") from None
-
-
-def infer_inputs(module: Any, tensors: Mapping[str, npt.NDArray[Any]]) -> list[Any]:
-    from tritonclient.utils import np_to_triton_dtype
-
-    inputs = []
-    for name, array in tensors.items():
-        infer_input = module.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
-        infer_input.set_data_from_numpy(array)
-        inputs.append(infer_input)
-    return inputs

@@ -1,4 +1,5 @@
-"""Decoding OTLP/HTTP trace export bodies (``POST /v1/traces``) into :class:`Span` values.
+"""Decoding OTLP/HTTP trace export bodies (``POST /v1/traces``) into
+:class:`~fleetwatch.traces.spans.Span` values.
 
 Both encodings of the OTLP/HTTP specification (opentelemetry-proto
 ``ExportTraceServiceRequest``): binary protobuf (``application/x-protobuf``, what vLLM's
@@ -29,9 +30,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from fleetwatch.exporters.capture import GzipError, gunzip
-
-#: An attribute value as decoded: OTLP ``AnyValue`` scalars (arrays and maps as text).
-AttrValue = str | int | float | bool
+from fleetwatch.traces.spans import AttrValue, Span
 
 #: Why a body was refused: the ``reason`` label of the receiver's counter.
 REASONS = ("too_large", "too_many_spans", "bad_gzip", "bad_protobuf", "bad_json",
@@ -55,25 +54,6 @@ class Limits:
 
     max_body_bytes: int = 4 * 1024 * 1024
     max_spans: int = 8192
-
-
-@dataclass(frozen=True)
-class Span:
-    """One decoded span: ids as lower-case hex, times in Unix nanoseconds, attributes as
-    scalars, events as ``(name, time_unix_nano)`` in the order sent; ``service`` is the
-    resource's ``service.name`` and ``scope`` the instrumentation scope's name."""
-
-    trace_id: str
-    span_id: str
-    parent_span_id: str
-    name: str
-    kind: int
-    start_ns: int
-    end_ns: int
-    attributes: dict[str, AttrValue]
-    events: tuple[tuple[str, int], ...]
-    service: str = ""
-    scope: str = ""
 
 
 def _gunzip(body: bytes, limit: int) -> bytes:

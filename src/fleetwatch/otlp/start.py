@@ -5,17 +5,28 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from fleetwatch.exporters.assemble import Part
-from fleetwatch.sidecar.otlp import TraceReceiver, receiver_metrics, run_receiver
-from fleetwatch.sidecar.otlp_config import MetricsExport
-from fleetwatch.sidecar.slo_worker import EngineWorker
-from fleetwatch.sidecar.trace_config import TracesConfig
+from fleetwatch.otlp.config import MetricsExport, TracesConfig
+from fleetwatch.otlp.receiver import TraceReceiver, receiver_metrics, run_receiver
+from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.traces.facts import RequestFacts
+from fleetwatch.traces.judge import TraceEvent
 
 if TYPE_CHECKING:
-    from fleetwatch.sidecar.otlp_metrics import MetricsExporter
+    from fleetwatch.otlp.metrics_export import MetricsExporter
+
+
+class EngineWorker(Protocol):
+    """What the receiver needs of the sidecar's engine worker
+    (:class:`fleetwatch.sidecar.slo_worker.EngineWorker`): the engine whose SLOs judge the
+    requests, and the call that hands it judged events on the worker's thread."""
+
+    @property
+    def engine(self) -> SLOEngine: ...
+
+    def add_events(self, events: list[TraceEvent]) -> None: ...
 
 
 class OTLPExtraMissing(RuntimeError):
@@ -38,7 +49,7 @@ def start_traces(cfg: TracesConfig, worker: EngineWorker | None,
 def metrics_exporter(cfg: MetricsExport) -> MetricsExporter:
     """The OTLP metrics exporter; :class:`OTLPExtraMissing` without the ``otel`` extra."""
     try:
-        from fleetwatch.sidecar.otlp_metrics import MetricsExporter
+        from fleetwatch.otlp.metrics_export import MetricsExporter
     except ImportError as exc:
         raise OTLPExtraMissing(f"metrics_export needs opentelemetry-sdk and "
                                f"opentelemetry-exporter-otlp-proto-http: pip install "

@@ -1,4 +1,5 @@
-"""How every load call is bounded, and the worker threads that keep to the bounds.
+"""How every call of the Triton clients is bounded, and the worker threads that keep to
+the bounds.
 
 A run is bounded twice, by a request count and by a duration (and can be stopped by an
 event); it only targets loopback addresses. `Run` hands out request indices and collects
@@ -12,13 +13,12 @@ import threading
 import time
 from collections.abc import Callable
 
-from fleetwatch.demo.load.results import MAX_ERRORS_KEPT, LoadResult
+from fleetwatch.clients.triton.results import MAX_ERRORS_KEPT, LoadResult
 
 __all__ = [
     "MAX_CONCURRENCY",
     "MAX_DURATION_S",
     "MAX_REQUESTS",
-    "MAX_STEPS",
     "Run",
     "check_bounds",
     "loopback_address",
@@ -29,8 +29,6 @@ __all__ = [
 MAX_REQUESTS = 100_000
 MAX_CONCURRENCY = 64
 MAX_DURATION_S = 24 * 3600.0
-#: Most concurrency steps in one `fleetwatch.demo.load.step_load` call.
-MAX_STEPS = 64
 
 
 def loopback_address(address: str) -> str:

@@ -9,9 +9,9 @@ import threading
 import time
 from typing import Any
 
-from fleetwatch.demo.load.bounds import Run, check_bounds, loopback_address, run_workers
-from fleetwatch.demo.load.inputs import InputFactory, default_inputs, infer_inputs
-from fleetwatch.demo.load.results import LoadResult
+from fleetwatch.clients.triton.bounds import Run, check_bounds, loopback_address, run_workers
+from fleetwatch.clients.triton.results import LoadResult
+from fleetwatch.clients.triton.tensors import InputFactory, infer_inputs
 
 __all__ = ["stream_requests"]
 
@@ -20,7 +20,7 @@ def stream_requests(
     address: str,
     model: str,
     *,
-    inputs: InputFactory | None = None,
+    inputs: InputFactory,
     requests: int = 20,
     concurrency: int = 1,
     max_duration_s: float = 30.0,
@@ -30,6 +30,9 @@ def stream_requests(
 ) -> LoadResult:
     """Send up to ``requests`` requests to a decoupled model over gRPC streams.
 
+    Many parameters: each bound of a run is its own keyword-only option with a default; a
+    caller names the few it sets.
+
     Each of the ``concurrency`` workers opens one stream (``start_stream``) and sends one
     request at a time with ``async_stream_infer(..., enable_empty_final_response=True)``,
     reading responses until the final flag. A request succeeds when its final flag arrives
@@ -38,7 +41,7 @@ def stream_requests(
     Args:
         address: ``host:port`` of Triton's gRPC endpoint (loopback only).
         model: the decoupled model's name.
-        inputs: builds request ``i``'s tensors; default `default_inputs` of ``model``.
+        inputs: builds request ``i``'s tensors (the demo models': `fleetwatch.demo.load`).
         requests, concurrency, max_duration_s, model_version, timeout_s, stop_event: as in
             `send_requests`.
 
@@ -51,7 +54,6 @@ def stream_requests(
     """
     target = loopback_address(address)
     check_bounds(requests, concurrency, max_duration_s, timeout_s)
-    make_inputs = inputs if inputs is not None else default_inputs(model)
     run = Run(
         LoadResult(model, "grpc-stream", model_version), requests, max_duration_s, stop_event
     )
@@ -65,7 +67,7 @@ def stream_requests(
         try:
             while (index := run.claim()) is not None:
                 request_id = f"fleetwatch-{index}"
-                tensors = infer_inputs(module, make_inputs(index))
+                tensors = infer_inputs(module, inputs(index))
                 started = time.perf_counter()
                 try:
                     client.async_stream_infer(

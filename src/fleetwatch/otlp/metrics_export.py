@@ -5,19 +5,19 @@ Every ``interval_seconds`` (:meth:`MetricsExporter.run`, on the sidecar's event 
 export request is built and handed to the SDK's ``OTLPMetricExporter`` (protobuf to
 ``endpoint`` with ``headers``, bounded by ``timeout_seconds``, in a worker thread; while
 one is in flight the next is skipped). Under the resource ``service.name=fleetwatch`` and
-the schema URL of the conventions followed (:data:`~fleetwatch.traces.semconv.SCHEMA_URL`):
+the schema URL of the conventions followed (:data:`~fleetwatch.otlp.semconv.SCHEMA_URL`):
 
 * scope ``fleetwatch.normalized`` — every normalized ``modelserver_*`` family as
   ``/metrics`` serves it (Triton's trace buckets overlaid): counters as cumulative
   monotonic sums, gauges as gauges, histograms with their buckets as cumulative
   explicit-bucket histograms (no min/max: the sources do not give them). Names, units,
-  attributes and buckets follow :mod:`fleetwatch.traces.semconv` (GenAI names for LLM
+  attributes and buckets follow :mod:`fleetwatch.otlp.semconv` (GenAI names for LLM
   models only). Summaries (Triton's 60 s sliding quantiles) are not exported: the SDK's
   data model has no summary, and such quantiles do not aggregate anyway. A series' start
   time is the export that first saw it, renewed when its value (a histogram's count)
   decreases — an upstream restart — as OTLP's cumulative temporality requires;
 * scope ``fleetwatch.traces`` — per-request histograms of the joined trace requests (SDK
-  histogram instruments, :data:`~fleetwatch.traces.semconv.INSTRUMENTS`), when traces are
+  histogram instruments, :data:`~fleetwatch.otlp.semconv.INSTRUMENTS`), when traces are
   received.
 
 A failed export is logged (at most once a minute) and never stops the sidecar.
@@ -56,9 +56,8 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from fleetwatch.exporters.assemble import Family, Part
 from fleetwatch.exporters.parser import ExpositionError, parse_value, split_key, split_sample_line
 from fleetwatch.labels.schema import METRICS_BY_NAME, MetricDef
-from fleetwatch.sidecar.otlp_config import MetricsExport
-from fleetwatch.traces.facts import RequestFacts
-from fleetwatch.traces.semconv import (
+from fleetwatch.otlp.config import MetricsExport
+from fleetwatch.otlp.semconv import (
     INSTRUMENT_BUCKETS,
     RECOMMENDED_BUCKETS,
     SCHEMA_URL,
@@ -68,6 +67,7 @@ from fleetwatch.traces.semconv import (
     metric_name,
     unit,
 )
+from fleetwatch.traces.facts import RequestFacts
 
 log = logging.getLogger("fleetwatch.otlp_metrics")
 

@@ -1,6 +1,6 @@
 """The sidecar's OTLP/HTTP trace receiver: ``POST /v1/traces`` on its own port.
 
-Each accepted body (:mod:`fleetwatch.traces.otlp`: protobuf or JSON, gzip, bounded) is
+Each accepted body (:mod:`fleetwatch.otlp.decode`: protobuf or JSON, gzip, bounded) is
 answered ``200`` with an empty ``ExportTraceServiceResponse`` in the request's encoding,
 then
 
@@ -41,7 +41,8 @@ from prometheus_client.registry import Collector
 
 from fleetwatch.exporters.assemble import Part
 from fleetwatch.labels.schema import METRICS_BY_NAME
-from fleetwatch.sidecar.trace_config import Forward, TracesConfig
+from fleetwatch.otlp.config import Forward, TracesConfig
+from fleetwatch.otlp.decode import REASONS, Limits, OTLPDecodeError, decode_request, spans_of
 from fleetwatch.slo.account import Selection
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import EngineLimits
@@ -50,7 +51,6 @@ from fleetwatch.traces.facts import RequestFacts
 from fleetwatch.traces.histograms import TraceHistograms, overlay
 from fleetwatch.traces.join import TraceJoiner
 from fleetwatch.traces.judge import TraceEvent, judge
-from fleetwatch.traces.otlp import REASONS, Limits, OTLPDecodeError, decode_request, spans_of
 
 log = logging.getLogger("fleetwatch.otlp")
 
@@ -144,7 +144,7 @@ class TraceReceiver:
     def ingest(self, body: bytes, content_type: str, content_encoding: str = "",
                now: float | None = None) -> int:
         """Decode and process one body; return its span count. Raises
-        :class:`~fleetwatch.traces.otlp.OTLPDecodeError` (counted) for a refused one."""
+        :class:`~fleetwatch.otlp.decode.OTLPDecodeError` (counted) for a refused one."""
         try:
             req = decode_request(body, content_type, content_encoding, self.limits)
         except OTLPDecodeError as exc:

@@ -7,9 +7,9 @@ import threading
 import time
 from typing import Any, Literal
 
-from fleetwatch.demo.load.bounds import Run, check_bounds, loopback_address, run_workers
-from fleetwatch.demo.load.inputs import InputFactory, default_inputs, infer_inputs
-from fleetwatch.demo.load.results import LoadResult
+from fleetwatch.clients.triton.bounds import Run, check_bounds, loopback_address, run_workers
+from fleetwatch.clients.triton.results import LoadResult
+from fleetwatch.clients.triton.tensors import InputFactory, infer_inputs
 
 __all__ = ["Protocol", "send_requests"]
 
@@ -21,7 +21,7 @@ def send_requests(
     model: str,
     *,
     protocol: Protocol = "http",
-    inputs: InputFactory | None = None,
+    inputs: InputFactory,
     requests: int = 100,
     concurrency: int = 1,
     max_duration_s: float = 30.0,
@@ -30,6 +30,9 @@ def send_requests(
     stop_event: threading.Event | None = None,
 ) -> LoadResult:
     """Send up to ``requests`` unary inference requests with ``concurrency`` parallel clients.
+
+    Many parameters: each bound of a run is its own keyword-only option with a default; a
+    caller names the few it sets.
 
     Stops early when ``max_duration_s`` seconds have passed or ``stop_event`` is set; a request
     in flight then still gets up to ``timeout_s`` seconds. So the call returns within about
@@ -40,7 +43,7 @@ def send_requests(
             accepted); the host must be loopback.
         model: the model name.
         protocol: ``"http"`` (tritonclient.http) or ``"grpc"`` (tritonclient.grpc).
-        inputs: builds request ``i``'s tensors; default `default_inputs` of ``model``.
+        inputs: builds request ``i``'s tensors (the demo models': `fleetwatch.demo.load`).
         requests: how many requests at most (0 … `MAX_REQUESTS`).
         concurrency: parallel clients, each with one request in flight (1 … `MAX_CONCURRENCY`).
         max_duration_s: stop sending after this many seconds.
@@ -59,7 +62,6 @@ def send_requests(
     check_bounds(requests, concurrency, max_duration_s, timeout_s)
     if protocol not in ("http", "grpc"):
         raise ValueError(f"protocol must be 'http' or 'grpc', got {protocol!r}")
-    make_inputs = inputs if inputs is not None else default_inputs(model)
     run = Run(LoadResult(model, protocol, model_version), requests, max_duration_s, stop_event)
 
     def worker(run: Run) -> None:
@@ -77,7 +79,7 @@ def send_requests(
             timeout_kwargs = {"client_timeout": timeout_s}
         try:
             while (index := run.claim()) is not None:
-                tensors = infer_inputs(module, make_inputs(index))
+                tensors = infer_inputs(module, inputs(index))
                 started = time.perf_counter()
                 try:
                     client.infer(model, tensors, model_version=model_version, **timeout_kwargs)

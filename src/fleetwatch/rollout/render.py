@@ -1,0 +1,77 @@
+"""A rollout comparison (:class:`~fleetwatch.rollout.compare.Comparison`) as the terminal
+text ``fleetwatch compare`` prints, or as strict JSON (``--json``)."""
+
+from __future__ import annotations
+
+import json
+
+from fleetwatch.rollout.compare import BandComparison, Comparison, SLOComparison
+from fleetwatch.rollout.summary import BandSLI
+from fleetwatch.slo.report import printable
+
+
+def _ratio(side: BandSLI | None, interval: tuple[float, float] | None) -> str:
+    if side is None:
+        return "-"
+    text = f"{side.good:g}/{side.total:g}"
+    if side.total > 0:
+        text += f" {100 * side.good / side.total:.1f}%"
+    if interval is not None:
+        text += f" [{100 * interval[0]:.1f}, {100 * interval[1]:.1f}]"
+    return text
+
+
+def _latency(side: BandSLI | None) -> str:
+    if side is None or side.latency_seconds is None:
+        return "-"
+    text = f"{1000 * side.latency_seconds:.3g}ms"
+    if side.latency_low_seconds is not None and side.latency_high_seconds is not None:
+        text += f" [{1000 * side.latency_low_seconds:.3g}, " \
+                f"{1000 * side.latency_high_seconds:.3g}]"
+    return text
+
+
+def _row(b: BandComparison) -> list[str]:
+    diff = "-" if b.difference is None else f"{100 * b.difference:+.1f}pp"
+    p = "-" if b.p_value is None else f"{b.p_value:.2g}"
+    return [b.band, _ratio(b.baseline, b.baseline_interval),
+            _ratio(b.candidate, b.candidate_interval), diff, p, _latency(b.baseline),
+            _latency(b.candidate), b.verdict]
+
+
+HEADER = ["band", "baseline good/events", "candidate good/events", "diff", "p",
+          "baseline latency", "candidate latency", "verdict"]
+
+
+def _slo_lines(s: SLOComparison) -> list[str]:
+    drive = f" (bands {', '.join(s.driving_bands)})" if s.driving_bands else ""
+    lines = [f"SLO {printable(s.slo)}: {s.verdict}{drive}; per band p < {s.threshold:.2g} "
+             f"and |diff| ≥ {100 * s.margin:.2g}pp"]
+    rows = [HEADER, *(_row(b) for b in s.bands)]
+    if s.overall is not None:
+        rows.append(["all (naive)", *_row(s.overall)[1:]])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+              for r in rows]
+    return lines
+
+
+def render(c: Comparison) -> str:
+    """The comparison as text: the verdict, then one table per SLO (ratios with their
+    Wilson 95 % interval, difference, p-value, the objective's latency quantile with its
+    interval, the band's verdict) ending with the naive overall comparison."""
+    drive = ", ".join(f"{printable(s)} band {b}" for s, b in c.driving)
+    lines = [f"{printable(c.model)}: candidate {printable(c.candidate)} vs "
+             f"{printable(c.baseline)}: {c.verdict}" + (f" (driven by {drive})" if drive
+                                                        else "")]
+    for s in c.slos:
+        lines.append("")
+        lines += _slo_lines(s)
+    return "\n".join(lines)
+
+
+def to_json(c: Comparison) -> str:
+    """Strict JSON of a comparison (no NaN)."""
+    from fleetwatch.slo.status import strict_json
+
+    return json.dumps(strict_json(c.to_json()), allow_nan=False, indent=2, sort_keys=True)
