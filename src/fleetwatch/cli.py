@@ -251,9 +251,12 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per request per line.")
 @click.option("--metrics", is_flag=True, help="Print the normalized histograms instead.")
+@click.option("--wide", is_flag=True, help="Every fact in the table (start time, compute "
+              "and first-response times; seconds), as wide as the values need.")
 @click.option("--vllm-model", default="vllm", show_default=True,
               help="Model name of vLLM's llm_request spans (they do not carry one).")
-def traces(files: tuple[str, ...], as_json: bool, metrics: bool, vllm_model: str) -> None:
+def traces(files: tuple[str, ...], as_json: bool, metrics: bool, wide: bool,
+           vllm_model: str) -> None:
     """Print per-request facts of captured OTLP trace export bodies (JSON or protobuf)."""
     from rich.console import Console
 
@@ -266,7 +269,7 @@ def traces(files: tuple[str, ...], as_json: bool, metrics: bool, vllm_model: str
         for f in facts:
             click.echo(f.to_json())
     else:
-        print_table(facts, Console())
+        print_table(facts, Console(), wide)
     st = joiner.stats
     click.echo(f"{len(files)} files: {st.spans} spans, {len(facts)} requests "
                f"({st.partial} partial), {st.ignored} other spans ignored", err=True)
