@@ -81,7 +81,7 @@ def compare(baseline_version: str | None, baseline_file: str | None, candidate_v
     drive it (exit 2 for an unknown model or version, 1 when Prometheus cannot answer)."""
     from fleetwatch.commands.compare import CompareInputError, render, to_json
     from fleetwatch.commands.prometheus import PrometheusError
-    from fleetwatch.rollout.baseline import BaselineError, load
+    from fleetwatch.rollout.baseline import BaselineError, load, side_name
     from fleetwatch.rollout.compare import Settings
     from fleetwatch.rollout.compare import compare as run_compare
 
@@ -98,11 +98,9 @@ def compare(baseline_version: str | None, baseline_file: str | None, candidate_v
         else:
             assert baseline_version is not None
             base_side = src.side("baseline", baseline_version, baseline_backend)
-            base_name = baseline_version + (f" ({baseline_backend})" if baseline_backend
-                                            else "")
+            base_name = side_name(source["model"], baseline_version, baseline_backend)
         cand_side = src.side("candidate", candidate_version, candidate_backend)
-        cand_name = candidate_version + (f" ({candidate_backend})" if candidate_backend
-                                         else "")
+        cand_name = side_name(source["model"], candidate_version, candidate_backend)
         result = run_compare(source["model"], base_name, cand_name, base_side, cand_side,
                              Settings(min_events, alpha, margin))
     except BaselineError as exc:
