@@ -116,3 +116,35 @@ def test_capture_text_bounds_and_names_what_is_wrong():
         capture_text(b"\x1f\x8b" + b"\x00" * 30)
     with pytest.raises(CaptureError, match=r"not UTF-8 decompressed text \(byte 0\)"):
         capture_text(gzip.compress(b"\xff\xfe"))
+
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "examples")
+GENERATORS = {
+    "rules": ["--registry", f"{EXAMPLES}/models.yaml", "--slos", f"{EXAMPLES}/slos.yaml"],
+    "dashboards": ["--registry", f"{EXAMPLES}/models.yaml", "--slos", f"{EXAMPLES}/slos.yaml"],
+    "manifests": ["--config", f"{EXAMPLES}/sidecar.yaml", "--config",
+                  f"{EXAMPLES}/sidecar-vllm.yaml", "--registry",
+                  f"{EXAMPLES}/models.yaml", "--slos", f"{EXAMPLES}/slos.yaml"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(GENERATORS))
+def test_generators_report_alike_and_an_out_that_is_a_file_is_exit_1(tmp_path, command):
+    """Each folder generator says ``wrote N files to DIR`` (N the files in DIR); an --out
+    that is an existing file is a runtime failure naming it (exit 1), as the README says."""
+    from click.testing import CliRunner
+
+    from fleetwatch.cli import main
+
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, [command, *GENERATORS[command], "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    written = [p for p in out.rglob("*") if p.is_file()]
+    assert res.stdout == f"wrote {len(written)} files to {out}\n"
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder\n")
+    res = run(command, *GENERATORS[command], "--out", str(taken))
+    assert clean_failure(res, 1).splitlines()[-1] == (
+        f"fleetwatch: error: {taken}: cannot write: not a directory")
+    assert taken.read_text() == "not a folder\n"
