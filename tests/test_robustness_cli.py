@@ -148,3 +148,16 @@ def test_generators_report_alike_and_an_out_that_is_a_file_is_exit_1(tmp_path, c
     assert clean_failure(res, 1).splitlines()[-1] == (
         f"fleetwatch: error: {taken}: cannot write: not a directory")
     assert taken.read_text() == "not a folder\n"
+
+
+def test_demo_without_the_triton_extra_is_one_line_of_advice():
+    """``pip install .`` without the triton extra: the demo says what to install in one
+    line and exits 1 before any server starts (no traceback)."""
+    hide = ("import sys; sys.modules['pytriton'] = None; from fleetwatch.cli import main; "
+            "main()")
+    res = subprocess.run([sys.executable, "-c", hide, "demo", "--duration", "1", "--port",
+                          "0"], capture_output=True, text=True, timeout=60)
+    assert clean_failure(res, 1).splitlines() == [
+        "fleetwatch: error: the 'pytriton' package is not installed; install the 'triton' "
+        "extra (pip install 'fleetwatch[triton]', which pins nvidia-pytriton==0.7.0)"]
+    assert res.stdout == ""

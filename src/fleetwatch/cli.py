@@ -315,11 +315,15 @@ def schema(markdown: bool) -> None:
 def demo(duration: float, port: int, log_level: str) -> None:
     """Run the sidecar on an embedded default: a real local Triton with demo models and a
     real vLLM engine (CPU, tiny model), both under bounded load, side by side."""
+    from fleetwatch.demo.process import ServerStartError
     from fleetwatch.demo.run import run_demo  # a taken port: one line, before any server
 
     _setup_logging(log_level)
     with contextlib.suppress(KeyboardInterrupt):
-        run_demo(duration=duration, port=port)
+        try:
+            run_demo(duration=duration, port=port)
+        except ServerStartError as exc:  # a server that did not start: its message, exit 1
+            _fail(str(exc), code=1)
 
 
 for _command in (*GENERATORS, *ROLLOUT_COMMANDS):
