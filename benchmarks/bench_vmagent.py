@@ -6,9 +6,12 @@ What fleetwatch replaces for Triton is, at its simplest, a scraping agent that r
 the upstream series; this benchmark says what the sidecar's extra work (normalization
 into one schema) costs next to such an agent.
 
-* An upstream test double (its own process) serves a static 1000-model Triton exposition
-  (``bench_pipeline.triton_exposition``, 48 000 samples) on loopback, and accepts
-  Prometheus remote-write requests (``/api/v1/write``, answered 204) for vmagent.
+* An upstream test double (its own process) serves a 1000-model Triton exposition
+  (``bench_pipeline.triton_exposition``, 48 000 samples) on loopback — static (the same
+  body every scrape), then busy (a tenth of the values moved at every scrape, as
+  ``bench_pipeline`` measures) — and accepts Prometheus remote-write requests
+  (``/api/v1/write``, answered 204) for vmagent. It counts the ``/metrics`` GETs it
+  answered: the cycles.
 * The sidecar: ``fleetwatch serve`` (its own process) scrapes the double every second
   and is itself scraped every second with ``Accept-Encoding: gzip`` by this script: one
   cycle is fetch, parse, normalize, render and gzip.
@@ -17,8 +20,9 @@ into one schema) costs next to such an agent.
   to the normalized name and ``version`` to ``model_version``, and remote-writes the
   result to the double: one cycle is fetch, parse, relabel, compress and send.
 * Each runs alone (the other stopped) for ``--seconds``, after a warm-up; CPU is user +
-  system time from ``/proc/<pid>/stat``; per cycle = CPU ÷ the seconds measured (one
-  scrape a second). ``--rounds`` alternates them; the medians and their ratio are printed.
+  system time from ``/proc/<pid>/stat``; per cycle = CPU ÷ the double's GETs meanwhile
+  (one a second, fewer when a scrape is late). ``--rounds`` alternates them; the medians
+  and their ratio are printed.
 
 Without vmagent the comparison is skipped with one line saying how to install it
 (benchmarks are not tests).
@@ -42,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_pipeline import COUNTERS, SUMMARIES, triton_exposition  # noqa: E402
+from bench_pipeline import COUNTERS, SUMMARIES, changed_values, triton_exposition  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 MODELS = 1000
@@ -87,14 +91,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve_upstream(port: int) -> None:
-    """The test double, forever: Triton's ``/metrics`` (static) and a remote-write sink."""
+def serve_upstream(port: int, busy: bool) -> None:
+    """The test double, forever: Triton's ``/metrics`` (static, or with ``busy`` every
+    tenth sample's value moved at each GET: :func:`bench_pipeline.changed_values`), a
+    remote-write sink, and ``/count``: how many ``/metrics`` GETs it answered."""
     from aiohttp import web
 
     text = triton_exposition(MODELS)
+    bodies = [changed_values(text, c) for c in range(1, 31)] if busy else [text]
+    gets = [0]
 
     async def metrics(_request: web.Request) -> web.Response:
-        return web.Response(text=text, content_type="text/plain")
+        gets[0] += 1
+        return web.Response(text=bodies[gets[0] % len(bodies)], content_type="text/plain")
+
+    async def count(_request: web.Request) -> web.Response:
+        return web.Response(text=str(gets[0]))
 
     async def write(request: web.Request) -> web.Response:
         await request.read()
@@ -102,6 +114,7 @@ def serve_upstream(port: int) -> None:
 
     app = web.Application(client_max_size=64 << 20)
     app.router.add_get("/metrics", metrics)
+    app.router.add_get("/count", count)
     app.router.add_post("/api/v1/write", write)
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
 
@@ -143,9 +156,11 @@ async def _wait_for(url: str, needle: bytes, seconds: float = 60.0) -> None:
     raise RuntimeError(f"{url} did not show {needle.decode()} within {seconds:.0f} s")
 
 
-async def _measure(pid: int, seconds: float, scrape_url: str | None) -> float:
-    """CPU ms per second of ``pid`` over ``seconds`` after the warm-up; with
-    ``scrape_url``, GET it with gzip every second meanwhile (the sidecar's scraper)."""
+async def _measure(pid: int, seconds: float, up_port: int, scrape_url: str | None) -> float:
+    """CPU ms of ``pid`` per scrape of the double (its ``/count``) over ``seconds`` after
+    the warm-up; with ``scrape_url``, GET it with gzip every second meanwhile (the
+    sidecar's own scraper)."""
+    count_url = f"http://127.0.0.1:{up_port}/count"
 
     async def scrape_every_second(until: float) -> None:
         while time.monotonic() < until:
@@ -155,9 +170,12 @@ async def _measure(pid: int, seconds: float, scrape_url: str | None) -> float:
             await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))
 
     await scrape_every_second(time.monotonic() + WARMUP_S)
-    c0, t0 = cpu_seconds(pid), time.monotonic()
-    await scrape_every_second(t0 + seconds)
-    return (cpu_seconds(pid) - c0) / (time.monotonic() - t0) * 1e3
+    c0, n0 = cpu_seconds(pid), int(await _get(count_url))
+    await scrape_every_second(time.monotonic() + seconds)
+    c1, n1 = cpu_seconds(pid), int(await _get(count_url))
+    if n1 <= n0:
+        raise RuntimeError(f"no scrape of the double in {seconds:.0f} s")
+    return (c1 - c0) / (n1 - n0) * 1e3
 
 
 def _env() -> dict[str, str]:
@@ -190,7 +208,7 @@ async def sidecar_round(up_port: int, seconds: float, work: Path) -> float:
     try:
         url = f"http://127.0.0.1:{port}/metrics"
         await _wait_for(url, b"modelserver_requests_total{")
-        return await _measure(p.pid, seconds, url)
+        return await _measure(p.pid, seconds, up_port, url)
     finally:
         _stop(p)
 
@@ -210,15 +228,18 @@ async def vmagent_round(vmagent: str, up_port: int, seconds: float, work: Path) 
     try:  # scraped and relabeled: its own scrape metrics count the renamed samples
         await _wait_for(f"http://127.0.0.1:{port}/metrics",
                         b'vm_promscrape_scrapes_total{status_code="200"}')
-        return await _measure(p.pid, seconds, None)
+        return await _measure(p.pid, seconds, up_port, None)
     finally:
         _stop(p)
 
 
-async def run(seconds: float, rounds: int, vmagent: str) -> tuple[list[float], list[float]]:
-    """Alternate the sidecar and vmagent ``rounds`` times; CPU ms per cycle of each."""
+async def run(seconds: float, rounds: int, vmagent: str,
+              busy: bool) -> tuple[list[float], list[float]]:
+    """Alternate the sidecar and vmagent ``rounds`` times against one double (``busy``:
+    see :func:`serve_upstream`); CPU ms per cycle of each."""
     up_port = free_port()
-    upstream = subprocess.Popen([sys.executable, __file__, "--upstream", str(up_port)],
+    upstream = subprocess.Popen([sys.executable, __file__, "--upstream", str(up_port),
+                                 *(["--busy"] if busy else [])],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ours: list[float] = []
     theirs: list[float] = []
@@ -235,14 +256,16 @@ async def run(seconds: float, rounds: int, vmagent: str) -> tuple[list[float], l
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seconds", type=float, default=20.0,
+    ap.add_argument("--seconds", type=float, default=15.0,
                     help="measured seconds of each process per round")
-    ap.add_argument("--rounds", type=int, default=3, help="alternations of the two")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternations of the two, per kind of upstream")
     ap.add_argument("--vmagent", default=shutil.which("vmagent") or "/usr/bin/vmagent")
     ap.add_argument("--upstream", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--busy", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.upstream:
-        serve_upstream(args.upstream)
+        serve_upstream(args.upstream, args.busy)
         return
     print(f"\nWhole sidecar against vmagent, Triton {MODELS} models scraped every second "
           "(CPU per cycle from /proc/<pid>/stat)")
@@ -250,13 +273,17 @@ def main() -> None:
         print(f"  skipped: no vmagent at {args.vmagent} (Debian: apt-get install "
               "victoria-metrics)")
         return
-    ours, theirs = asyncio.run(run(args.seconds, args.rounds, args.vmagent))
-    for i, (a, b) in enumerate(zip(ours, theirs, strict=True), 1):
-        print(f"  round {i}: sidecar {a:6.1f} ms, vmagent {b:6.1f} ms ({a / b:.2f}×)")
-    a, b = statistics.median(ours), statistics.median(theirs)
-    print(f"  median of {len(ours)} rounds of {args.seconds:.0f} s: sidecar (fetch, "
-          f"normalize, render, gzip) {a:.1f} ms, vmagent (fetch, relabel, remote write) "
-          f"{b:.1f} ms per cycle: {a / b:.2f}×")
+    for busy in (False, True):
+        ours, theirs = asyncio.run(run(args.seconds, args.rounds, args.vmagent, busy))
+        what = ("busy (a tenth of the values move every scrape)" if busy
+                else "static (the same body every scrape)")
+        print(f"  {what}:")
+        for i, (a, b) in enumerate(zip(ours, theirs, strict=True), 1):
+            print(f"    round {i}: sidecar {a:6.1f} ms, vmagent {b:6.1f} ms ({a / b:.2f}×)")
+        a, b = statistics.median(ours), statistics.median(theirs)
+        print(f"    median of {len(ours)} rounds of {args.seconds:.0f} s: sidecar (fetch, "
+              f"normalize, render, gzip) {a:.1f} ms, vmagent (fetch, relabel, remote "
+              f"write) {b:.1f} ms per cycle: {a / b:.2f}×")
 
 
 if __name__ == "__main__":
