@@ -4,7 +4,8 @@ Each file is one body as POSTed to ``/v1/traces`` (OTLP JSON or protobuf, gzip o
 detected from its bytes). The files are read in order through the same join the sidecar
 uses (:mod:`fleetwatch.traces.join`, then everything pending is flushed) and the load each
 request saw is estimated over all of them (:mod:`fleetwatch.traces.concurrency`).
-Output: a table that fits 80 columns (``--wide``: every fact, as wide as needed), or ``--json`` one object per request per line
+Output: a table that fits 80 columns (``--wide``: every fact, as wide as needed), or
+``--json`` one object per request per line
 (:meth:`~fleetwatch.traces.facts.RequestFacts.to_json`), or ``--metrics`` the normalized
 histograms the requests give (:data:`fleetwatch.traces.histograms.BOUNDS`, every source).
 """
