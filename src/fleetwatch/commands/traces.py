@@ -124,8 +124,9 @@ def print_table(facts: Sequence[RequestFacts], console: Console, wide: bool = Fa
         natural = console.measure(table, options=console.options.update_width(10_000))
         console.width = max(console.width, natural.maximum)
     else:
-        table = Table(title=f"{title} (times in ms, tokens in/out, load = mean concurrency)",
-                      box=box.SIMPLE_HEAD, pad_edge=False)
+        # the legend on its own line: a table title wraps at the table's width
+        console.print(f"{title} (times in ms, tokens in/out, load = mean concurrency)")
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
         for c in COLUMNS:
             table.add_column(c.header, justify=c.justify, overflow="fold")
         for f in facts:
