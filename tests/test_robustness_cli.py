@@ -161,3 +161,28 @@ def test_demo_without_the_triton_extra_is_one_line_of_advice():
         "fleetwatch: error: the 'pytriton' package is not installed; install the 'triton' "
         "extra (pip install 'fleetwatch[triton]', which pins nvidia-pytriton==0.7.0)"]
     assert res.stdout == ""
+
+
+def test_an_output_file_that_is_a_directory_is_exit_1_naming_it(tmp_path):
+    """--out and --html name files: a directory there is an output that cannot be written
+    (exit 1, one line naming it), not click's usage error (exit 2)."""
+    from tests.helpers import ROOT
+
+    captures = [str(p) for p in sorted(
+        (ROOT / "tests" / "data" / "vllm-sweep" / "captures").glob("*.prom"))[:3]]
+    slos = tmp_path / "slos.yaml"
+    slos.write_text("slos:\n  - name: avail\n    selector: {models: [tiny-llm]}\n"
+                    "    sli: {availability: {}}\n    objectives: [{target: 0.99}]\n"
+                    "    timeWindow: [{duration: 30d}]\n    concurrency: {envelope: 8}\n")
+    d = tmp_path / "a-directory"
+    d.mkdir()
+    for args in (
+        ["alertmanager", "--registry", f"{EXAMPLES}/models.yaml", "--receivers",
+         f"{EXAMPLES}/receivers.yaml", "--out", str(d)],
+        ["slo", "replay", "--slos", str(slos), "--html", str(d), *captures],
+        ["baseline", "record", "--model", "tiny-llm", "--slos", str(slos), "--version", "",
+         *(a for c in captures for a in ("--captures", c)), "--out", str(d)],
+    ):
+        err = clean_failure(run(*args), 1)
+        line = next(x for x in err.splitlines() if x.startswith("fleetwatch: error: "))
+        assert str(d) in line and "cannot write" in line, (args[0], err)

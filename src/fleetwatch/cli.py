@@ -104,7 +104,7 @@ def slo_validate(file: str) -> None:
               help="Prometheus base URL, e.g. http://127.0.0.1:9090")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--timeout", type=float, default=10.0, show_default=True)
-@click.option("--html", "html_out", type=click.Path(dir_okay=False),
+@click.option("--html", "html_out", type=click.Path(),
               help="Also write the status page of the fleet to this file (self-contained).")
 def slo_report(prom_url: str, as_json: bool, timeout: float, html_out: str | None) -> None:
     """Per SLO and model: budget remaining, burn rates by window and band, capacity and
@@ -138,7 +138,7 @@ def slo_report(prom_url: str, as_json: bool, timeout: float, html_out: str | Non
               help="Seconds between captures (default: the <unix_ms> in each file name).")
 @click.option("--each", is_flag=True, help="Print /slo and /autoscaling after every capture "
               "(one JSON line each).")
-@click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
+@click.option("--html", "html_out", type=click.Path(), default=None,
               help="Also write the status page of the replay to this file (one "
                    "self-contained HTML file).")
 @click.argument("captures", nargs=-1, required=True, type=click.Path(dir_okay=False))

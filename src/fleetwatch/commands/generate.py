@@ -86,7 +86,7 @@ def rules(registry_path: str, slos_path: str, receivers_path: str | None, out_di
               help="Alerting configuration: teams, default and receivers.")
 @click.option("--slos", "slos_path", type=click.Path(dir_okay=False),
               help="SLO file: its burn tiers are inhibited (default: the Workbook catalog).")
-@click.option("--out", "out_file", type=click.Path(dir_okay=False, allow_dash=True),
+@click.option("--out", "out_file", type=click.Path(allow_dash=True),
               default="-", show_default=True, help="Output file (- for stdout).")
 def alertmanager(registry_path: str, receivers_path: str, slos_path: str | None,
                  out_file: str) -> None:

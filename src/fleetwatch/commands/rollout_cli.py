@@ -123,7 +123,7 @@ def baseline() -> None:
 @click.option("--backend", default=None,
               help="The backend (engine), when several serve the version.")
 @click.option("--captures", multiple=True, help="Captures (files or folders); repeatable.")
-@click.option("--out", required=True, type=click.Path(dir_okay=False),
+@click.option("--out", required=True, type=click.Path(),
               help="The baseline YAML file to write.")
 def baseline_record(model_version: str, backend: str | None, out: str,
                     **source: Any) -> None:
