@@ -637,3 +637,6 @@ def test_cli_table_fits_80_columns_and_wide_has_every_fact() -> None:
     wide = w.stdout.splitlines()
     assert "first_response_seconds" in wide[2] and "completion_tokens" in wide[2]
     assert sum("│ vllm " in x and "0.089" in x for x in wide) == 1  # not folded
+    m = CliRunner().invoke(main, ["traces", "--vllm-model", "[bold]m[/]", str(OTLP / (
+        "vllm-0.32-llm_request.pb"))], env={"COLUMNS": "80"})
+    assert m.exit_code == 0 and "[bold]m[/]" in m.stdout  # a model name is not markup

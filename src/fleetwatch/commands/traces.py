@@ -21,6 +21,7 @@ import click
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from fleetwatch.traces.concurrency import LoadEstimator
 from fleetwatch.traces.facts import RequestFacts
@@ -43,11 +44,8 @@ class Column:
     justify: Literal["left", "right"] = "right"
 
 
-def _ms(attr: str) -> Callable[[RequestFacts], str]:
-    def cell(f: RequestFacts) -> str:
-        v = getattr(f, attr)
-        return "-" if v is None else f"{v * 1e3:.1f}"
-    return cell
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.1f}"
 
 
 def _tokens(f: RequestFacts) -> str:
@@ -62,10 +60,10 @@ COLUMNS = (
     Column("model", lambda f: f.model, "left"),
     Column("version", lambda f: f.model_version or "-", "left"),
     Column("source", lambda f: f.source, "left"),
-    Column("e2e", _ms("e2e_seconds")),
-    Column("queue", _ms("queue_seconds")),
-    Column("ttft", _ms("ttft_seconds")),
-    Column("tpot", _ms("tpot_seconds")),
+    Column("e2e", lambda f: _ms(f.e2e_seconds)),
+    Column("queue", lambda f: _ms(f.queue_seconds)),
+    Column("ttft", lambda f: _ms(f.ttft_seconds)),
+    Column("tpot", lambda f: _ms(f.tpot_seconds)),
     Column("tokens", _tokens),
     Column("load", lambda f: "-" if f.concurrency is None else f"{f.concurrency:.2f}"),
 )
@@ -120,7 +118,7 @@ def print_table(facts: Sequence[RequestFacts], console: Console, wide: bool = Fa
         for name in WIDE_COLUMNS:
             table.add_column(name, no_wrap=True)
         for f in facts:
-            table.add_row(*(_cell(getattr(f, name)) for name in WIDE_COLUMNS))
+            table.add_row(*(Text(_cell(getattr(f, name))) for name in WIDE_COLUMNS))
         natural = console.measure(table, options=console.options.update_width(10_000))
         console.width = max(console.width, natural.maximum)
     else:
@@ -130,7 +128,7 @@ def print_table(facts: Sequence[RequestFacts], console: Console, wide: bool = Fa
         for c in COLUMNS:
             table.add_column(c.header, justify=c.justify, overflow="fold")
         for f in facts:
-            table.add_row(*(c.cell(f) for c in COLUMNS))
+            table.add_row(*(Text(c.cell(f)) for c in COLUMNS))  # names are not markup
     console.print(table)
 
 
