@@ -102,6 +102,23 @@ def test_quota_usage_command_flags_each_team_over_quota() -> None:
     assert f"GPU {L4_UUID}: split by footprint" in r.output
 
 
+def test_quota_usage_without_a_quota_file_says_what_is_missing(tmp_path) -> None:
+    """No quota file and no model to count: one error line naming the options, exit 2 (bad
+    input), not an empty table. No quota file but a placement: the usage, a note, exit 0."""
+    r = CliRunner().invoke(main, ["quota", "usage"])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.startswith("fleetwatch: error: quota usage: nothing to report: no quota "
+                               "file (give --quotas FILE") and len(r.stderr.splitlines()) == 1
+    cfg = tmp_path / "sidecar.yaml"
+    cfg.write_text((DATA / "sidecar.yaml").read_text()
+                   .replace("quotas: quotas.yaml\n", "")
+                   .replace("registry: registry.yaml", f"registry: {DATA / 'registry.yaml'}"))
+    r = CliRunner().invoke(main, ["quota", "usage", "--config", str(cfg)])
+    assert r.exit_code == 0, r.output
+    assert [line.split()[:2] for line in r.stdout.splitlines()][1] == ["llm", "gpus"]
+    assert "usage only, no limits" in r.stderr
+
+
 def test_unknown_footprint_splits_the_gpu_by_instances() -> None:
     reg = load_registry(DATA / "registry.yaml")
     placement = Placement([GPUPlacement(gpu_uuid="G", models=[

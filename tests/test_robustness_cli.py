@@ -116,3 +116,73 @@ def test_capture_text_bounds_and_names_what_is_wrong():
         capture_text(b"\x1f\x8b" + b"\x00" * 30)
     with pytest.raises(CaptureError, match=r"not UTF-8 decompressed text \(byte 0\)"):
         capture_text(gzip.compress(b"\xff\xfe"))
+
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "examples")
+GENERATORS = {
+    "rules": ["--registry", f"{EXAMPLES}/models.yaml", "--slos", f"{EXAMPLES}/slos.yaml"],
+    "dashboards": ["--registry", f"{EXAMPLES}/models.yaml", "--slos", f"{EXAMPLES}/slos.yaml"],
+    "manifests": ["--config", f"{EXAMPLES}/sidecar.yaml", "--config",
+                  f"{EXAMPLES}/sidecar-vllm.yaml", "--registry",
+                  f"{EXAMPLES}/models.yaml", "--slos", f"{EXAMPLES}/slos.yaml"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(GENERATORS))
+def test_generators_report_alike_and_an_out_that_is_a_file_is_exit_1(tmp_path, command):
+    """Each folder generator says ``wrote N files to DIR`` (N the files in DIR); an --out
+    that is an existing file is a runtime failure naming it (exit 1), as the README says."""
+    from click.testing import CliRunner
+
+    from fleetwatch.cli import main
+
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, [command, *GENERATORS[command], "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    written = [p for p in out.rglob("*") if p.is_file()]
+    assert res.stdout == f"wrote {len(written)} files to {out}\n"
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder\n")
+    res = run(command, *GENERATORS[command], "--out", str(taken))
+    assert clean_failure(res, 1).splitlines()[-1] == (
+        f"fleetwatch: error: {taken}: cannot write: not a directory")
+    assert taken.read_text() == "not a folder\n"
+
+
+def test_demo_without_the_triton_extra_is_one_line_of_advice():
+    """``pip install .`` without the triton extra: the demo says what to install in one
+    line and exits 1 before any server starts (no traceback)."""
+    hide = ("import sys; sys.modules['pytriton'] = None; from fleetwatch.cli import main; "
+            "main()")
+    res = subprocess.run([sys.executable, "-c", hide, "demo", "--duration", "1", "--port",
+                          "0"], capture_output=True, text=True, timeout=60)
+    assert clean_failure(res, 1).splitlines() == [
+        "fleetwatch: error: the 'pytriton' package is not installed; install the 'triton' "
+        "extra (pip install 'fleetwatch[triton]', which pins nvidia-pytriton==0.7.0)"]
+    assert res.stdout == ""
+
+
+def test_an_output_file_that_is_a_directory_is_exit_1_naming_it(tmp_path):
+    """--out and --html name files: a directory there is an output that cannot be written
+    (exit 1, one line naming it), not click's usage error (exit 2)."""
+    from tests.helpers import ROOT
+
+    captures = [str(p) for p in sorted(
+        (ROOT / "tests" / "data" / "vllm-sweep" / "captures").glob("*.prom"))[:3]]
+    slos = tmp_path / "slos.yaml"
+    slos.write_text("slos:\n  - name: avail\n    selector: {models: [tiny-llm]}\n"
+                    "    sli: {availability: {}}\n    objectives: [{target: 0.99}]\n"
+                    "    timeWindow: [{duration: 30d}]\n    concurrency: {envelope: 8}\n")
+    d = tmp_path / "a-directory"
+    d.mkdir()
+    for args in (
+        ["alertmanager", "--registry", f"{EXAMPLES}/models.yaml", "--receivers",
+         f"{EXAMPLES}/receivers.yaml", "--out", str(d)],
+        ["slo", "replay", "--slos", str(slos), "--html", str(d), *captures],
+        ["baseline", "record", "--model", "tiny-llm", "--slos", str(slos), "--version", "",
+         *(a for c in captures for a in ("--captures", c)), "--out", str(d)],
+    ):
+        err = clean_failure(run(*args), 1)
+        line = next(x for x in err.splitlines() if x.startswith("fleetwatch: error: "))
+        assert str(d) in line and "cannot write" in line, (args[0], err)

@@ -244,3 +244,34 @@ def test_warmup_plans_from_the_example_configuration():
         "inputs": [{"name": "X", "datatype": "FP32", "shape": [1]}]}}]})
     with pytest.raises(WarmupInputError, match=r"grpc needs warmup\.url"):
         plans(cfg, grpc, "m")
+
+
+def test_a_side_without_a_version_is_named_by_its_model(tmp_path):
+    """vLLM's series have no model version (``""``): compare names such a side by the model
+    alone, live or from a baseline file, and a version as given."""
+    from click.testing import CliRunner
+    from tests.helpers import ROOT
+
+    from fleetwatch.cli import main
+    assert bl.side_name("m", "2", None) == "2"
+    assert bl.side_name("m", "2", "vllm") == "2 (vllm)"
+    assert bl.side_name("tiny-llm", "", "vllm") == "tiny-llm (vllm)"
+    slos = tmp_path / "slos.yaml"
+    slos.write_text("slos:\n  - name: avail\n    selector: {models: [tiny-llm]}\n"
+                    "    sli: {availability: {}}\n    objectives: [{target: 0.99}]\n"
+                    "    timeWindow: [{duration: 30d}]\n    concurrency: {envelope: 8}\n")
+    captures = sorted((ROOT / "tests" / "data" / "vllm-sweep" / "captures").glob("*.prom"))
+    src = ["--model", "tiny-llm", "--slos", str(slos),
+           *(a for c in captures[:6] for a in ("--captures", str(c)))]
+    base = tmp_path / "base.yaml"
+    r = CliRunner().invoke(main, ["baseline", "record", *src, "--version", "",
+                                  "--out", str(base)])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["compare", *src, "--baseline", str(base),
+                                  "--candidate-version", ""])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("tiny-llm: candidate tiny-llm vs baseline tiny-llm (vllm): ")
+    r = CliRunner().invoke(main, ["compare", *src, "--baseline-version", "",
+                                  "--candidate-version", "", "--candidate-backend", "vllm"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("tiny-llm: candidate tiny-llm (vllm) vs tiny-llm: ")

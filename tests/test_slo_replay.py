@@ -163,29 +163,39 @@ def test_replay_html_to_an_unwritable_path_is_one_error_line(tmp_path, knee):
 
 
 def test_slos_that_select_no_model_of_the_captures_are_said_on_stderr(tmp_path):
-    """The example SLOs select other models than the sweep's ``tiny-llm``: the documents
-    are empty (exit 0, as the engine would serve them), and one warning line says why;
-    SLOs that select it give no warning."""
-    examples = Path(__file__).resolve().parent.parent / "examples" / "slos.yaml"
+    """The example SLOs select other models than the sweep's ``tiny-llm``: /slo lists no
+    SLO while /autoscaling still has the model's signal (exit 0, as the engine would serve
+    them). One warning line says which document is empty and why: without a registry, the
+    SLO that selects by latency tier is named and --registry asked for; with one, the
+    selectors are to check. SLOs that select the model give no warning."""
+    examples = Path(__file__).resolve().parent.parent / "examples"
     files = [str(p) for p in CAPTURES[:3]]
-    code, out, err = replay("--slos", str(examples), *files)
+    code, out, err = replay("--slos", str(examples / "slos.yaml"), *files)
     assert code == 0
     assert _no_nan(out)["slo"]["slos"] == []
+    assert [m["model"] for m in _no_nan(out)["autoscaling"]["models"]] == ["tiny-llm"]
+    empty = ("fleetwatch: warning: no SLO selects a model of the captures (models in them: "
+             "tiny-llm): /slo lists no SLO (/autoscaling has the models' signals, without "
+             "capacity) — ")
     warnings = [line for line in err.splitlines() if "warning" in line]
-    assert warnings == ["fleetwatch: warning: no SLO selects a model of the captures "
-                        "(models in them: tiny-llm); the documents are empty — check the "
-                        "SLOs' selectors"]
+    assert warnings == [empty + "SLO llm-ttft selects by latency_tiers, which only a model "
+                        "registry gives: give --registry FILE"]
+    code, out, err = replay("--slos", str(examples / "slos.yaml"), "--registry",
+                            str(examples / "models.yaml"), *files)
+    assert code == 0
+    assert [line for line in err.splitlines() if "warning" in line] == [
+        empty + "check the SLOs' selectors"]
     code, out, err = replay("--slos", str(slo_file(tmp_path, 8, SLO)), *files)
     assert code == 0 and "warning" not in err
 
 
 def test_one_capture_is_said_to_need_a_second_not_blamed_on_the_selectors(tmp_path):
-    """A single capture has no interval: the documents are empty and the warning asks for
-    two captures (a fresh user replaying one capture with SLOs that do select its model
-    was told no SLO selected it)."""
+    """A single capture has no interval: both documents are empty and the warning says so
+    and asks for two captures, not that no SLO selects the model (these SLOs do)."""
     code, out, err = replay("--slos", str(slo_file(tmp_path, 8, SLO)), str(CAPTURES[0]))
     assert code == 0
     assert _no_nan(out)["slo"]["slos"] == []
     warnings = [line for line in err.splitlines() if "warning" in line]
     assert len(warnings) == 1 and "give at least two captures" in warnings[0], err
+    assert "/slo lists no SLO and /autoscaling no model" in warnings[0]
     assert "selects" not in err

@@ -618,3 +618,25 @@ def test_metrics_export_without_the_otel_extra_exits_naming_the_field(tmp_path,
     assert r.exit_code == 1, r.output
     assert "sidecar.yaml: field 'metrics_export'" in r.output
     assert "pip install 'fleetwatch[otel]'" in r.output
+
+
+def test_cli_table_fits_80_columns_and_wide_has_every_fact() -> None:
+    files = [str(p) for p in sorted(OTLP.iterdir())]
+    r = CliRunner().invoke(main, ["traces", *files], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    header = next(x for x in lines if x.split()[:1] == ["model"])
+    assert header.split() == ["model", "version", "source", "e2e", "queue", "ttft", "tpot",
+                              "tokens", "load"]
+    rows = [x.split() for x in lines if x.split()[:1] in (["ranker"], ["streamer"], ["vllm"])]
+    assert len(rows) == 11 and all(len(row) == 9 for row in rows)  # one line per request
+    assert ["vllm", "-", "vllm", "89.4", "0.0", "24.4", "5.9", "13/12", "1.85"] in rows
+    w = CliRunner().invoke(main, ["traces", "--wide", *files], env={"COLUMNS": "80"})
+    assert w.exit_code == 0, w.output
+    wide = w.stdout.splitlines()
+    assert "first_response_seconds" in wide[2] and "completion_tokens" in wide[2]
+    assert sum("│ vllm " in x and "0.089" in x for x in wide) == 1  # not folded
+    m = CliRunner().invoke(main, ["traces", "--vllm-model", "[bold]m[/]", str(OTLP / (
+        "vllm-0.32-llm_request.pb"))], env={"COLUMNS": "80"})
+    assert m.exit_code == 0 and "[bold]m[/]" in m.stdout  # a model name is not markup

@@ -103,7 +103,7 @@ def slo_validate(file: str) -> None:
               help="Prometheus base URL, e.g. http://127.0.0.1:9090")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--timeout", type=float, default=10.0, show_default=True)
-@click.option("--html", "html_out", type=click.Path(dir_okay=False),
+@click.option("--html", "html_out", type=click.Path(),
               help="Also write the status page of the fleet to this file (self-contained).")
 def slo_report(prom_url: str, as_json: bool, timeout: float, html_out: str | None) -> None:
     """Per SLO and model: budget remaining, burn rates by window and band, capacity and
@@ -137,7 +137,7 @@ def slo_report(prom_url: str, as_json: bool, timeout: float, html_out: str | Non
               help="Seconds between captures (default: the <unix_ms> in each file name).")
 @click.option("--each", is_flag=True, help="Print /slo and /autoscaling after every capture "
               "(one JSON line each).")
-@click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
+@click.option("--html", "html_out", type=click.Path(), default=None,
               help="Also write the status page of the replay to this file (one "
                    "self-contained HTML file).")
 @click.argument("captures", nargs=-1, required=True, type=click.Path(dir_okay=False))
@@ -250,9 +250,12 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per request per line.")
 @click.option("--metrics", is_flag=True, help="Print the normalized histograms instead.")
+@click.option("--wide", is_flag=True, help="Every fact in the table (start time, compute "
+              "and first-response times; seconds), as wide as the values need.")
 @click.option("--vllm-model", default="vllm", show_default=True,
               help="Model name of vLLM's llm_request spans (they do not carry one).")
-def traces(files: tuple[str, ...], as_json: bool, metrics: bool, vllm_model: str) -> None:
+def traces(files: tuple[str, ...], as_json: bool, metrics: bool, wide: bool,
+           vllm_model: str) -> None:
     """Print per-request facts of captured OTLP trace export bodies (JSON or protobuf)."""
     from rich.console import Console
 
@@ -265,7 +268,7 @@ def traces(files: tuple[str, ...], as_json: bool, metrics: bool, vllm_model: str
         for f in facts:
             click.echo(f.to_json())
     else:
-        print_table(facts, Console())
+        print_table(facts, Console(), wide)
     st = joiner.stats
     click.echo(f"{len(files)} files: {st.spans} spans, {len(facts)} requests "
                f"({st.partial} partial), {st.ignored} other spans ignored", err=True)
@@ -311,11 +314,15 @@ def schema(markdown: bool) -> None:
 def demo(duration: float, port: int, log_level: str) -> None:
     """Run the sidecar on an embedded default: a real local Triton with demo models and a
     real vLLM engine (CPU, tiny model), both under bounded load, side by side."""
+    from fleetwatch.demo.process import ServerStartError
     from fleetwatch.demo.run import run_demo  # a taken port: one line, before any server
 
     _setup_logging(log_level)
     with contextlib.suppress(KeyboardInterrupt):
-        run_demo(duration=duration, port=port)
+        try:
+            run_demo(duration=duration, port=port)
+        except ServerStartError as exc:  # a server that did not start: its message, exit 1
+            _fail(str(exc), code=1)
 
 
 for _command in (*GENERATORS, *ROLLOUT_COMMANDS):

@@ -61,9 +61,19 @@ def slo_file_or_fail(path: str) -> SLOFile:
 
 def write_or_fail(files: Mapping[str, str], out_dir: str | Path) -> list[Path]:
     """Write a generated file tree (:func:`fleetwatch.files.write_tree`); exits 1 naming the
-    path on an ``OSError``."""
+    path on an ``OSError``, and when ``out_dir`` exists but is not a directory."""
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        fail(f"{out_dir}: cannot write: not a directory", code=EXIT_RUNTIME)
     try:
         return write_tree(files, out_dir)
     except OSError as exc:
         where = exc.filename or out_dir
         fail(f"{where}: cannot write: {exc.strerror or exc}", code=EXIT_RUNTIME)
+
+
+def write_generated(files: Mapping[str, str], out_dir: str) -> None:
+    """Write a generator's file tree to ``--out`` (:func:`write_or_fail`) and say so in one
+    line, ``wrote N files to DIR``: the report of every command that writes a folder."""
+    write_or_fail(files, out_dir)
+    n = len(files)
+    click.echo(f"wrote {n} file{'' if n == 1 else 's'} to {out_dir}")

@@ -1,8 +1,9 @@
 """The generator commands: ``dashboards``, ``rules``, ``alertmanager``, ``manifests``.
 
 Each is pure on its inputs (files in, files out, deterministic) and needs no extra: they run
-after ``pip install .`` alone (``tools/ci_no_extras.sh``). Exit codes: 0 ok, 2 an input
-error naming the file and the field, 1 an output that cannot be written.
+after ``pip install .`` alone (``tools/ci_no_extras.sh``). Those that write a folder say
+``wrote N files to DIR``. Exit codes: 0 ok, 2 an input error naming the file and the field,
+1 an output that cannot be written (an ``--out`` that is a file included), naming it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ from typing import Literal, cast
 import click
 
 from fleetwatch import __version__
-from fleetwatch.commands.common import fail, registry_or_fail, slo_file_or_fail, write_or_fail
+from fleetwatch.commands.common import (
+    fail,
+    registry_or_fail,
+    slo_file_or_fail,
+    write_generated,
+    write_or_fail,
+)
 
 
 @click.command()
@@ -22,7 +29,7 @@ from fleetwatch.commands.common import fail, registry_or_fail, slo_file_or_fail,
               help="Model registry YAML (teams documented on the fleet dashboard).")
 @click.option("--slos", "slos_path", required=True, type=click.Path(dir_okay=False),
               help="SLO file: one row per SLO on the SLO dashboard.")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+@click.option("--out", "out_dir", required=True, type=click.Path(),
               help="Output directory (dashboards/, provisioning/, kubernetes/).")
 @click.option("--namespace", default="monitoring", show_default=True,
               help="Namespace of the generated ConfigMaps.")
@@ -31,8 +38,7 @@ def dashboards(registry_path: str, slos_path: str, out_dir: str, namespace: str)
     from fleetwatch.dashboards import generate
 
     files = generate(registry_or_fail(registry_path), slo_file_or_fail(slos_path), namespace)
-    write_or_fail(files, out_dir)
-    click.echo(f"wrote {len(files)} files to {out_dir}")
+    write_generated(files, out_dir)
 
 
 
@@ -44,7 +50,7 @@ def dashboards(registry_path: str, slos_path: str, out_dir: str, namespace: str)
               help="SLO file (burn-rate recording rules and alerts).")
 @click.option("--receivers", "receivers_path", type=click.Path(dir_okay=False),
               help="Alerting configuration: URLs, platform thresholds (defaults without it).")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+@click.option("--out", "out_dir", required=True, type=click.Path(),
               help="Output directory.")
 @click.option("--format", "fmt", type=click.Choice(["plain", "operator", "both"]),
               default="both", show_default=True,
@@ -70,8 +76,7 @@ def rules(registry_path: str, slos_path: str, receivers_path: str | None, out_di
         fail(str(exc))
     for case in not_covered:
         click.echo(f"fleetwatch: warning: behaviour tests do not cover {case}", err=True)
-    for path in write_or_fail(files, out_dir):
-        click.echo(path)
+    write_generated(files, out_dir)
 
 
 @click.command()
@@ -81,7 +86,7 @@ def rules(registry_path: str, slos_path: str, receivers_path: str | None, out_di
               help="Alerting configuration: teams, default and receivers.")
 @click.option("--slos", "slos_path", type=click.Path(dir_okay=False),
               help="SLO file: its burn tiers are inhibited (default: the Workbook catalog).")
-@click.option("--out", "out_file", type=click.Path(dir_okay=False, allow_dash=True),
+@click.option("--out", "out_file", type=click.Path(allow_dash=True),
               default="-", show_default=True, help="Output file (- for stdout).")
 def alertmanager(registry_path: str, receivers_path: str, slos_path: str | None,
                  out_file: str) -> None:
@@ -122,7 +127,7 @@ def alertmanager(registry_path: str, receivers_path: str, slos_path: str | None,
               help="SLO file (mounted in the sidecars; rules and dashboards).")
 @click.option("--receivers", "receivers_path", type=click.Path(dir_okay=False),
               help="Alerting configuration: adds the Alertmanager config Secret.")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+@click.option("--out", "out_dir", required=True, type=click.Path(),
               help="Output directory (kustomization.yaml and the files it lists).")
 @click.option("--image", default=f"fleetwatch:{__version__}", show_default=True,
               help="Sidecar image.")
@@ -165,8 +170,7 @@ def manifests(config_paths: tuple[str, ...], registry_path: str, slos_path: str,
         fail(str(exc))
     for warning in warnings:
         click.echo(f"fleetwatch: warning: {warning}", err=True)
-    write_or_fail(files, out_dir)
-    click.echo(f"wrote {len(files)} files to {out_dir}")
+    write_generated(files, out_dir)
 
 
 GENERATORS = (dashboards, rules, alertmanager, manifests)

@@ -43,9 +43,15 @@ def check(file: str) -> None:
 def usage(config_path: str | None, registry_path: str | None, captures: tuple[str, ...],
           triton_configs: tuple[str, ...], triton_stats: tuple[str, ...],
           quotas_path: str | None, served_only: bool) -> None:
-    """Print each team's usage against its quota (exit 1 when a team is over quota)."""
+    """Print each team's usage against its quota (exit 1 when a team is over quota; exit 2
+    when there is neither a quota file nor a model to count)."""
     a = load_assessment(config_path, registry_path, captures, triton_configs, triton_stats,
                         quotas_path, served_only)
+    if a.quotas is None and not (a.usage.teams or a.placement.gpus or a.feet
+                                 or a.usage.unowned):
+        fail("quota usage: nothing to report: no quota file (give --quotas FILE, or a "
+             "--config whose quotas: names one) and no usage (no model on a GPU in the "
+             "--config's placement: or in the --captures)")
     click.echo(render_usage(a), nl=False)
     if a.quotas is None:
         click.echo("fleetwatch: no quota file (the configuration has no quotas: and no "

@@ -116,7 +116,7 @@ def compare(baseline_version: str | None, baseline_file: str | None, candidate_v
     drive it (exit 2 for an unknown model or version, 1 when Prometheus cannot answer)."""
     from fleetwatch.commands.compare import CompareInputError
     from fleetwatch.commands.prometheus import PrometheusError
-    from fleetwatch.rollout.baseline import BaselineError, load
+    from fleetwatch.rollout.baseline import BaselineError, load, side_name
     from fleetwatch.rollout.compare import Settings
     from fleetwatch.rollout.compare import compare as run_compare
     from fleetwatch.rollout.render import render, to_json
@@ -134,11 +134,9 @@ def compare(baseline_version: str | None, baseline_file: str | None, candidate_v
         else:
             assert baseline_version is not None
             base_side = src.side("baseline", baseline_version, baseline_backend)
-            base_name = baseline_version + (f" ({baseline_backend})" if baseline_backend
-                                            else "")
+            base_name = side_name(source["model"], baseline_version, baseline_backend)
         cand_side = src.side("candidate", candidate_version, candidate_backend)
-        cand_name = candidate_version + (f" ({candidate_backend})" if candidate_backend
-                                         else "")
+        cand_name = side_name(source["model"], candidate_version, candidate_backend)
         result = run_compare(source["model"], base_name, cand_name, base_side, cand_side,
                              Settings(min_events, alpha, margin))
     except BaselineError as exc:
@@ -161,7 +159,7 @@ def baseline() -> None:
 @click.option("--backend", default=None,
               help="The backend (engine), when several serve the version.")
 @click.option("--captures", multiple=True, help="Captures (files or folders); repeatable.")
-@click.option("--out", required=True, type=click.Path(dir_okay=False),
+@click.option("--out", required=True, type=click.Path(),
               help="The baseline YAML file to write.")
 def baseline_record(model_version: str, backend: str | None, out: str,
                     **source: Any) -> None:

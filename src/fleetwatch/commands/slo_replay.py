@@ -127,6 +127,33 @@ def document(engine: SLOEngine) -> dict[str, object]:
     return {"slo": slo_document(engine), "autoscaling": autoscaling_document(engine)}
 
 
+def empty_warning(slos: SLOFile, registry: Registry | None, captures: int, models: set[str],
+                  engine: SLOEngine) -> str:
+    """Why the replay accounted no (SLO, model) pair and what that leaves empty: ``/slo``
+    lists no SLO; ``/autoscaling`` may still carry the models' signals (they need no SLO).
+    One capture has no interval to account; otherwise no SLO selects a model of the
+    captures, and SLOs that select by ``latency_tiers`` or ``teams`` without a registry
+    (``--registry``, where those come from) are named."""
+    has_signals = bool(autoscaling_document(engine)["models"])
+    empty = ("/slo lists no SLO (/autoscaling has the models' signals, without capacity)"
+             if has_signals else "/slo lists no SLO and /autoscaling no model")
+    if captures == 1:
+        return ("one capture has no interval to account (the engine reads the change "
+                f"between consecutive captures): {empty} — give at least two captures")
+    names = ", ".join(sorted(models)[:10]) or "none"
+    found = f"no SLO selects a model of the captures (models in them: {names}): {empty}"
+    if registry is None or not registry.entries:
+        by_registry = [
+            f"SLO {s.name} selects by "
+            + " and ".join(k for k, v in (("latency_tiers", s.selector.latency_tiers),
+                                          ("teams", s.selector.teams)) if v)
+            for s in slos.slos if s.selector.latency_tiers or s.selector.teams]
+        if by_registry:
+            return (f"{found} — {'; '.join(by_registry)}, which only a model registry "
+                    "gives: give --registry FILE")
+    return f"{found} — check the SLOs' selectors"
+
+
 def run(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
         interval: float | None, each: bool, out: Callable[[str], None],
         html: Path | None = None) -> None:
@@ -145,14 +172,8 @@ def run(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
         if each:
             line = {"capture": str(path), "timestamp": ts, **document(engine)}
             out(json.dumps(strict_json(line), allow_nan=False, sort_keys=True))
-    if last is not None and not last.states and len(paths) == 1:
-        click.echo("fleetwatch: warning: one capture has no interval to account (the engine "
-                   "reads the change between consecutive captures); the documents are empty "
-                   "— give at least two captures", err=True)
-    elif last is not None and not last.states:
-        names = ", ".join(sorted(seen)[:10]) or "none"
-        click.echo(f"fleetwatch: warning: no SLO selects a model of the captures (models "
-                   f"in them: {names}); the documents are empty — check the SLOs' selectors",
+    if last is not None and not last.states:
+        click.echo(f"fleetwatch: warning: {empty_warning(slos, registry, len(paths), seen, last)}",
                    err=True)
     if not each and last is not None:
         out(json.dumps(strict_json(document(last)), allow_nan=False, indent=2,

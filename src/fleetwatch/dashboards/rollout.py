@@ -5,9 +5,9 @@ the like-with-like view of "check the metrics" during a rollout.
 
 The heat map is a table with one row per (model, version) and one column per band, each
 cell the good ratio (good ÷ all SLI events, summed over replicas) over the last hour,
-coloured against the SLO's objective. The two-version memory plan (issue 15,
-item 4) is a panel of the GPUs and capacity dashboard; this dashboard's verdict row links
-to it.
+coloured against the SLO's objective. The two-version memory plan (will the candidate
+fit beside the baseline on the GPU) is a panel of the GPUs and capacity dashboard; this
+dashboard's verdict row links to it.
 """
 
 from __future__ import annotations

@@ -49,9 +49,9 @@ import aiohttp
 
 from fleetwatch.demo.llm_load import run_demo_llm_load
 from fleetwatch.demo.load import run_demo_load
-from fleetwatch.demo.process import ServerProcess
+from fleetwatch.demo.process import ServerProcess, ServerStartError
 from fleetwatch.demo.supervise import Exit, Supervisor
-from fleetwatch.demo.triton import TritonServer
+from fleetwatch.demo.triton import TritonServer, find_triton_installation
 from fleetwatch.demo.vllm import VLLMServer, VLLMStartError, find_vllm_model, find_vllm_python
 from fleetwatch.labels.registry import load_registry
 from fleetwatch.sidecar.config import SidecarConfig, parse_config
@@ -112,8 +112,9 @@ def run_demo(duration: float = 600.0, port: int = 9810) -> None:
     """Run the demo for at most ``duration`` seconds (see module docstring).
 
     Raises:
-        SystemExit: with a one-line message when the port is taken or vLLM is not
-            provisioned (run ``./dev demo``, which provisions it).
+        SystemExit: with a one-line message when the port is taken, Triton is not
+            installed (the ``triton`` extra) or vLLM is not provisioned (run ``./dev
+            demo``, which provisions it).
     """
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     _check_port(port)
@@ -123,10 +124,11 @@ def run_demo(duration: float = 600.0, port: int = 9810) -> None:
     with resources.as_file(demo_files / "slos.yaml") as slos_path:
         slos = load_slo_file(slos_path)
     stop_load = threading.Event()
-    try:  # fail fast, before Triton starts, when vLLM is not provisioned
+    try:  # fail fast, before any server starts, when Triton or vLLM is not installed
+        find_triton_installation()
         find_vllm_python()
         find_vllm_model()
-    except VLLMStartError as exc:
+    except ServerStartError as exc:
         raise SystemExit(f"fleetwatch: error: {exc}") from None
     with contextlib.ExitStack() as servers:
         triton, vllm = _start_servers(servers)

@@ -74,6 +74,13 @@ class SLOEntry(_Strict):
     bands: list[BandEntry]
 
 
+def side_name(model: str, version: str, backend: str | None) -> str:
+    """How a comparison names one side: its model version, or the model alone when the
+    side has no version (``""``, as vLLM's series), then its backend when one is named:
+    ``2``, ``2 (vllm)``, ``tiny-llm (vllm)``."""
+    return (version or model) + (f" ({backend})" if backend else "")
+
+
 class BaselineFile(_Strict):
     """A whole baseline file."""
 
@@ -88,7 +95,8 @@ class BaselineFile(_Strict):
     @property
     def name(self) -> str:
         """How a comparison names this side: ``baseline 1 (triton)``."""
-        return f"baseline {self.model_version or '-'} ({self.backend or 'unknown engine'})"
+        return "baseline " + side_name(self.model, self.model_version,
+                                       self.backend or "unknown engine")
 
     def summaries(self) -> list[SLOSummary]:
         """The summaries the comparison reads."""

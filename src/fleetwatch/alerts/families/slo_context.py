@@ -69,7 +69,7 @@ class SLOContext:
         """Events per step and band: :data:`EVENTS_PER_STEP`, or more (powers of 10) so
         that a burn at the lowest threshold is at least 50 bad events per step — burns are
         then exact to 1 % even for a 99.999 % objective (with 100 000 events a 1x
-        threshold was 1 bad event, and a burn 10 % above it rounded onto it)."""
+        threshold is 1 bad event, and a burn 10 % above it would round onto it)."""
         low = min(self.factor(w) for w in self.slos.windows) * self.budget
         n = EVENTS_PER_STEP
         while low * n < 50 and n < 10**12:
