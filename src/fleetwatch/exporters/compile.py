@@ -102,6 +102,10 @@ class Mapped(NamedTuple):
     full: str  # ``full_pairs`` rendered
 
 
+#: ``_new_slot(Direct, (family, prefix))``: a slot NamedTuple made by ``tuple.__new__``
+#: (in C), field values in field order.
+_new_slot = tuple.__new__
+
 #: The mapping of a block that a per-model family cannot take (no model label).
 _NO_MODEL = Mapped((), (), "", False, None, (), "")
 
@@ -128,31 +132,34 @@ class MeanOnly(NamedTuple):
 class Entry:
     """Compiled mapping of one raw upstream series key."""
 
+    # The fields a series with slots is built with come first, in the order the
+    # compiler passes them: keyword arguments are matched against the parameters in
+    # field order, and every new series pays for that matching.
     direct: tuple[Direct, ...] = ()
     scaled: tuple[Scaled, ...] = ()
-    shared: tuple[Shared, ...] = ()
-    unmapped_family: str | None = None
-    error: str | None = None
     model: tuple[str, str, str, str] | None = None  # (model, version, backend, runtime)
     canon: str = ""  # the upstream series' canonical identity (duplicates: last wins)
-    reason: str | None = None  # with error: its invalid-sample reason (.validate)
     check: int = NO_CHECK  # value check (validate.CUMULATIVE, validate.QUANTILE)
     le: float | None = None  # a histogram bucket's bound (checked with its siblings)
     group: str = ""  # withdrawn together on a refusal (a histogram/summary, a shared sum)
-    ptype: str | None = None  # an unmapped sample: the family TYPE it was checked under
-    deferred: str | None = None  # left out, not cached: this model's runtime is coming
     # An error, an unmapped family or a sample no rule uses: no slot (the constructors of
     # an entry with slots pass False, and ``rare``, rather than derive them in a
     # __post_init__ that every new series would pay for).
     skip: bool = True
-    # The steady loop's memory of the last accepted value (see normalize): its token,
-    # its float, and what it emits per scrape (Normalizer._emits).
+    rare: bool = False  # a bucket (le) or shared slots: the loop's slow branch
+    shared: tuple[Shared, ...] = ()
+    unmapped_family: str | None = None
+    error: str | None = None
+    reason: str | None = None  # with error: its invalid-sample reason (.validate)
+    ptype: str | None = None  # an unmapped sample: the family TYPE it was checked under
+    deferred: str | None = None  # left out, not cached: this model's runtime is coming
+    # The loop's memory of the last accepted value (see normalize): its token, its
+    # float, and what it emits per scrape (Normalizer._emits).
     tok: str | None = None
     value: float = 0.0
     emit: Callable[[Any], object] = bool  # bool(x): emits nothing
     emitted: Any = None
     mi: int = 0  # the normalizer's index of ``model`` (0: none)
-    rare: bool = False  # a bucket (le) or shared slots: the loop's slow branch
 
 
 #: The entry of every series that is not data (``_created`` samples, samples of a known
@@ -515,12 +522,14 @@ class SeriesCompiler:
         keys = self.keys
         if prefix not in keys:
             keys[prefix] = (tname, mapped.full_pairs)
+        # the slots made in C (_new_slot): a NamedTuple's own constructor is a Python
+        # function, paid per new series
         if plan.scaled:
             direct: tuple[Direct, ...] = ()
-            scaled: tuple[Scaled, ...] = (
-                Scaled(plan.fam_idx, prefix, plan.div, plan.mul, rule.negative_is_nan),)
+            scaled: tuple[Scaled, ...] = (_new_slot(Scaled, (
+                plan.fam_idx, prefix, plan.div, plan.mul, rule.negative_is_nan)),)
         else:
-            direct, scaled = (Direct(plan.fam_idx, prefix),), ()
+            direct, scaled = (_new_slot(Direct, (plan.fam_idx, prefix)),), ()
         group = sys.intern(rule.source + (block.group or block.grouping())) \
             if plan.whole else ""
         le = float(labels["le"]) if plan.bucket else None

@@ -91,6 +91,10 @@ from fleetwatch.labels.schema import METRICS
 
 __all__ = ["Normalized", "Normalizer", "value_of"]
 
+#: ``_emitted(Emitted, (prefix, value, line, number))``: an :class:`~.compile.Emitted`
+#: made in C (a NamedTuple's own constructor is a Python function, paid per accepted
+#: value)
+_emitted = tuple.__new__
 _PREFIX = attrgetter("prefix")
 _VALUE = attrgetter("value")
 _LINE = attrgetter("line")
@@ -131,9 +135,10 @@ class _Run:
 
 
 class _Found(NamedTuple):
-    """A sample line of a series not in the cache: its entry, raw key and value token."""
+    """A sample line of a series not in the cache: its entry (None: deferred), raw key
+    and value token."""
 
-    entry: Entry
+    entry: Entry | None
     key: str
     tok: str
 
@@ -399,10 +404,16 @@ class Normalizer:
             # series not cached yet)
             entry = cache_get(key) if tok else None
             if entry is None:
-                found = self._new_series(line, sp, read, i + 1)
-                if found is None:
+                if (sp > 0 and line[sp - 1] == "}" and tok and tok.isprintable() and "}" not in tok
+                        and "{" in key and " # " not in line):  # 'name{labels} value'
+                    entry = self._compiled(key, read)
+                else:
+                    found = self._odd_line(line, key, read, i + 1)
+                    if found is None:
+                        continue
+                    entry, key, tok = found.entry, found.key, found.tok
+                if entry is None:
                     continue
-                entry, key, tok = found.entry, found.key, found.tok
             sample_lines += 1
             entries[i] = entry
             if entry.skip:
@@ -430,26 +441,22 @@ class Normalizer:
         return self._refuse(meta, NORMALIZE_TIMEOUT, "normalizing took more than "
                             f"{self.limits.max_seconds} s (scrape.normalize_timeout_seconds)")
 
-    def _new_series(self, line: str, sp: int, read: _Read, lineno: int) -> _Found | None:
-        """A sample line whose text up to its last blank (at ``sp``) is not a cached key:
-        its series, compiled and cached unless cached under its raw key, or None (a
-        malformed line, recorded; a deferred model's series, not cached)."""
-        key = line[:sp]
-        tok = line[sp + 1:]
-        if not (sp > 0 and line[sp - 1] == "}" and tok and tok.isprintable()
-                and "}" not in tok and "{" in key and " # " not in line):
-            # not 'name{labels} value' (a timestamp, an exemplar, a CR, …):
-            # parser.split_sample_line says what it is (the plain case is the same split:
-            # key up to the label set's brace, one value token)
-            split = split_sample_line(line)
-            if isinstance(split, str):
-                read.meta.bad(lineno, split, line)
-                return None
-            raw, tok = split
-            entry = self._cache.get(raw) if raw != key else None  # key: known missing
-            if entry is not None:
-                return _Found(entry, raw, tok)
-            key = raw
+    def _odd_line(self, line: str, key: str, read: _Read, lineno: int) -> _Found | None:
+        """A sample line not read as ``name{labels} value`` (``key``: the text up to its
+        last blank, not a cached key): parser.split_sample_line says what it is (a
+        timestamp, an exemplar, a CR, …; None: a malformed line, recorded); its series,
+        cached under its raw key or compiled (``entry`` None: deferred)."""
+        split = split_sample_line(line)
+        if isinstance(split, str):
+            read.meta.bad(lineno, split, line)
+            return None
+        raw, tok = split
+        entry = self._cache.get(raw) if raw != key else None  # key: known missing
+        return _Found(entry if entry is not None else self._compiled(raw, read), raw, tok)
+
+    def _compiled(self, key: str, read: _Read) -> Entry | None:
+        """The series of a raw key not cached: compiled and cached, or None (a deferred
+        model's series: not cached, the model recorded)."""
         entry = self._compiler.compile(key, read.meta)
         if entry.deferred is not None:
             read.deferred.add(entry.deferred)
@@ -459,7 +466,7 @@ class Normalizer:
             entry.mi = mi = self._model_index(entry.model)
             if mi >= len(read.marks):
                 read.marks.extend(bytes(mi + 64 - len(read.marks)))
-        return _Found(entry, key, tok)
+        return entry
 
     def _skipped(self, entry: Entry, key: str, tok: str, read: _Read, lineno: int) -> None:
         """A line whose series has no slot: a refusal, a malformed series, an unmapped
@@ -635,10 +642,22 @@ class Normalizer:
         (another series or a comment at a changed line, a refused or malformed value, a
         line passed through, part of a sum, a refused histogram): every line must be
         read."""
+        known = last.entries
+        # first whether the last exposition can explain each changed line (the series it
+        # had there, not part of a sum, not a line passed through), before anything is
+        # read: a churning exposition leaves at its first new name
+        cache_get = self._cache.get
+        for i in changed:
+            entry = known[i]
+            if entry is None or entry.shared or (self.passthrough
+                                                  and entry.unmapped_family is not None):
+                return None
+            line = lines[i]
+            if cache_get(line[:line.rfind(" ")]) is not entry:
+                return None
         read = self._read(lines, changed)
         if read.refused is not None:
             return read.refused
-        known = last.entries
         got = read.entries
         for i in changed:
             entry = got[i]
@@ -738,7 +757,7 @@ class Normalizer:
             slot = direct[0]  # the upstream text, unscaled
             prefix = slot.prefix
             entry.emit = self._appends[slot.family]
-            entry.emitted = Emitted(prefix, tok, f"{prefix} {tok}", value)
+            entry.emitted = _emitted(Emitted, (prefix, tok, f"{prefix} {tok}", value))
         elif len(scaled) == 1 and not direct:
             one = scaled[0]  # unit-converted
             v = value / one.divide * one.multiply
@@ -746,8 +765,8 @@ class Normalizer:
                 v = math.nan
             prefix = one.prefix
             entry.emit = self._appends[one.family]
-            entry.emitted = Emitted(prefix, v, f"{prefix} {v!r}" if v - v == 0  # finite
-                                    else f"{prefix} {format_value(v)}", v)
+            entry.emitted = _emitted(Emitted, (prefix, v, f"{prefix} {v!r}" if v - v == 0
+                                               else f"{prefix} {format_value(v)}", v))
         else:
             self._emits(entry, tok, value)
         entry.tok = tok
