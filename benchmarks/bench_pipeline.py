@@ -9,8 +9,8 @@ samples) and a 64-engine vLLM 0.33 exposition (from the real fixture, one copy p
 server's bodies, where one Triton model in 20 or one vLLM engine in 4 served requests
 since the last scrape (:func:`busy_bodies`); and bodies with every tenth value moved at
 random, a fifth of the lines differing from the last), prometheus_client's text parser
-alone on the same input for comparison, and peak RSS of a fresh process running the whole cycle. Each case runs in
-its own subprocess so that peak RSS is its own.
+alone on the same input for comparison, and peak RSS of a fresh process running the
+whole cycle. Each case runs in its own subprocess so that peak RSS is its own.
 """
 
 from __future__ import annotations
