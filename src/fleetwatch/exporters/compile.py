@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from fleetwatch.exporters.labelblocks import Block, read_block
+from fleetwatch.exporters.labelblocks import Block, OwnTail, read_block
 from fleetwatch.exporters.labelmaps import LabelMapper, LabelPlan
 from fleetwatch.exporters.parser import (
     _NAME_RE,
@@ -196,6 +196,14 @@ class _Plan:
                          str], ...]
 
 
+class _Base(NamedTuple):
+    """The base labels (no le/quantile) of blocks alike: pairs, rendered, model."""
+
+    pairs: LabelPairs
+    rendered: str
+    model: tuple[str, str, str, str] | None
+
+
 @dataclass(slots=True)
 class _Slots:
     """What compiling one series under its rules gathers: its slots by kind, its model,
@@ -245,8 +253,7 @@ class SeriesCompiler:
         self._plans: dict[tuple[int, tuple[str, ...], str | None], LabelPlan | None] = {}
         # (label plan, rule runtime, values) → (base pairs, rendered, model): the base
         # labels of blocks alike but for le/quantile (see _map)
-        self._bases: dict[tuple[object, ...],
-                          tuple[LabelPairs, str, tuple[str, str, str, str] | None]] = {}
+        self._bases: dict[tuple[object, ...], _Base] = {}
         signatures: dict[tuple[object, ...], int] = {}
         self._known_families: set[str] = set()
         self._created_bases: set[str] = set()
@@ -372,7 +379,7 @@ class SeriesCompiler:
         if block.labels is None:
             block.mapped(self._bounds)
         if block.special is not None:
-            return Entry(error=block.special[0], reason=block.special[1])
+            return Entry(error=block.special.message, reason=block.special.reason)
         labels = block.labels
         assert labels is not None
         defer = self.ctx.defer
@@ -604,21 +611,22 @@ class SeriesCompiler:
         tail = None
         if rest is not None:  # blocks alike but for le/quantile share their base labels
             tail = block.tail  # the block's own le/quantile: made once for all its plans
-            if tail is None or tail[0] != lplan.tail_fmt or tail[1] != lplan.tail_idx:
+            if tail is None or tail.fmt != lplan.tail_fmt or tail.idx != lplan.tail_idx:
                 tail_pairs, tail_text = self._mapper.own_tail(lplan, values, block.escaped)
                 pool = self._pool
-                tail = block.tail = (lplan.tail_fmt, lplan.tail_idx,
-                                     tuple(map(values.__getitem__, rest)),
-                                     tuple([pool.setdefault(p, p) for p in tail_pairs]),
-                                     tail_text, tuple(map(block.names.__getitem__, rest)))
+                tail = block.tail = OwnTail(
+                    fmt=lplan.tail_fmt, idx=lplan.tail_idx,
+                    values=tuple(map(values.__getitem__, rest)),
+                    pairs=tuple([pool.setdefault(p, p) for p in tail_pairs]),
+                    text=tail_text, names=tuple(map(block.names.__getitem__, rest)))
             # its base labels: the rule's mapping, without le/quantile kept, of its other
             # labels, as a block of those alone maps (a summary's _count and _sum block
             # and its quantiles' blocks: made once for all)
-            bkey = (plan.base_sig, tail[5], vm_value)
+            bkey = (plan.base_sig, tail.names, vm_value)
             bplan = self._plans.get(bkey)
             if bplan is None and bkey not in self._plans:
-                bplan = self._plans[bkey] = self._mapper.plan(rule, tail[5], labels, ())
-            base_key: tuple[object, ...] | None = (bplan or lplan, rule.runtime, tail[2])
+                bplan = self._plans[bkey] = self._mapper.plan(rule, tail.names, labels, ())
+            base_key: tuple[object, ...] | None = (bplan or lplan, rule.runtime, tail.values)
         elif not lplan.tail_idx:
             base_key = (lplan, rule.runtime, values)
         else:  # a tail not the block's own (a constant le)
@@ -626,23 +634,22 @@ class SeriesCompiler:
         if base_key is not None:
             base = self._bases.get(base_key)
             if base is None:
-                _tail, base_pairs, rendered, model_id, _full = self._mapper.apply(
-                    lplan, rule, values, block.escaped)
-                base = self._bases[base_key] = (self._shared_pairs(base_pairs), rendered,
-                                                model_id)
-            base_pairs, rendered, model_id = base
+                applied = self._mapper.apply(lplan, rule, values, block.escaped)
+                base = self._bases[base_key] = _Base(self._shared_pairs(applied.base_pairs),
+                                                     applied.base, applied.model)
+            base_pairs, rendered, model_id = base.pairs, base.rendered, base.model
             if tail is not None:
-                tail_out = tail[3]
-                full = (rendered[:-1] + "," if rendered else "{") + tail[4]
+                tail_out = tail.pairs
+                full = (rendered[:-1] + "," if rendered else "{") + tail.text
                 full_pairs = base_pairs + tail_out
             else:
                 tail_out, full, full_pairs = (), rendered, base_pairs
         else:
-            tail_out, base_pairs, rendered, model_id, full = self._mapper.apply(
-                lplan, rule, values, block.escaped)
-            base_pairs = self._shared_pairs(base_pairs)
+            applied = self._mapper.apply(lplan, rule, values, block.escaped)
+            base_pairs = self._shared_pairs(applied.base_pairs)
+            rendered, model_id, full = applied.base, applied.model, applied.full
             pool = self._pool
-            tail_out = tuple([pool.setdefault(p, p) for p in tail_out])
+            tail_out = tuple([pool.setdefault(p, p) for p in applied.tail])
             full_pairs = base_pairs + tail_out
         mapped = Mapped(tail_out, base_pairs, rendered, lplan.lossy, model_id, full_pairs,
                         full)

@@ -54,7 +54,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress, count
-from operator import attrgetter, ne
+from operator import attrgetter, is_not, ne
 from typing import NamedTuple
 
 from fleetwatch.exporters.compile import Emitted, Entry, SeriesCompiler
@@ -643,26 +643,21 @@ class Normalizer:
         line passed through, part of a sum, a refused histogram): every line must be
         read."""
         known = last.entries
-        # first whether the last exposition can explain each changed line (the series it
-        # had there, not part of a sum, not a line passed through), before anything is
-        # read: a churning exposition leaves at its first new name
-        cache_get = self._cache.get
+        # first whether the last exposition had a series at each changed line that can
+        # change alone (not part of a sum, not a line passed through), before anything
+        # is read; then, once read, whether each line holds that series still
+        passthrough = self.passthrough
         for i in changed:
             entry = known[i]
-            if entry is None or entry.shared or (self.passthrough
-                                                  and entry.unmapped_family is not None):
-                return None
-            line = lines[i]
-            if cache_get(line[:line.rfind(" ")]) is not entry:
+            if entry is None or entry.shared or (passthrough
+                                                 and entry.unmapped_family is not None):
                 return None
         read = self._read(lines, changed)
         if read.refused is not None:
             return read.refused
         got = read.entries
-        for i in changed:
-            entry = got[i]
-            if entry is None or entry is not known[i]:
-                return None
+        if any(map(is_not, map(got.__getitem__, changed), map(known.__getitem__, changed))):
+            return None  # another series, or none, at a changed line
         if (read.meta.invalid or read.refusals or read.deferred or read.passthrough
                 or read.sums):
             return None
