@@ -166,8 +166,6 @@ class _Read:
     examples: dict[str, str] = field(default_factory=dict)
     withdraw: set[str] = field(default_factory=set)
     runs: dict[str, _Run] = field(default_factory=dict)
-    run_group: str | None = None
-    run: _Run = field(default_factory=lambda: _Run(-INF, 0.0))
     unsure: set[str] = field(default_factory=set)
     decreasing: set[str] = field(default_factory=set)
     refused: Normalized | None = None
@@ -383,6 +381,9 @@ class Normalizer:
         max_series = self.limits.max_series
         deadline = time.perf_counter() + self.limits.max_seconds
         sample_lines = 0
+        runs = read.runs
+        run_group: str | None = None  # the histogram of the last bucket read, and its run
+        run = _Run(-INF, 0.0)
         for i in indices:
             line = lines[i]
             if not line:
@@ -427,7 +428,20 @@ class Normalizer:
             marks[entry.mi] = 1
             entry.emit(entry.emitted)
             if entry.rare:
-                self._rare(entry, read)
+                le = entry.le
+                if le is not None:  # a bucket, checked against the last of its histogram
+                    g = entry.group  # interned: one object per histogram
+                    if g is not run_group:
+                        run = runs.get(g) or runs.setdefault(g, _Run(-INF, 0.0))
+                        run_group = g
+                    if le > run.le:
+                        if entry.value < run.count:
+                            read.decreasing.add(g)
+                        run.le, run.count = le, entry.value
+                    else:
+                        read.unsure.add(g)
+                if entry.shared:
+                    self._summed(entry, read)
         read.sample_lines = sample_lines
         return read
 
@@ -503,27 +517,11 @@ class Normalizer:
             read.withdraw.add(entry.group)
 
     @staticmethod
-    def _rare(entry: Entry, read: _Read) -> None:
-        """The part of an accepted value that only buckets and shared slots have: the
-        bucket checked against the last one of its histogram, the shared slots summed or
-        replaced by priority (see the module)."""
+    def _summed(entry: Entry, read: _Read) -> None:
+        """Add an accepted value to the normalized series of its shared slots: summed with
+        the series of the same priority, replaced by one of a lower priority number (see
+        the module)."""
         value = entry.value
-        le = entry.le
-        if le is not None:
-            g = entry.group  # interned: one object per histogram
-            if g is not read.run_group:
-                run = read.runs.get(g)
-                if run is None:
-                    run = read.runs[g] = _Run(-INF, 0.0)
-                read.run_group, read.run = g, run
-            run = read.run
-            if le > run.le:
-                if value < run.count:
-                    read.decreasing.add(g)
-                run.le = le
-                run.count = value
-            else:
-                read.unsure.add(g)
         for slot in entry.shared:
             v = value / slot.divide * slot.multiply
             if slot.negative_is_nan and v < 0:
