@@ -54,7 +54,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress, count
-from operator import attrgetter, is_not, ne
+from operator import is_not, itemgetter, ne
 from typing import NamedTuple
 
 from fleetwatch.exporters.compile import Emitted, Entry, SeriesCompiler
@@ -95,10 +95,10 @@ __all__ = ["Normalized", "Normalizer", "value_of"]
 #: made in C (a NamedTuple's own constructor is a Python function, paid per accepted
 #: value)
 _emitted = tuple.__new__
-_PREFIX = attrgetter("prefix")
-_VALUE = attrgetter("value")
-_LINE = attrgetter("line")
-_NUMBER = attrgetter("number")
+#: Fields of :class:`~.compile.Emitted`, read in C over a family's list (an ``itemgetter``
+#: of the field's index: a NamedTuple's attribute goes through its class)
+_PREFIX, _VALUE, _LINE, _NUMBER = (itemgetter(Emitted._fields.index(name))
+                                   for name in ("prefix", "value", "line", "number"))
 
 #: What may end a sample line after its value (``str.rstrip`` set; never empty).
 _TRAILING = frozenset(" \t\r")
@@ -417,8 +417,9 @@ class Normalizer:
                     continue
             sample_lines += 1
             entries[i] = entry
-            if entry.skip:
-                self._skipped(entry, key, tok, read, i + 1)
+            if entry.skip:  # no slot: nothing to do unless malformed or unmapped
+                if entry.error is not None or entry.unmapped_family is not None:
+                    self._skipped(entry, key, tok, read, i + 1)
                 continue
             if tok != entry.tok:  # else unchanged since the last scrape: accepted then
                 wrong = accept(entry, tok)
@@ -858,10 +859,12 @@ class Normalizer:
         path: scans the compiled series, only in a scrape that refused a sample."""
         for entry in self._cache.values():
             if entry.group in groups:
-                for fam, prefix in [*((s.family, s.prefix) for s in entry.direct),
-                                    *((s.family, s.prefix) for s in entry.scaled),
-                                    *((s.family, s.prefix) for s in entry.shared)]:
-                    families[fam].pop(prefix, None)
+                for direct in entry.direct:
+                    families[direct.family].pop(direct.prefix, None)
+                for scaled in entry.scaled:
+                    families[scaled.family].pop(scaled.prefix, None)
+                for shared in entry.shared:
+                    families[shared.family].pop(shared.prefix, None)
 
     def _refuse(self, meta: Metadata, reason: str, message: str) -> Normalized:
         """The state of an exposition refused whole by a bound (no series); the compiled
