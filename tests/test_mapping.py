@@ -405,9 +405,10 @@ def test_one_label_block_read_by_a_summary_and_a_histogram_keeps_each_its_own_ta
     assert normalized(bucket + summary, "triton") == alone
 
 
-def test_a_runtime_learned_after_discover_labels_the_series_of_that_pass():
-    # discover() leaves out the models whose runtime is coming; the runtime learned
-    # meanwhile labels every series of the next pass, each model's read once per pass
+def test_a_runtime_learned_after_a_deferring_pass_labels_the_series_of_the_next():
+    # a pass leaves out the models whose runtime is coming (Normalized.deferred); the
+    # runtime learned meanwhile labels every series of the next pass, each model's read
+    # once per pass
     text = ('nv_inference_count{model="a",version="1"} 1\n'
             'nv_inference_exec_count{model="a",version="1"} 1\n'
             'nv_inference_count{model="b",version="1"} 2\n'
@@ -421,11 +422,13 @@ def test_a_runtime_learned_after_discover_labels_the_series_of_that_pass():
 
     n = Normalizer(TABLES["triton"], TargetContext(runtime_for=runtime_for,
                                                    defer=lambda m: m not in runtimes))
-    assert n.discover(text) == {"a"}
+    first = n.normalize(text)
+    assert first.deferred == {"a"}
+    assert {m[0] for m in first.models} == {"b"}
     runtimes["a"] = "onnxruntime"
     asked.clear()
     body = render([n.normalize(text)])
-    assert asked == ["a"]  # b's series were compiled by discover
+    assert asked == ["a"]  # b's series were compiled by the first pass
     samples, _meta = parse_exposition(body)
     got = {dict(labels)["model"]: dict(labels)["runtime"] for _n, labels, _v in samples}
     assert got == {"a": "onnxruntime", "b": "python"}

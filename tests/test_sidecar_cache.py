@@ -253,16 +253,3 @@ def test_ready_models_are_asked_again_spread_over_the_cadence():
         await srv.stop()
 
     asyncio.run(scenario())
-
-
-def test_entry_fields_are_in_the_order_the_compilers_positional_calls_assume():
-    """`SeriesCompiler._compile_alone` builds a new series' Entry positionally (keyword binding
-    cost a fifth of it): reordering, adding or renaming a field must change those calls."""
-    from dataclasses import fields
-
-    from fleetwatch.exporters.compile import Entry
-
-    assert [f.name for f in fields(Entry)] == [
-        "direct", "scaled", "shared", "unmapped_family", "error", "model", "canon",
-        "reason", "check", "le", "group", "ptype", "deferred", "skip", "tok", "value",
-        "emit", "emitted", "mi", "rare"]

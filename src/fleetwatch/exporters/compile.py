@@ -21,10 +21,10 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
-from fleetwatch.exporters.labelblocks import Block, read_block
+from fleetwatch.exporters.labelblocks import Block, OwnTail, read_block
 from fleetwatch.exporters.labelmaps import LabelMapper, LabelPlan
 from fleetwatch.exporters.parser import (
     _NAME_RE,
@@ -56,50 +56,110 @@ _IGNORED_SUFFIXES = ("_created",)
 FAMILY_INDEX: Mapping[str, int] = {m.name: i for i, m in enumerate(METRICS)}
 
 # Slots of a compiled series: where its value goes.
-Direct = tuple[int, str]  # (family index, series prefix): value copied as is
-Scaled = tuple[int, str, float, float, bool]  # + divide, multiply, negative-is-NaN
-Shared = tuple[int, str, float, float, bool, int]  # + priority: may meet other series
-#: A label block mapped under a rule: (le/quantile pairs, base pairs, base pairs rendered,
-#: lossy, (model, version, backend, runtime) of a per-model family, base and le/quantile
-#: pairs, the same rendered).
-Mapped = tuple[tuple[tuple[str, str], ...], LabelPairs, str, bool,
-               "tuple[str, str, str, str] | None", LabelPairs, str]
+
+
+class Direct(NamedTuple):
+    """A slot whose value is copied as is: the family (``METRICS`` index) and the
+    normalized series prefix (``name{labels}``)."""
+
+    family: int
+    prefix: str
+
+
+class Scaled(NamedTuple):
+    """A slot whose value is unit-converted: ``value / divide * multiply``, a negative
+    result read as NaN when ``negative_is_nan``."""
+
+    family: int
+    prefix: str
+    divide: float
+    multiply: float
+    negative_is_nan: bool
+
+
+class Shared(NamedTuple):
+    """A slot that may meet other upstream series on one normalized series: converted as
+    :class:`Scaled`, then summed with the series of the same ``priority`` or replaced by
+    one of a lower priority number (see :mod:`.normalize`)."""
+
+    family: int
+    prefix: str
+    divide: float
+    multiply: float
+    negative_is_nan: bool
+    priority: int
+
+
+class Mapped(NamedTuple):
+    """A label block mapped under a rule."""
+
+    tail: tuple[tuple[str, str], ...]  # the le/quantile pairs kept
+    base_pairs: LabelPairs  # the other pairs
+    base: str  # ``base_pairs`` rendered (``{…}`` or "")
+    lossy: bool  # two blocks may map alike (labels dropped)
+    model: tuple[str, str, str, str] | None  # (model, version, backend, runtime)
+    full_pairs: LabelPairs  # base and tail pairs
+    full: str  # ``full_pairs`` rendered
+
+
+#: ``_new_slot(Direct, (family, prefix))``: a slot NamedTuple made by ``tuple.__new__``
+#: (in C), field values in field order.
+_new_slot = tuple.__new__
+
 #: The mapping of a block that a per-model family cannot take (no model label).
-_NO_MODEL: Mapped = ((), (), "", False, None, (), "")
-#: What a series emits into a family per scrape: (prefix, value, output line, the value
-#: as a float).
-Emitted = tuple[str, "float | str", str, float]
+_NO_MODEL = Mapped((), (), "", False, None, (), "")
+
+
+class Emitted(NamedTuple):
+    """What a series emits into one family per scrape."""
+
+    prefix: str  # the normalized series prefix
+    value: float | str  # the value: a float, or the upstream text when copied unscaled
+    line: str  # the output line (``prefix value``)
+    number: float  # the value as a float
+
+
+class MeanOnly(NamedTuple):
+    """A mean-only histogram's series (its ``_count`` and ``+Inf`` bucket stand only
+    beside its ``_sum``)."""
+
+    family: int
+    sum_prefix: str
+    inf_prefix: str
 
 
 @dataclass(slots=True)
 class Entry:
     """Compiled mapping of one raw upstream series key."""
 
+    # The fields a series with slots is built with come first, in the order the
+    # compiler passes them: keyword arguments are matched against the parameters in
+    # field order, and every new series pays for that matching.
     direct: tuple[Direct, ...] = ()
     scaled: tuple[Scaled, ...] = ()
-    shared: tuple[Shared, ...] = ()
-    unmapped_family: str | None = None
-    error: str | None = None
     model: tuple[str, str, str, str] | None = None  # (model, version, backend, runtime)
     canon: str = ""  # the upstream series' canonical identity (duplicates: last wins)
-    reason: str | None = None  # with error: its invalid-sample reason (.validate)
     check: int = NO_CHECK  # value check (validate.CUMULATIVE, validate.QUANTILE)
     le: float | None = None  # a histogram bucket's bound (checked with its siblings)
     group: str = ""  # withdrawn together on a refusal (a histogram/summary, a shared sum)
+    # An error, an unmapped family or a sample no rule uses: no slot (the constructors of
+    # an entry with slots pass False, and ``rare``, rather than derive them in a
+    # __post_init__ that every new series would pay for).
+    skip: bool = True
+    rare: bool = False  # a bucket (le) or shared slots: the loop's slow branch
+    shared: tuple[Shared, ...] = ()
+    unmapped_family: str | None = None
+    error: str | None = None
+    reason: str | None = None  # with error: its invalid-sample reason (.validate)
     ptype: str | None = None  # an unmapped sample: the family TYPE it was checked under
     deferred: str | None = None  # left out, not cached: this model's runtime is coming
-    # An error, an unmapped family or a sample no rule uses: no slot (the constructors of
-    # an entry with slots pass False, and ``rare``; no __post_init__, whose call and
-    # keyword binding cost a fifth of a new series' entry).
-    skip: bool = True
-    # The steady loop's memory of the last accepted value (see normalize): its token,
-    # its float, and what it emits per scrape (Normalizer._emits).
+    # The loop's memory of the last accepted value (see normalize): its token, its
+    # float, and what it emits per scrape (Normalizer._emits).
     tok: str | None = None
     value: float = 0.0
     emit: Callable[[Any], object] = bool  # bool(x): emits nothing
     emitted: Any = None
     mi: int = 0  # the normalizer's index of ``model`` (0: none)
-    rare: bool = False  # a bucket (le) or shared slots: the loop's slow branch
 
 
 #: The entry of every series that is not data (``_created`` samples, samples of a known
@@ -136,6 +196,26 @@ class _Plan:
                          str], ...]
 
 
+class _Base(NamedTuple):
+    """The base labels (no le/quantile) of blocks alike: pairs, rendered, model."""
+
+    pairs: LabelPairs
+    rendered: str
+    model: tuple[str, str, str, str] | None
+
+
+@dataclass(slots=True)
+class _Slots:
+    """What compiling one series under its rules gathers: its slots by kind, its model,
+    and its canonical identity once made (only where series may meet)."""
+
+    direct: list[Direct] = field(default_factory=list)
+    scaled: list[Scaled] = field(default_factory=list)
+    shared: list[Shared] = field(default_factory=list)
+    model: tuple[str, str, str, str] | None = None
+    canon: str | None = None
+
+
 class SeriesCompiler:
     """Compiles raw series keys of one target under one table (see module docstring).
 
@@ -152,7 +232,7 @@ class SeriesCompiler:
         self.ctx = ctx
         self.max_label_value_length = max_label_value_length
         self.keys: dict[str, SeriesKey] = {}
-        self.mean_only: dict[str, tuple[int, str, str]] = {}
+        self.mean_only: dict[str, MeanOnly] = {}
         self.stale: set[str] = set()  # upstream series (canonical) to compile again
         self._mapper = LabelMapper(table, ctx)
         # label pairs and label sets shared by the keys (one model's series repeat them)
@@ -173,8 +253,7 @@ class SeriesCompiler:
         self._plans: dict[tuple[int, tuple[str, ...], str | None], LabelPlan | None] = {}
         # (label plan, rule runtime, values) → (base pairs, rendered, model): the base
         # labels of blocks alike but for le/quantile (see _map)
-        self._bases: dict[tuple[object, ...],
-                          tuple[LabelPairs, str, tuple[str, str, str, str] | None]] = {}
+        self._bases: dict[tuple[object, ...], _Base] = {}
         signatures: dict[tuple[object, ...], int] = {}
         self._known_families: set[str] = set()
         self._created_bases: set[str] = set()
@@ -224,8 +303,8 @@ class SeriesCompiler:
     def begin(self) -> None:
         """Start a compiling pass (one exposition): the mappings cached on blocks are
         made again (their runtime labels: the context learns runtimes between passes,
-        e.g. after :meth:`~fleetwatch.exporters.normalize.Normalizer.discover`); within a
-        pass, a model's runtime is read once."""
+        e.g. of the models a pass deferred); within a pass, a model's runtime is read
+        once."""
         self._mapper.begin()
         if self._bases:
             self._bases = {}
@@ -250,11 +329,11 @@ class SeriesCompiler:
         mapping and pooling caches start again empty."""
         prefixes: set[str] = set()
         for e in live:
-            prefixes.update(p for _i, p in e.direct)
-            prefixes.update(slot[1] for slot in e.scaled)
-            prefixes.update(slot[1] for slot in e.shared)
+            prefixes.update(slot.prefix for slot in e.direct)
+            prefixes.update(slot.prefix for slot in e.scaled)
+            prefixes.update(slot.prefix for slot in e.shared)
         self.mean_only = {c: v for c, v in self.mean_only.items() if c in prefixes}
-        prefixes.update(v[2] for v in self.mean_only.values())
+        prefixes.update(v.inf_prefix for v in self.mean_only.values())
         self.keys = {p: k for p, k in self.keys.items() if p in prefixes}
         self._owner = {p: o for p, o in self._owner.items() if p in prefixes}
         self._shared &= prefixes
@@ -300,7 +379,7 @@ class SeriesCompiler:
         if block.labels is None:
             block.mapped(self._bounds)
         if block.special is not None:
-            return Entry(error=block.special[0], reason=block.special[1])
+            return Entry(error=block.special.message, reason=block.special.reason)
         labels = block.labels
         assert labels is not None
         defer = self.ctx.defer
@@ -315,18 +394,17 @@ class SeriesCompiler:
             entry = self._compile_alone(name, block, candidates[0])
             if entry is not None:
                 return entry
-        # the upstream series' identity, whatever its spelling ("m" = "m{}", le="+inf"),
-        # made when needed (a series that may meet others)
-        canon: str | None = None
-        direct: list[Direct] = []
-        scaled_slots: list[Scaled] = []
-        shared: list[Shared] = []
-        model_id = None
-        no_value = False
-        check, le, group, no_model = NO_CHECK, None, "", False
+        return self._compile_rules(name, block, candidates, meta)
+
+    def _compile_rules(self, name: str, block: Block, candidates: list[_Plan],
+                       meta: Metadata) -> Entry:
+        """The entry of a series under every rule that reads its sample (``candidates``):
+        its slots, value check, histogram group and model."""
+        labels = block.labels
+        assert labels is not None
+        slots = _Slots()
+        check, le, group, no_model, no_value = NO_CHECK, None, "", False, False
         maps_get = block.maps.get
-        keys = self.keys
-        shared_set = self._shared
         for plan in candidates:
             rule = plan.rule
             if rule.match and any(labels.get(k) != v for k, v in rule.match):
@@ -339,69 +417,80 @@ class SeriesCompiler:
             if mapped is _NO_MODEL:
                 no_model = True  # a per-model family's series must name its model
                 continue
-            tail_out, base_pairs, base_labels, lossy, out_model, full_pairs, full = mapped
-            if plan.check > check:
-                check = plan.check
+            check = max(check, plan.check)
             if plan.whole:  # interned: the normalizer compares histograms by identity
                 group = sys.intern(rule.source + block.grouping())
                 if plan.bucket:
                     le = float(labels["le"])
-            div, mul = plan.div, plan.mul
+            mul = plan.mul
             if rule.value_labels:
                 factor = _label_product(labels, rule.value_labels)
                 if factor is None:
                     no_value = True  # known family, no number to take (e.g. "None")
                     continue
                 mul *= factor
-            fam_idx = plan.fam_idx
-            target = rule.target
-            mean_only = False
-            slot_scaled = div != 1.0 or mul != 1.0 or rule.negative_is_nan
-            for t_suffix, tname, extra, extra_names, mean_count, multi, extra_text \
-                    in plan.samples:
-                if extra and not tail_out:  # the common case: rendered once per table
-                    prefix = tname + _append_rendered(base_labels, extra_text)
-                    if prefix not in keys:
-                        keys[prefix] = (tname, self._shared_pairs(base_pairs + extra))
-                elif extra or (plan.le_scaled and t_suffix == "_bucket"):
-                    tail: tuple[tuple[str, str], ...] = tuple(
-                        p for p in tail_out if p[0] not in extra_names) + extra if extra \
-                        else (("le", _scale_bound(labels["le"], rule.le_divide)),)
-                    prefix = tname + _append_labels(base_labels, tail)
-                    if prefix not in keys:
-                        keys[prefix] = (tname, self._shared_pairs(base_pairs + tail))
-                else:  # the block's own le/quantile, if any (rendered with the mapping)
-                    prefix = tname + full
-                    if prefix not in keys:
-                        keys[prefix] = (tname, full_pairs)
-                if mean_count:
-                    mean_only = True
-                if lossy or multi:
-                    if canon is None:
-                        canon = name + block.canonical()
-                    self._track(prefix, canon)
-                if prefix in shared_set:
-                    shared.append((fam_idx, prefix, div, mul, rule.negative_is_nan,
-                                   rule.priority))
-                elif slot_scaled:
-                    scaled_slots.append((fam_idx, prefix, div, mul, rule.negative_is_nan))
-                else:
-                    direct.append((fam_idx, prefix))
-            if mean_only:
-                self._note_mean_only(target, fam_idx, base_pairs, base_labels)
-            if out_model is not None:
-                model_id = out_model
-        if not (direct or scaled_slots or shared):
+            self._slots_of(name, block, plan, mapped, mul, slots)
+            if mapped.model is not None:
+                slots.model = mapped.model
+        if not (slots.direct or slots.scaled or slots.shared):
             if no_model:
                 return Entry(error=f"{name} has no model label", reason=NO_MODEL)
             return Entry() if no_value else Entry(unmapped_family=self._family_of(name, meta))
         # the identity is kept only where series may meet (memory: most never do)
-        if shared and canon is None:
+        canon = slots.canon
+        if slots.shared and canon is None:
             canon = name + block.canonical()
-        return Entry(direct=tuple(direct), scaled=tuple(scaled_slots), shared=tuple(shared),
-                     model=model_id, canon=canon or "", check=check,
-                     le=le, group=group or (canon or "" if shared else ""), skip=False,
-                     rare=le is not None or bool(shared))
+        return Entry(direct=tuple(slots.direct), scaled=tuple(slots.scaled),
+                     shared=tuple(slots.shared), model=slots.model, canon=canon or "",
+                     check=check, le=le,
+                     group=group or (canon or "" if slots.shared else ""), skip=False,
+                     rare=le is not None or bool(slots.shared))
+
+    def _slots_of(self, name: str, block: Block, plan: _Plan, mapped: Mapped, mul: float,
+                  slots: _Slots) -> None:
+        """Add to ``slots`` the slot of each target sample of ``plan`` for a series (its
+        ``block`` mapped as ``mapped``; ``mul`` the plan's multiplier times the series'
+        value labels), recording each normalized series' typed key."""
+        rule = plan.rule
+        labels = block.labels
+        assert labels is not None
+        keys = self.keys
+        div = plan.div
+        slot_scaled = div != 1.0 or mul != 1.0 or rule.negative_is_nan
+        mean_only = False
+        for t_suffix, tname, extra, extra_names, mean_count, multi, extra_text \
+                in plan.samples:
+            if extra and not mapped.tail:  # the common case: rendered once per table
+                prefix = tname + _append_rendered(mapped.base, extra_text)
+                if prefix not in keys:
+                    keys[prefix] = (tname, self._shared_pairs(mapped.base_pairs + extra))
+            elif extra or (plan.le_scaled and t_suffix == "_bucket"):
+                tail: tuple[tuple[str, str], ...] = tuple(
+                    p for p in mapped.tail if p[0] not in extra_names) + extra if extra \
+                    else (("le", _scale_bound(labels["le"], rule.le_divide)),)
+                prefix = tname + _append_labels(mapped.base, tail)
+                if prefix not in keys:
+                    keys[prefix] = (tname, self._shared_pairs(mapped.base_pairs + tail))
+            else:  # the block's own le/quantile, if any (rendered with the mapping)
+                prefix = tname + mapped.full
+                if prefix not in keys:
+                    keys[prefix] = (tname, mapped.full_pairs)
+            if mean_count:
+                mean_only = True
+            if mapped.lossy or multi:
+                if slots.canon is None:
+                    slots.canon = name + block.canonical()
+                self._track(prefix, slots.canon)
+            if prefix in self._shared:
+                slots.shared.append(Shared(plan.fam_idx, prefix, div, mul,
+                                           rule.negative_is_nan, rule.priority))
+            elif slot_scaled:
+                slots.scaled.append(Scaled(plan.fam_idx, prefix, div, mul,
+                                           rule.negative_is_nan))
+            else:
+                slots.direct.append(Direct(plan.fam_idx, prefix))
+        if mean_only:
+            self._note_mean_only(rule.target, plan.fam_idx, mapped.base_pairs, mapped.base)
 
     def _track(self, prefix: str, canon: str) -> None:
         """Upstream series ``canon`` lands on normalized series ``prefix`` through a
@@ -430,32 +519,29 @@ class SeriesCompiler:
         if mapped is _NO_MODEL:
             return None
         tname = plan.tname
-        prefix = tname + mapped[6]
+        prefix = tname + mapped.full
         canon = ""
-        if mapped[3] or plan.multi:
+        if mapped.lossy or plan.multi:
             canon = name + block.canonical()
             self._track(prefix, canon)
         if prefix in self._shared:
             return None
         keys = self.keys
         if prefix not in keys:
-            keys[prefix] = (tname, mapped[5])
-        # positional, in the order of Entry's fields (a test pins it): keyword binding costs
+            keys[prefix] = (tname, mapped.full_pairs)
+        # the slots made in C (_new_slot): a NamedTuple's own constructor is a Python
+        # function, paid per new series
         if plan.scaled:
             direct: tuple[Direct, ...] = ()
-            scaled: tuple[Scaled, ...] = (
-                (plan.fam_idx, prefix, plan.div, plan.mul, rule.negative_is_nan),)
+            scaled: tuple[Scaled, ...] = (_new_slot(Scaled, (
+                plan.fam_idx, prefix, plan.div, plan.mul, rule.negative_is_nan)),)
         else:
-            direct, scaled = ((plan.fam_idx, prefix),), ()
-        if plan.bucket:
-            return Entry(direct, scaled, (), None, None, mapped[4], canon, None, plan.check,
-                         float(labels["le"]),
-                         sys.intern(rule.source + (block.group or block.grouping())),
-                         None, None, False, None, 0.0, bool, None, 0, True)
-        return Entry(direct, scaled, (), None, None, mapped[4], canon, None, plan.check, None,
-                     sys.intern(rule.source + (block.group or block.grouping()))
-                     if plan.whole else "",
-                     None, None, False)
+            direct, scaled = (_new_slot(Direct, (plan.fam_idx, prefix)),), ()
+        group = sys.intern(rule.source + (block.group or block.grouping())) \
+            if plan.whole else ""
+        le = float(labels["le"]) if plan.bucket else None
+        return Entry(direct=direct, scaled=scaled, model=mapped.model, canon=canon,
+                     check=plan.check, le=le, group=group, skip=False, rare=le is not None)
 
     def _plan(self, rule: Rule, suffix: str, sig: int, base_sig: int, keep: tuple[str, ...],
               whole: bool) -> _Plan:
@@ -525,21 +611,22 @@ class SeriesCompiler:
         tail = None
         if rest is not None:  # blocks alike but for le/quantile share their base labels
             tail = block.tail  # the block's own le/quantile: made once for all its plans
-            if tail is None or tail[0] != lplan.tail_fmt or tail[1] != lplan.tail_idx:
+            if tail is None or tail.fmt != lplan.tail_fmt or tail.idx != lplan.tail_idx:
                 tail_pairs, tail_text = self._mapper.own_tail(lplan, values, block.escaped)
                 pool = self._pool
-                tail = block.tail = (lplan.tail_fmt, lplan.tail_idx,
-                                     tuple(map(values.__getitem__, rest)),
-                                     tuple([pool.setdefault(p, p) for p in tail_pairs]),
-                                     tail_text, tuple(map(block.names.__getitem__, rest)))
+                tail = block.tail = OwnTail(
+                    fmt=lplan.tail_fmt, idx=lplan.tail_idx,
+                    values=tuple(map(values.__getitem__, rest)),
+                    pairs=tuple([pool.setdefault(p, p) for p in tail_pairs]),
+                    text=tail_text, names=tuple(map(block.names.__getitem__, rest)))
             # its base labels: the rule's mapping, without le/quantile kept, of its other
             # labels, as a block of those alone maps (a summary's _count and _sum block
             # and its quantiles' blocks: made once for all)
-            bkey = (plan.base_sig, tail[5], vm_value)
+            bkey = (plan.base_sig, tail.names, vm_value)
             bplan = self._plans.get(bkey)
             if bplan is None and bkey not in self._plans:
-                bplan = self._plans[bkey] = self._mapper.plan(rule, tail[5], labels, ())
-            base_key: tuple[object, ...] | None = (bplan or lplan, rule.runtime, tail[2])
+                bplan = self._plans[bkey] = self._mapper.plan(rule, tail.names, labels, ())
+            base_key: tuple[object, ...] | None = (bplan or lplan, rule.runtime, tail.values)
         elif not lplan.tail_idx:
             base_key = (lplan, rule.runtime, values)
         else:  # a tail not the block's own (a constant le)
@@ -547,26 +634,25 @@ class SeriesCompiler:
         if base_key is not None:
             base = self._bases.get(base_key)
             if base is None:
-                _tail, base_pairs, rendered, model_id, _full = self._mapper.apply(
-                    lplan, rule, values, block.escaped)
-                base = self._bases[base_key] = (self._shared_pairs(base_pairs), rendered,
-                                                model_id)
-            base_pairs, rendered, model_id = base
+                applied = self._mapper.apply(lplan, rule, values, block.escaped)
+                base = self._bases[base_key] = _Base(self._shared_pairs(applied.base_pairs),
+                                                     applied.base, applied.model)
+            base_pairs, rendered, model_id = base.pairs, base.rendered, base.model
             if tail is not None:
-                tail_out = tail[3]
-                full = (rendered[:-1] + "," if rendered else "{") + tail[4]
+                tail_out = tail.pairs
+                full = (rendered[:-1] + "," if rendered else "{") + tail.text
                 full_pairs = base_pairs + tail_out
             else:
                 tail_out, full, full_pairs = (), rendered, base_pairs
         else:
-            tail_out, base_pairs, rendered, model_id, full = self._mapper.apply(
-                lplan, rule, values, block.escaped)
-            base_pairs = self._shared_pairs(base_pairs)
+            applied = self._mapper.apply(lplan, rule, values, block.escaped)
+            base_pairs = self._shared_pairs(applied.base_pairs)
+            rendered, model_id, full = applied.base, applied.model, applied.full
             pool = self._pool
-            tail_out = tuple([pool.setdefault(p, p) for p in tail_out])
+            tail_out = tuple([pool.setdefault(p, p) for p in applied.tail])
             full_pairs = base_pairs + tail_out
-        mapped: Mapped = (tail_out, base_pairs, rendered, lplan.lossy, model_id, full_pairs,
-                          full)
+        mapped = Mapped(tail_out, base_pairs, rendered, lplan.lossy, model_id, full_pairs,
+                        full)
         block.maps[plan.sig] = block.maps[alike] = mapped
         return mapped
 
@@ -600,7 +686,7 @@ class SeriesCompiler:
         """A mean-only histogram: its _count/+Inf bucket stand only beside a _sum."""
         inf = target + "_bucket" + _append_rendered(base_labels, 'le="+Inf"')
         self.keys.setdefault(inf, (target + "_bucket", (*base_pairs, ("le", "+Inf"))))
-        self.mean_only[target + "_count" + base_labels] = (
+        self.mean_only[target + "_count" + base_labels] = MeanOnly(
             fam_idx, target + "_sum" + base_labels, inf)
 
     def _family_of(self, name: str, meta: Metadata) -> str:

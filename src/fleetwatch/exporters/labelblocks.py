@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from fleetwatch.exporters.parser import (
     ExpositionError,
@@ -25,34 +25,55 @@ from fleetwatch.exporters.validate import BAD_LE, BAD_QUANTILE
 from fleetwatch.labels.text import escape_label_value
 
 
+class Special(NamedTuple):
+    """An invalid ``le`` or ``quantile`` label: the message and the invalid-sample
+    reason (:mod:`.validate`)."""
+
+    message: str
+    reason: str
+
+
+class OwnTail(NamedTuple):
+    """A block's own ``le``/``quantile`` as the plans that keep them render it: the
+    plan's ``tail_fmt`` and ``tail_idx`` it was made for, the block's other values and
+    their label names, the tail pairs and the tail rendered (see
+    ``SeriesCompiler._map``)."""
+
+    fmt: str
+    idx: tuple[int, ...]
+    values: tuple[str, ...]
+    pairs: tuple[tuple[str, str], ...]
+    text: str
+    names: tuple[str, ...]
+
+
 @dataclass(slots=True)
 class Block:
     """What one label block says. ``error``: the block cannot be read (the parser's
     message); ``too_long``: a value longer than the bound (the message). The rest is
     made on first use by a mapped series (:meth:`mapped`): ``labels`` with ``le`` and
     ``quantile`` canonically spelled (``+inf`` → ``+Inf``, ``1`` → ``1.0``), or
-    ``special`` ``(message, reason)`` when one of them is invalid; :meth:`canonical` the
+    ``special`` (:class:`Special`) when one of them is invalid; :meth:`canonical` the
     labels sorted and rendered, :meth:`grouping` the same without ``le``/``quantile``
     (made on first use: most series need neither, or only one); ``names`` and
     ``values`` the keys and values of ``labels``, ``escaped`` the values escaped for the
     text format (what :mod:`.labelmaps` plans and applies); ``maps`` the compiler's
     mappings of the block by mapping signature and by (label plan, rule runtime), and
-    ``tail`` its own ``le``/``quantile`` as the plans that keep them render it (plans'
-    ``tail_fmt`` and ``tail_idx``, the other values, the tail pairs and text;
-    :mod:`.compile`)."""
+    ``tail`` its own ``le``/``quantile`` as the plans that keep them render it
+    (:class:`OwnTail`)."""
 
     pairs: LabelPairs = ()
     error: str | None = None
     too_long: str | None = None
     labels: dict[str, str] | None = None
-    special: tuple[str, str] | None = None
+    special: Special | None = None
     canon: str | None = None
     group: str | None = None
     names: tuple[str, ...] = ()
     values: tuple[str, ...] = ()
     escaped: tuple[str, ...] = ()
     maps: dict[object, Any] = field(default_factory=dict)
-    tail: tuple[Any, ...] | None = None
+    tail: OwnTail | None = None
 
     def mapped(self, bounds: dict[tuple[str, str], str] | None = None) -> Block:
         """Fill the fields a mapped series needs (once); returns ``self``. ``bounds``:
@@ -73,7 +94,8 @@ class Block:
                 except ExpositionError:
                     bound = math.nan
                 if bound != bound or (special == "quantile" and not 0.0 <= bound <= 1.0):
-                    self.special = (f"invalid {special} label {labels[special]!r}", reason)
+                    self.special = Special(f"invalid {special} label {labels[special]!r}",
+                                           reason)
                     return self
                 labels[special] = format_value(bound)
                 if bounds is not None:

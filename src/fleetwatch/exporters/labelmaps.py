@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from fleetwatch.exporters.table import Rule, SourceTable, TargetContext
 from fleetwatch.labels.schema import (
@@ -38,6 +39,16 @@ Source = int | str
 
 #: Marks an upstream value while planning (NUL never occurs in a series that compiles).
 _MARK = "\x00"
+
+
+class Applied(NamedTuple):
+    """A block's labels under a plan (:meth:`LabelMapper.apply`)."""
+
+    tail: tuple[tuple[str, str], ...]  # the le/quantile pairs kept
+    base_pairs: LabelPairs  # the other pairs
+    base: str  # ``base_pairs`` rendered
+    model: tuple[str, str, str, str] | None  # (model, version, backend, runtime)
+    full: str  # base and tail rendered
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -154,11 +165,9 @@ class LabelMapper:
         return alike
 
     def apply(self, plan: LabelPlan, rule: Rule, values: tuple[str, ...],
-              escaped: tuple[str, ...]
-              ) -> tuple[tuple[tuple[str, str], ...], LabelPairs, str,
-                         tuple[str, str, str, str] | None, str]:
-        """``(tail pairs, base pairs, base rendered, model, base and tail rendered)`` of a
-        block (its ``values`` and the same ``escaped``) under a plan of ``rule``."""
+              escaped: tuple[str, ...]) -> Applied:
+        """The labels of a block (its ``values`` and the same ``escaped``) under a plan of
+        ``rule``."""
         runtime_of = plan.runtime_of
         if runtime_of is None:
             runtime = ""
@@ -177,7 +186,7 @@ class LabelMapper:
             tail, full = (), text
         model_idx = plan.model_idx
         model = None if model_idx is None else tuple(map(get, model_idx))
-        return tail, base, text, model, full  # type: ignore[return-value]  # 4 indexes
+        return Applied(tail, base, text, model, full)  # type: ignore[arg-type]  # 4 indexes
 
     @staticmethod
     def own_tail(plan: LabelPlan, values: tuple[str, ...], escaped: tuple[str, ...]

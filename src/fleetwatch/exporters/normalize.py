@@ -21,19 +21,26 @@ histograms and summaries are withdrawn and counted by reason in
 :attr:`Normalized.invalid_samples`); the :class:`~.validate.Limits` are enforced while the
 exposition is read (an exposition past one is refused whole: :attr:`Normalized.refused`).
 
-The steady loop does per line one ``rfind``, one dict lookup and, when the value token is
-the one of the last scrape, no parsing at all: each series remembers its last accepted
-token and what it emitted (prefix, value, output line, appended to its family's list), so
-an unchanged series costs one append per normalized series and the render reuses the
-lines (:attr:`Normalized.lines`); a family whose lines are those of the last exposition
-reuses the last state's dict and lines (copied before a sum or a withdrawal changes
-them). Compiled series are evicted one by one when the
-exposition stops carrying them (churn), and a model's series alone when its runtime is
-learned (:meth:`Normalizer.invalidate_models`).
+One loop reads every exposition (:meth:`Normalizer._read`), over the lines it does not
+know: on a first scrape every line, on a steady one only the lines that changed since the
+last clean exposition (:mod:`.lastscrape`: lines compared by hash at the same position).
+Per line read: one ``rfind``, one dict lookup (the compiled series of the raw key) and,
+when the value token is the one the series last accepted, no parsing at all; each series
+remembers what it emitted (:class:`~.compile.Emitted`: prefix, value, output line). When
+every line was read, the families are made from what the series emitted, in line order
+(a family whose lines are those of the last exposition reuses the last state's dict and
+lines); when only the changed lines were read, their series replace their own values in
+copies of the last state's families, at the places the last exposition gave them. A
+changed line that the last exposition does not explain (another series at that line, a
+comment, a refused value, part of a sum) makes the loop read every line again.
 
-Why this module is long: the hot loop and what it keeps between scrapes (the emitted
-slots, the model indexes, eviction and targeted invalidation of the same cache) are one
-data structure; split, each half would reach into the other's state.
+Compiled series are evicted one by one when the exposition stops carrying them (churn),
+and a model's series alone when its runtime is learned
+(:meth:`Normalizer.invalidate_models`).
+
+Why this module is long: the loop and what it keeps between scrapes (the emitted slots,
+the model indexes, eviction and targeted invalidation of the same cache) are one data
+structure; split, each half would reach into the other's state.
 """
 
 from __future__ import annotations
@@ -44,17 +51,20 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import partial
-from operator import itemgetter
-from typing import Any
+from itertools import compress, count
+from operator import is_not, itemgetter, ne
+from typing import NamedTuple
 
 from fleetwatch.exporters.compile import Emitted, Entry, SeriesCompiler
-from fleetwatch.exporters.delta import (
-    Hashes,
-    LastExposition,
-    apply_delta,
-    is_clean,
-    line_hashes,
+from fleetwatch.exporters.lastscrape import (
+    MAX_CHANGED_SHARE,
+    PLACE_BITS,
+    PLACE_INDEX,
+    LastScrape,
+    histograms_of,
+    places_of,
 )
 from fleetwatch.exporters.normalized import Normalized, value_of
 from fleetwatch.exporters.parser import (
@@ -81,11 +91,96 @@ from fleetwatch.labels.schema import METRICS
 
 __all__ = ["Normalized", "Normalizer", "value_of"]
 
-_PREFIX, _VALUE, _LINE, _NUMBER = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
-
+#: ``_emitted(Emitted, (prefix, value, line, number))``: an :class:`~.compile.Emitted`
+#: made in C (a NamedTuple's own constructor is a Python function, paid per accepted
+#: value)
+_emitted = tuple.__new__
+#: Fields of :class:`~.compile.Emitted`, read in C over a family's list (an ``itemgetter``
+#: of the field's index: a NamedTuple's attribute goes through its class)
+_PREFIX, _VALUE, _LINE, _NUMBER = (itemgetter(Emitted._fields.index(name))
+                                   for name in ("prefix", "value", "line", "number"))
 
 #: What may end a sample line after its value (``str.rstrip`` set; never empty).
 _TRAILING = frozenset(" \t\r")
+
+
+class _Built(NamedTuple):
+    """A family as its series' emitted values made it: its dict, output lines and numbers
+    (None when a series was written twice: then the dict is shorter)."""
+
+    families: dict[str, float | str]
+    lines: list[str]
+    numbers: list[float] | None
+
+
+@dataclass(slots=True)
+class _Sum:
+    """A normalized series that several upstream series may feed (shared slots): its value
+    so far, the priority that gave it, the upstream series that alone gave it (None: a sum
+    of several) and its family."""
+
+    value: float
+    priority: int
+    canon: str | None
+    family: int
+
+
+@dataclass(slots=True)
+class _Run:
+    """A histogram's last bucket read (bound and count): buckets are checked as they
+    stream by, bounds ascending as upstreams write them."""
+
+    le: float
+    count: float
+
+
+class _Found(NamedTuple):
+    """A sample line of a series not in the cache: its entry (None: deferred), raw key
+    and value token."""
+
+    entry: Entry | None
+    key: str
+    tok: str
+
+
+@dataclass(slots=True)
+class _Read:
+    """What one pass of the loop (:meth:`Normalizer._read`) gathered from the lines it
+    read: ``entries[i]`` the series of line ``i`` (None: not read, or not a sample of a
+    cached series), ``marks[mi]`` set for each model seen, ``runs`` the streaming
+    bucket check per histogram (``unsure``: histograms to check whole; ``decreasing``: a
+    count fell as the bound rose), ``sums`` the normalized series of shared slots,
+    ``withdraw`` the groups of refused samples; ``refused`` the state when a bound refused
+    the exposition."""
+
+    meta: Metadata
+    entries: list[Entry | None]
+    marks: bytearray
+    sample_lines: int = 0
+    unmapped: set[str] = field(default_factory=set)
+    deferred: set[str] = field(default_factory=set)
+    passthrough: dict[str, list[str]] = field(default_factory=dict)
+    ptypes: dict[str, str | None] = field(default_factory=dict)
+    sums: dict[str, _Sum] = field(default_factory=dict)
+    refusals: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, str] = field(default_factory=dict)
+    withdraw: set[str] = field(default_factory=set)
+    runs: dict[str, _Run] = field(default_factory=dict)
+    unsure: set[str] = field(default_factory=set)
+    decreasing: set[str] = field(default_factory=set)
+    refused: Normalized | None = None
+
+
+@dataclass(slots=True)
+class _Families:
+    """The families being made from one read: dicts, output lines and numbers per family
+    (``reused``: the families whose objects are the last exposition's, copied before they
+    change)."""
+
+    dicts: list[dict[str, float | str]]
+    lines: list[list[str]]
+    numbers: list[list[float] | None]
+    reused: set[int]
 
 
 class Normalizer:
@@ -94,10 +189,8 @@ class Normalizer:
     Thread-compatible, not thread-safe: use one instance per target. ``passthrough=True``
     re-emits upstream families that no rule knows, unchanged (their lines re-validated:
     a line a Prometheus would reject is refused instead). ``limits`` bound each
-    exposition (:class:`~.validate.Limits`). ``delta=False`` turns the delta path off
-    (:mod:`.delta`; the same results, every line read: for benchmarks and the
-    differential tests). Raises ``ValueError`` when a rule of the table targets a family
-    the schema lacks.
+    exposition (:class:`~.validate.Limits`). Raises ``ValueError`` when a rule of the
+    table targets a family the schema lacks.
     """
 
     #: When the compiled-series cache holds more than this many entries per sample line
@@ -111,8 +204,7 @@ class Normalizer:
     PROMOTE_AT = 5000
 
     def __init__(self, table: SourceTable, ctx: TargetContext | None = None,
-                 passthrough: bool = False, limits: Limits | None = None,
-                 delta: bool = True) -> None:
+                 passthrough: bool = False, limits: Limits | None = None) -> None:
         self.table = table
         self.ctx = ctx or TargetContext()
         self.passthrough = passthrough
@@ -120,23 +212,18 @@ class Normalizer:
         self._cache: dict[str, Entry] = {}
         #: compiled series evicted so far (churn: series no longer exposed)
         self.evicted = 0
-        #: per family, what the series emitted in this exposition (Entry.emits)
+        #: per family, what the series emitted in this exposition (Entry.emitted)
         self._emitted: list[list[Emitted]] = [[] for _ in METRICS]
         self._appends = [em_list.append for em_list in self._emitted]
         #: per family, the dict and lines its series made in the last exposition, unless
-        #: they changed after (see _normalize): reused when the family's lines are the
+        #: they changed after (see _assemble): reused when the family's lines are the
         #: same again
-        self._built: list[tuple[dict[str, float | str], list[str], list[float] | None]
-                          | None] = [None for _ in METRICS]
+        self._built: list[_Built | None] = [None for _ in METRICS]
         self._models: dict[tuple[str, str, str, str], int] = {}  # model → Entry.mi
         self._model_table: list[tuple[str, str, str, str]] = [("", "", "", "")]
         self._compiler = SeriesCompiler(table, self.ctx, self.limits.max_label_value_length)
-        #: the last exposition, kept for the delta path (:mod:`.delta`) when it was clean
-        self._last: LastExposition | None = None
-        #: the delta path on (off: every exposition takes the full loop; same results)
-        self.delta = delta
-        #: expositions read by the delta path so far
-        self.delta_reads = 0
+        #: the last exposition when it was clean (:mod:`.lastscrape`)
+        self._last: LastScrape | None = None
 
     @property
     def dropped_labels(self) -> set[str]:
@@ -194,37 +281,47 @@ class Normalizer:
                 entry.mi = self._model_index(entry.model)
         return evicted
 
-    # -- hot path -------------------------------------------------------------------
+    # -- the loop -------------------------------------------------------------------
     def normalize(self, text: str) -> Normalized:
         """Normalize one exposition body. Never raises on bad input (see ``meta.invalid``).
 
-        The cyclic garbage collector is paused meanwhile (if it was on; bounded by
-        ``limits.max_seconds``): compiling a cold exposition creates ~10 long-lived
-        objects per series, none of them garbage, and the collections that allocation
-        triggers (each older one scanning the whole cache) cost a third of a cold cycle.
-        After an exposition that compiled :attr:`PROMOTE_AT` series or more, the objects
-        made meanwhile go to the oldest generation at once (``gc.freeze()`` then
-        ``gc.unfreeze()``, O(1)) instead of being scanned by the first young collections
-        (70 ms after a 1000-model Triton cold cycle); garbage among them waits for the
-        next full collection.
+        When the last exposition was clean and has as many lines, only the lines that
+        changed are read (:mod:`.lastscrape`; the same lines: the last state, in new
+        objects); else, or when a changed line is not the series the last exposition had
+        there, every line is read.
 
-        An exposition with the last one's lines but for some values takes the delta path
-        (:mod:`.delta`): only the changed lines are read, with the same result."""
+        The cyclic garbage collector is paused while lines are read (if it was on; bounded
+        by ``limits.max_seconds``): compiling a cold exposition creates ~10 long-lived
+        objects per series, none of them garbage, and the collections that allocation
+        triggers (each older one scanning the whole cache) would take a large share of a
+        cold cycle. After an exposition that compiled :attr:`PROMOTE_AT` series or more,
+        the objects made meanwhile go to the oldest generation at once (``gc.freeze()``
+        then ``gc.unfreeze()``, O(1)) instead of being scanned by the first young
+        collections; garbage among them waits for the next full collection."""
         if text.startswith("\ufeff"):
             text = text[1:]
         lines = text.split("\n")
-        hashes = line_hashes(lines) if self.delta else []  # off: nothing to compare
-        last = self._last
-        if last is not None:
-            result = apply_delta(last, lines, hashes, self._cache.get, self._accept,
-                                 self.passthrough, self._built)
-            if result is not None:
-                self.delta_reads += 1
-                return result
-            self._last = None
+        hashes = list(map(hash, lines))
+        last, self._last = self._last, None
+        changed: list[int] | None = None  # None: every line is new
+        if last is not None and len(hashes) == len(last.hashes):
+            if hashes == last.hashes:
+                self._last = last  # every line known: the last state, in new objects
+                return self._replaced(last, [], list(last.result.families),
+                                      list(last.result.lines or ()),
+                                      list(last.result.numbers or ()))
+            changed = list(compress(count(), map(ne, hashes, last.hashes)))
         self._compiler.begin()
         with self._collector_paused():
-            return self._normalize_all(text, lines, hashes)
+            if (last is not None and changed is not None
+                    and len(changed) <= MAX_CHANGED_SHARE * len(lines)):
+                result = self._read_changed(last, lines, changed)
+                if result is not None:
+                    if result.refused is None:
+                        last.hashes = hashes
+                        self._last = last
+                    return result
+            return self._read_all(text, lines, hashes)
 
     @contextmanager
     def _collector_paused(self) -> Iterator[None]:
@@ -244,290 +341,397 @@ class Normalizer:
                     gc.unfreeze()
                 gc.enable()
 
-    def discover(self, text: str) -> set[str]:
-        """The models whose runtime the series of ``text`` wait for
-        (``TargetContext.defer``), found with one lookup per line: series not compiled
-        yet are compiled on the way (unless deferred), values are not read. Call
-        :meth:`normalize` after (its result is the exposition's state). Never raises on
-        bad input (bad lines are left to :meth:`normalize`). The collector as in
-        :meth:`normalize`."""
-        self._compiler.begin()
-        with self._collector_paused():
-            meta = Metadata()
-            deferred: set[str] = set()
-            cache = self._cache
-            deadline = time.perf_counter() + self.limits.max_seconds
-            for count, (line, _lineno) in enumerate(iter_lines(text, meta)):
-                if count & 4095 == 4095 and (count >= self.limits.max_series
-                                             or time.perf_counter() > deadline):
-                    break  # normalize refuses it
-                if line[:line.rfind(" ")] in cache:
-                    continue
-                split = split_sample_line(line)
-                if isinstance(split, str) or split[0] in cache:
-                    continue
-                entry = self._compiler.compile(split[0], meta)
-                if entry.deferred is not None:
-                    deferred.add(entry.deferred)
-                    continue
-                cache[split[0]] = entry
-                if entry.model is not None:
-                    entry.mi = self._model_index(entry.model)
-            return deferred
-
-    def _normalize_all(self, text: str, lines: list[str], hashes: Hashes) -> Normalized:
-        result = self._normalize(text, lines, hashes)
+    def _read_all(self, text: str, lines: list[str], hashes: list[int]) -> Normalized:
+        """Read every line of ``text`` (``lines``, ``hashes`` theirs) and make the state;
+        keep the exposition (:mod:`.lastscrape`) when the state is clean."""
+        read = self._read(lines, range(len(lines)))
+        result = self._assemble(read, text)
         stale = self._compiler.stale
         if stale:
             # A series met another on one normalized series after the first had been
-            # compiled as alone: compile that one again, now knowing, and redo this
-            # exposition (the rest of the cache is warm, so this costs a steady cycle).
+            # compiled as alone: compile that one again, now knowing, and read this
+            # exposition again (the rest of the cache is warm: a steady cycle's cost).
             for key in [k for k, e in self._cache.items() if e.canon in stale]:
                 del self._cache[key]
             self._compiler.stale = set()
-            result = self._normalize(text, lines, hashes)
+            read = self._read(lines, range(len(lines)))
+            result = self._assemble(read, text)
         sample_lines = result.meta.sample_lines
         if len(self._cache) > max(self.CACHE_SLACK * sample_lines,
                                   sample_lines + self.CACHE_FLOOR):
             self.evicted += self._evict(text)
         self._compiler.forget_compiling_caches()
+        if (result.lines is not None and result.numbers is not None and not read.deferred
+                and not result.invalid_samples and not result.meta.invalid):
+            self._last = LastScrape(hashes, read.entries, result)
         return result
 
-    def _normalize(self, text: str, text_lines: list[str], hashes: Hashes) -> Normalized:
-        """The full loop over every line of ``text`` (``text_lines`` its lines, ``hashes``
-        theirs); keeps what the delta path needs when the result is clean."""
-        self._last = None
-        meta = Metadata()
-        families: list[dict[str, float | str]] = [{} for _ in METRICS]
-        flines: list[list[str]] = [[] for _ in METRICS]  # families' lines, dict order
-        numbers: list[list[float] | None] = [None for _ in METRICS]  # values, dict order
+    def _read(self, lines: list[str], indices: Iterable[int]) -> _Read:
+        """The loop: read the lines ``indices`` of ``lines`` (every line, or the changed
+        ones), compiling the series not cached, taking each series' value
+        (:meth:`_accept`) and appending what it emits to its families' lists
+        (:attr:`_emitted`); stops at ``# EOF`` and at a :class:`~.validate.Limits` bound
+        (``_Read.refused``)."""
         for em_list in self._emitted:
             em_list.clear()
-        unmapped: set[str] = set()
-        deferred: set[str] = set()
-        passthrough: dict[str, list[str]] = {}
-        ptypes: dict[str, str | None] = {}  # passed-through family → TYPE at its first line
-        agg: dict[str, list[Any]] = {}  # prefix → [value, priority, canon | None, family]
-        cache = self._cache
-        compile_entry = self._compiler.compile
-        bad = meta.bad
-        sample_lines = 0
-        cache_get = cache.get
-        models_get = self._models.get
-        marks = bytearray(len(self._models) + 64)  # model index → seen in this exposition
-        refusals: Counter[str] = Counter()
-        examples: dict[str, str] = {}
-        withdraw: set[str] = set()  # groups of a refused sample (histograms, shared sums)
-        # Buckets are checked as they stream by: per histogram, the last bound and count
-        # (le ascending is how upstreams write them); a histogram written otherwise, or
-        # whose last bucket is not +Inf, is checked whole afterwards (slow path).
-        hist_state: dict[str, list[float]] = {}  # histogram → [last le, last count]
-        run_g: str | None = None  # the histogram of the last bucket line
-        run_st: list[float] = []
-        unsure: set[str] = set()  # histograms to check whole
-        decreasing: set[str] = set()
+        read = _Read(Metadata(), [None] * len(lines), bytearray(len(self._models) + 64))
+        meta, entries, marks = read.meta, read.entries, read.marks
+        cache_get = self._cache.get
+        accept = self._accept
         max_series = self.limits.max_series
         deadline = time.perf_counter() + self.limits.max_seconds
-        accept = self._accept
-        per_line: list[Entry | None] = [None] * len(text_lines)  # the entry of each line
-        # parser.iter_lines, inlined: a generator step per line costs on the hot path
-        lineno = 0
-        for line in text_lines:
-            lineno += 1
+        sample_lines = 0
+        runs = read.runs
+        run_group: str | None = None  # the histogram of the last bucket read, and its run
+        run = _Run(-INF, 0.0)
+        for i in indices:
+            line = lines[i]
             if not line:
                 continue
             if line[0] == "#":
                 if line.rstrip() == "# EOF":
                     break
-                read_comment(line, meta, lineno)
+                read_comment(line, meta, i + 1)
                 continue
-            if sample_lines & 4095 == 4095:
-                if sample_lines >= max_series:
-                    return self._refuse(meta, TOO_MANY_SERIES, f"more than {max_series} "
-                                        "series in one exposition (scrape.max_series)")
-                if time.perf_counter() > deadline:
-                    return self._refuse(meta, NORMALIZE_TIMEOUT, "normalizing took more "
-                                        f"than {self.limits.max_seconds} s "
-                                        "(scrape.normalize_timeout_seconds)")
-            # Fast path: "key value" whose key is known (label sets repeat every scrape).
+            if sample_lines & 4095 == 4095 and (sample_lines >= max_series
+                                                or time.perf_counter() > deadline):
+                read.refused = self._past_bound(sample_lines, meta)
+                return read
+            # "key value" whose key is known: label sets repeat every scrape
             sp = line.rfind(" ")
             key = line[:sp]
-            entry = cache_get(key)
-            if entry is not None:
-                tok = line[sp + 1:]  # a CR ending it is cut below (never equals entry.tok)
-            else:
-                tok = line[sp + 1:]
-                if not (sp > 0 and line[sp - 1] == "}" and tok and tok.isprintable()
-                        and "}" not in tok and "{" in key and " # " not in line):
-                    # not 'name{labels} value' (a timestamp, an exemplar, a CR, …):
-                    # parser.split_sample_line says what it is (the plain case is the
-                    # same split: key up to the label set's brace, one value token)
-                    split = split_sample_line(line)
-                    if isinstance(split, str):
-                        bad(lineno, split, line)
+            tok = line[sp + 1:]  # a CR ending it is cut by _accept (never equals entry.tok)
+            # (no value token: parser.split_sample_line says what the line is, as for a
+            # series not cached yet)
+            entry = cache_get(key) if tok else None
+            if entry is None:
+                if (sp > 0 and line[sp - 1] == "}" and tok and tok.isprintable() and "}" not in tok
+                        and "{" in key and " # " not in line):  # 'name{labels} value'
+                    entry = self._compiled(key, read)
+                else:
+                    found = self._odd_line(line, key, read, i + 1)
+                    if found is None:
                         continue
-                    raw, tok = split
-                    # the same key is known missing already
-                    entry = cache_get(raw) if raw != key else None
-                    key = raw
+                    entry, key, tok = found.entry, found.key, found.tok
                 if entry is None:
-                    entry = compile_entry(key, meta)
-                    if entry.deferred is not None:
-                        deferred.add(entry.deferred)
-                        continue
-                    cache[key] = entry
-                    if entry.model is not None:
-                        mi = models_get(entry.model)
-                        entry.mi = mi = self._model_index(entry.model) if mi is None else mi
-                        if mi >= len(marks):
-                            marks.extend(bytes(mi + 64 - len(marks)))
+                    continue
             sample_lines += 1
-            per_line[lineno - 1] = entry
-            if entry.skip:
-                if tok[-1:] in _TRAILING:
-                    tok = tok.rstrip(" \t\r")
-                reason = entry.reason
-                if reason is not None and (reason != TYPE_MISMATCH or self.passthrough):
-                    refusals[reason] += 1
-                    examples.setdefault(reason, f"{key[:200]}: {entry.error}")
-                elif entry.error is not None and reason is None:
-                    bad(lineno, entry.error, key)
-                elif entry.unmapped_family is not None:
-                    unmapped.add(entry.unmapped_family)
-                    if self.passthrough:
-                        problem = self._pass_through(entry, key, tok, meta, passthrough,
-                                                     ptypes)
-                        if problem is not None:
-                            refusals[problem] += 1
-                            examples.setdefault(problem, f"{key[:200]}: value {tok[:40]!r}")
+            entries[i] = entry
+            if entry.skip:  # no slot: nothing to do unless malformed or unmapped
+                if entry.error is not None or entry.unmapped_family is not None:
+                    self._skipped(entry, key, tok, read, i + 1)
                 continue
             if tok != entry.tok:  # else unchanged since the last scrape: accepted then
                 wrong = accept(entry, tok)
                 if wrong is not None:
-                    if isinstance(wrong, str):
-                        bad(lineno, wrong, key)
-                        continue
-                    reason = check_value(entry.check, wrong) or BAD_VALUE
-                    refusals[reason] += 1
-                    examples.setdefault(reason, f"{key[:200]}: {format_value(wrong)}")
-                    if entry.group:
-                        withdraw.add(entry.group)
+                    self._refused_value(entry, key, wrong, read, i + 1)
                     continue
             marks[entry.mi] = 1
             entry.emit(entry.emitted)
-            if not entry.rare:
-                continue
-            value = entry.value
-            le = entry.le
-            if le is not None:
-                g = entry.group  # interned: one object per histogram
-                if g is not run_g:
-                    st = hist_state.get(g)
-                    if st is None:
-                        st = hist_state[g] = [-INF, 0.0]
-                    run_g, run_st = g, st
-                if le > run_st[0]:
-                    if value < run_st[1]:
-                        decreasing.add(g)
-                    run_st[0] = le
-                    run_st[1] = value
-                else:
-                    unsure.add(g)
-            for fam_idx, prefix, div, mul, neg_nan, prio in entry.shared:
-                v = value / div * mul
-                if neg_nan and v < 0:
-                    v = math.nan
-                cur = agg.get(prefix)
-                if cur is None:
-                    agg[prefix] = [v, prio, entry.canon, fam_idx]
-                elif prio < cur[1] or cur[2] == entry.canon:
-                    cur[0], cur[1], cur[2] = v, prio, entry.canon
-                elif prio == cur[1]:
-                    cur[0] += v
-                    cur[2] = None  # an aggregate of several upstream series
-        built = self._built
-        reused: set[int] = set()  # families whose dict and lines are the last exposition's
-        for i, em_list in enumerate(self._emitted):
-            if em_list:  # C-level: one dict and one line list per family
-                made = list(map(_LINE, em_list))
-                last = built[i]
-                # the same lines (C-level; a line is its prefix and value text, and the
-                # text decides the value): the same dict
-                if last is not None and last[1] == made:
-                    families[i], flines[i], numbers[i] = last
-                    reused.add(i)
-                else:
-                    built[i] = last = None  # freed first: the new ones reuse the memory
-                    families[i] = dict(zip(map(_PREFIX, em_list), map(_VALUE, em_list),
-                                           strict=True))
-                    flines[i] = made
-                    nums = list(map(_NUMBER, em_list))
-                    # a series written twice is one dict entry: then no numbers
-                    numbers[i] = nums if len(nums) == len(families[i]) else None
-                    built[i] = (families[i], made, numbers[i])
-                em_list.clear()
-            else:
-                built[i] = None
-                numbers[i] = []
+            if entry.rare:
+                le = entry.le
+                if le is not None:  # a bucket, checked against the last of its histogram
+                    g = entry.group  # interned: one object per histogram
+                    if g is not run_group:
+                        run = runs.get(g) or runs.setdefault(g, _Run(-INF, 0.0))
+                        run_group = g
+                    if le > run.le:
+                        if entry.value < run.count:
+                            read.decreasing.add(g)
+                        run.le, run.count = le, entry.value
+                    else:
+                        read.unsure.add(g)
+                if entry.shared:
+                    self._summed(entry, read)
+        read.sample_lines = sample_lines
+        return read
+
+    def _past_bound(self, sample_lines: int, meta: Metadata) -> Normalized:
+        """The refusal of an exposition past a bound while it is read: too many series
+        (``sample_lines`` read so far), else the time bound."""
+        max_series = self.limits.max_series
+        if sample_lines >= max_series:
+            return self._refuse(meta, TOO_MANY_SERIES, f"more than {max_series} "
+                                "series in one exposition (scrape.max_series)")
+        return self._refuse(meta, NORMALIZE_TIMEOUT, "normalizing took more than "
+                            f"{self.limits.max_seconds} s (scrape.normalize_timeout_seconds)")
+
+    def _odd_line(self, line: str, key: str, read: _Read, lineno: int) -> _Found | None:
+        """A sample line not read as ``name{labels} value`` (``key``: the text up to its
+        last blank, not a cached key): parser.split_sample_line says what it is (a
+        timestamp, an exemplar, a CR, …; None: a malformed line, recorded); its series,
+        cached under its raw key or compiled (``entry`` None: deferred)."""
+        split = split_sample_line(line)
+        if isinstance(split, str):
+            read.meta.bad(lineno, split, line)
+            return None
+        raw, tok = split
+        entry = self._cache.get(raw) if raw != key else None  # key: known missing
+        return _Found(entry if entry is not None else self._compiled(raw, read), raw, tok)
+
+    def _compiled(self, key: str, read: _Read) -> Entry | None:
+        """The series of a raw key not cached: compiled and cached, or None (a deferred
+        model's series: not cached, the model recorded)."""
+        entry = self._compiler.compile(key, read.meta)
+        if entry.deferred is not None:
+            read.deferred.add(entry.deferred)
+            return None
+        self._cache[key] = entry
+        if entry.model is not None:
+            entry.mi = mi = self._model_index(entry.model)
+            if mi >= len(read.marks):
+                read.marks.extend(bytes(mi + 64 - len(read.marks)))
+        return entry
+
+    def _skipped(self, entry: Entry, key: str, tok: str, read: _Read, lineno: int) -> None:
+        """A line whose series has no slot: a refusal, a malformed series, an unmapped
+        family (copied when passed through) or a sample no rule uses."""
+        reason = entry.reason
+        if reason is not None and (reason != TYPE_MISMATCH or self.passthrough):
+            read.refusals[reason] += 1
+            read.examples.setdefault(reason, f"{key[:200]}: {entry.error}")
+        elif entry.error is not None and reason is None:
+            read.meta.bad(lineno, entry.error, key)
+        elif entry.unmapped_family is not None:
+            read.unmapped.add(entry.unmapped_family)
+            if self.passthrough:
+                if tok[-1:] in _TRAILING:
+                    tok = tok.rstrip(" \t\r")
+                problem = self._pass_through(entry, key, tok, read)
+                if problem is not None:
+                    read.refusals[problem] += 1
+                    read.examples.setdefault(problem, f"{key[:200]}: value {tok[:40]!r}")
+
+    @staticmethod
+    def _refused_value(entry: Entry, key: str, wrong: str | float, read: _Read,
+                       lineno: int) -> None:
+        """Record a value :meth:`_accept` did not take: a malformed token (``str``: the
+        line is recorded as invalid) or a number the series' check refuses (counted by
+        reason; its histogram, summary or sum withdrawn)."""
+        if isinstance(wrong, str):
+            read.meta.bad(lineno, wrong, key)
+            return
+        reason = check_value(entry.check, wrong) or BAD_VALUE
+        read.refusals[reason] += 1
+        read.examples.setdefault(reason, f"{key[:200]}: {format_value(wrong)}")
+        if entry.group:
+            read.withdraw.add(entry.group)
+
+    @staticmethod
+    def _summed(entry: Entry, read: _Read) -> None:
+        """Add an accepted value to the normalized series of its shared slots: summed with
+        the series of the same priority, replaced by one of a lower priority number (see
+        the module)."""
+        value = entry.value
+        for slot in entry.shared:
+            v = value / slot.divide * slot.multiply
+            if slot.negative_is_nan and v < 0:
+                v = math.nan
+            cur = read.sums.get(slot.prefix)
+            if cur is None:
+                read.sums[slot.prefix] = _Sum(v, slot.priority, entry.canon, slot.family)
+            elif slot.priority < cur.priority or cur.canon == entry.canon:
+                cur.value, cur.priority, cur.canon = v, slot.priority, entry.canon
+            elif slot.priority == cur.priority:
+                cur.value += v
+                cur.canon = None  # an aggregate of several upstream series
+
+    # -- every line read: the state from what the series emitted --------------------
+    def _assemble(self, read: _Read, text: str) -> Normalized:
+        """The state of an exposition whose every line ``read`` read (``text`` its body,
+        for the slow whole-histogram check): the families from what the series emitted,
+        then the refused histograms and groups withdrawn, the sums added and the
+        mean-only series without their sum removed."""
+        if read.refused is not None:
+            return read.refused
+        meta = read.meta
+        fams = self._families_from_emitted()
         table = self._model_table
-        models = {table[i] for i in range(1, len(table)) if marks[i]}
-        meta.sample_lines = sample_lines
-        if sample_lines > max_series:
+        models = {table[i] for i in range(1, len(table)) if read.marks[i]}
+        meta.sample_lines = read.sample_lines
+        max_series = self.limits.max_series
+        if read.sample_lines > max_series:
             return self._refuse(meta, TOO_MANY_SERIES, f"more than {max_series} series in "
                                 "one exposition (scrape.max_series)")
-        unsure.update(g for g, (last, _v) in hist_state.items() if last != INF)
-        broken = {g: BUCKETS_DECREASE for g in decreasing - unsure}
+        self._check_histograms(read, text)
+        for prefix, total in read.sums.items():
+            self._unshare(total.family, fams)
+            fams.dicts[total.family][prefix] = total.value
+            fams.lines[total.family].append(f"{prefix} {format_value(total.value)}")
+        lines_ok = not read.withdraw
+        if read.withdraw:
+            for i in range(len(fams.dicts)):
+                self._unshare(i, fams)
+            self._withdraw(fams.dicts, read.withdraw)
+        for count_prefix, mean in self._compiler.mean_only.items():
+            fam = fams.dicts[mean.family]
+            if count_prefix in fam and mean.sum_prefix not in fam:
+                # Triton without the duration counter (counter_latencies=false, partial
+                # expositions): a request count is no latency; emit nothing
+                self._unshare(mean.family, fams)
+                fam = fams.dicts[mean.family]
+                del fam[count_prefix]
+                fam.pop(mean.inf_prefix, None)
+                lines_ok = False
+        # the lines stand for the dicts unless a series was written twice (the last
+        # value wins, at the first position), withdrawn or left out: render those
+        if lines_ok and all(len(fl) == len(f) for fl, f in zip(fams.lines, fams.dicts,
+                                                                strict=True)):
+            lines: list[list[str]] | None = fams.lines
+        else:
+            lines = None
+        return Normalized(families=fams.dicts, models=models, unmapped=read.unmapped,
+                          meta=meta, passthrough=read.passthrough, keys=self._compiler.keys,
+                          invalid_samples=read.refusals, invalid_examples=read.examples,
+                          passthrough_types=read.ptypes, lines=lines,
+                          deferred=read.deferred, numbers=fams.numbers)
+
+    def _families_from_emitted(self) -> _Families:
+        """Each family's dict, lines and numbers from what its series emitted (C-level:
+        one dict and one line list per family); a family whose lines are those of the
+        last exposition gets the last exposition's objects (``reused``)."""
+        built = self._built
+        fams = _Families([{} for _ in METRICS], [[] for _ in METRICS],
+                         [None for _ in METRICS], set())
+        for i, em_list in enumerate(self._emitted):
+            if not em_list:
+                built[i] = None
+                fams.numbers[i] = []
+                continue
+            made = list(map(_LINE, em_list))
+            last = built[i]
+            # the same lines (a line is its prefix and value text, and the text decides
+            # the value): the same dict
+            if last is not None and last.lines == made:
+                fams.dicts[i], fams.lines[i], fams.numbers[i] = last
+                fams.reused.add(i)
+            else:
+                built[i] = last = None  # freed first: the new ones reuse the memory
+                fam = dict(zip(map(_PREFIX, em_list), map(_VALUE, em_list), strict=True))
+                nums = list(map(_NUMBER, em_list))
+                # a series written twice is one dict entry: then no numbers
+                numbers = nums if len(nums) == len(fam) else None
+                fams.dicts[i], fams.lines[i], fams.numbers[i] = fam, made, numbers
+                built[i] = _Built(fam, made, numbers)
+            em_list.clear()
+        return fams
+
+    def _check_histograms(self, read: _Read, text: str) -> None:
+        """Refuse (count, withdraw) the histograms whose buckets are not valid: those the
+        streaming check saw decrease, and those it could not judge (not one ascending run
+        ending at ``+Inf``) checked whole (:func:`~.validate.check_buckets`)."""
+        unsure = read.unsure
+        unsure.update(g for g, run in read.runs.items() if run.le != INF)
+        broken = {g: BUCKETS_DECREASE for g in read.decreasing - unsure}
         if unsure:
             for g, hb in self._buckets_of(text, unsure).items():
                 reason = check_buckets(hb)
                 if reason is not None:
                     broken[g] = reason
         for group, reason in broken.items():
-            refusals[reason] += 1
-            examples.setdefault(reason, group[:200])
-            withdraw.add(group)
-        for prefix, (v, _prio, _key, fam_idx) in agg.items():
-            self._unshare(fam_idx, families, flines, reused, numbers)
-            families[fam_idx][prefix] = v
-            flines[fam_idx].append(f"{prefix} {format_value(v)}")
-        lines_ok = not withdraw
-        if withdraw:
-            for i in range(len(families)):
-                self._unshare(i, families, flines, reused, numbers)
-            self._withdraw(families, withdraw)
-        for count_prefix, (fam_idx, sum_prefix, inf_prefix) in \
-                self._compiler.mean_only.items():
-            fam = families[fam_idx]
-            if count_prefix in fam and sum_prefix not in fam:
-                # Triton without the duration counter (counter_latencies=false, partial
-                # expositions): a request count is no latency; emit nothing
-                self._unshare(fam_idx, families, flines, reused, numbers)
-                fam = families[fam_idx]
-                del fam[count_prefix]
-                fam.pop(inf_prefix, None)
-                lines_ok = False
-        # the lines stand for the dicts unless a series was written twice (the last
-        # value wins, at the first position), withdrawn or left out: render those
-        if lines_ok and all(len(fl) == len(f) for fl, f in zip(flines, families,
-                                                                strict=True)):
-            lines: list[list[str]] | None = flines
-        else:
-            lines = None
-        result = Normalized(families, models, unmapped, meta, passthrough,
-                            self._compiler.keys, refusals, examples, ptypes, lines=lines,
-                            deferred=deferred, numbers=numbers)
-        if self.delta and is_clean(result, bool(deferred)):
-            self._last = LastExposition(hashes, per_line, result)
+            read.refusals[reason] += 1
+            read.examples.setdefault(reason, group[:200])
+            read.withdraw.add(group)
+
+    # -- the changed lines read: the last state with their values replaced ------------
+    def _read_changed(self, last: LastScrape, lines: list[str],
+                      changed: list[int]) -> Normalized | None:
+        """The state of an exposition whose lines are ``last``'s but for ``changed``, read
+        with the loop; None when the last exposition does not explain the changed lines
+        (another series or a comment at a changed line, a refused or malformed value, a
+        line passed through, part of a sum, a refused histogram): every line must be
+        read."""
+        known = last.entries
+        # first whether the last exposition had a series at each changed line that can
+        # change alone (not part of a sum, not a line passed through), before anything
+        # is read; then, once read, whether each line holds that series still
+        passthrough = self.passthrough
+        for i in changed:
+            entry = known[i]
+            if entry is None or entry.shared or (passthrough
+                                                 and entry.unmapped_family is not None):
+                return None
+        read = self._read(lines, changed)
+        if read.refused is not None:
+            return read.refused
+        got = read.entries
+        if any(map(is_not, map(got.__getitem__, changed), map(known.__getitem__, changed))):
+            return None  # another series, or none, at a changed line
+        if (read.meta.invalid or read.refusals or read.deferred or read.passthrough
+                or read.sums):
+            return None
+        if read.runs:
+            # a histogram with a changed bucket is checked whole, as reading every line
+            # would (check_buckets is its verdict: the streaming check of an ascending
+            # run and the whole check of any other agree)
+            hists = last.histograms
+            if hists is None:
+                hists = last.histograms = histograms_of(known)
+            for group in read.runs:
+                if check_buckets([(b.le, b.value) for b in hists[group]
+                                  if b.le is not None]) is not None:
+                    return None
+        prev = last.result
+        families = list(prev.families)
+        flines = list(prev.lines or ())
+        numbers = list(prev.numbers or ())
+        places = last.places
+        if places is None:
+            places = last.places = places_of(known, len(families))
+        copied = [False] * len(families)  # copy on write, once per family
+        for i in changed:
+            entry = got[i]
+            assert entry is not None
+            at = places.of(i)
+            if entry.skip or not at:
+                continue  # a value nobody reads
+            emitted = (entry.emitted,) if len(at) == 1 else entry.emitted
+            for place, now in zip(at, emitted, strict=True):
+                fam = place >> PLACE_BITS
+                pos = place & PLACE_INDEX
+                if not copied[fam]:
+                    copied[fam] = True
+                    families[fam] = dict(families[fam])
+                    flines[fam] = list(flines[fam])
+                    nums = numbers[fam]
+                    if nums is not None:  # None: a family with sums (read from the dict)
+                        numbers[fam] = list(nums)
+                flines[fam][pos] = now.line
+                families[fam][now.prefix] = now.value
+                fam_numbers = numbers[fam]
+                if fam_numbers is not None:
+                    fam_numbers[pos] = now.number
+        for em_list in self._emitted:
+            em_list.clear()
+        return self._replaced(last, compress(count(), copied), families, flines, numbers)
+
+    def _replaced(self, last: LastScrape, changed_families: Iterable[int],
+                  families: list[dict[str, float | str]], flines: list[list[str]],
+                  numbers: list[list[float] | None]) -> Normalized:
+        """The last state with these families (the ``changed_families`` new objects, kept
+        as what their series made unless the last exposition's were not), in a new
+        :class:`Normalized`, which ``last`` keeps from now on."""
+        built = self._built
+        for fam in changed_families:
+            if built[fam] is not None:  # None: not its series' own lines (sums appended)
+                built[fam] = _Built(families[fam], flines[fam], numbers[fam])
+        prev = last.result
+        result = Normalized(families=families, models=set(prev.models),
+                            unmapped=set(prev.unmapped), meta=prev.meta,
+                            passthrough=prev.passthrough, keys=prev.keys,
+                            passthrough_types=prev.passthrough_types, lines=flines,
+                            numbers=numbers)
+        last.result = result
         return result
 
+    # -- per series ------------------------------------------------------------------
     def _accept(self, entry: Entry, tok: str) -> str | float | None:
         """Take a series' new value token (one that is not its last accepted one): None
         when accepted — ``entry.tok``, ``.value``, ``.emit`` and ``.emitted`` are what the
         series emits from now on —, else what is wrong: a ``str`` (the token is not a
         number: the malformed-line message), or the ``float`` refused by the entry's value
         check (:func:`~.validate.check_value` gives the reason). The entry is unchanged
-        when the value is not accepted. The full loop and the delta path both take
-        values here."""
+        when the value is not accepted."""
         if tok[-1:] in _TRAILING:  # a CR, or blanks after the value
             tok = tok.rstrip(" \t\r")
         if "_" in tok or not tok.isascii():  # Python's float takes "1_0", "١"
@@ -544,35 +748,67 @@ class Normalizer:
         # what the series emits from now on (the two common cases here, no call)
         direct, scaled = entry.direct, entry.scaled
         if len(direct) == 1 and not scaled and value - value == 0:
-            fam_idx, prefix = direct[0]  # the upstream text, unscaled
-            entry.emit = self._appends[fam_idx]
-            entry.emitted = (prefix, tok, f"{prefix} {tok}", value)
+            slot = direct[0]  # the upstream text, unscaled
+            prefix = slot.prefix
+            entry.emit = self._appends[slot.family]
+            entry.emitted = _emitted(Emitted, (prefix, tok, f"{prefix} {tok}", value))
         elif len(scaled) == 1 and not direct:
-            fam_idx, prefix, div, mul, neg_nan = scaled[0]  # unit-converted
-            v = value / div * mul
-            if neg_nan and v < 0:
+            one = scaled[0]  # unit-converted
+            v = value / one.divide * one.multiply
+            if one.negative_is_nan and v < 0:
                 v = math.nan
-            entry.emit = self._appends[fam_idx]
-            entry.emitted = (prefix, v, f"{prefix} {v!r}" if v - v == 0  # finite
-                             else f"{prefix} {format_value(v)}", v)
+            prefix = one.prefix
+            entry.emit = self._appends[one.family]
+            entry.emitted = _emitted(Emitted, (prefix, v, f"{prefix} {v!r}" if v - v == 0
+                                               else f"{prefix} {format_value(v)}", v))
         else:
-            entry.emit, entry.emitted = self._emits(entry, tok, value)
+            self._emits(entry, tok, value)
         entry.tok = tok
         entry.value = value
         return None
 
-    def _unshare(self, i: int, families: list[dict[str, float | str]],
-                 flines: list[list[str]], reused: set[int],
-                 numbers: list[list[float] | None]) -> None:
+    def _emits(self, entry: Entry, tok: str, value: float) -> None:
+        """Set what an accepted value of a series emits (``entry.emit(entry.emitted)``):
+        per direct and scaled slot, an :class:`~.compile.Emitted` appended to its family's
+        list. Direct slots keep the upstream's text when finite (NaN and ±Inf get the
+        canonical spelling); scaled ones are floats. One slot: that list's ``append`` and
+        its ``Emitted``; several: :func:`_emit_all` and the tuple of the slots'
+        ``Emitted``, in slot order (direct, then scaled); none (shared slots only):
+        ``bool``, a no-op. (The two common cases, one direct slot with a finite value and
+        one scaled slot alone, are made by :meth:`_accept` itself.)"""
+        lists = self._appends  # one bound method per family, shared by the series
+        emits: list[Callable[[Emitted], None]] = []
+        made: list[Emitted] = []
+        if entry.direct:
+            finite = value - value == 0
+            text = tok if finite else format_value(value)
+            val: float | str = tok if finite else value
+            for slot in entry.direct:
+                emits.append(lists[slot.family])
+                made.append(Emitted(slot.prefix, val, f"{slot.prefix} {text}", value))
+        for one in entry.scaled:
+            v = value / one.divide * one.multiply
+            if one.negative_is_nan and v < 0:
+                v = math.nan
+            emits.append(lists[one.family])
+            made.append(Emitted(one.prefix, v, f"{one.prefix} {format_value(v)}", v))
+        if len(made) == 1:
+            entry.emit, entry.emitted = emits[0], made[0]
+        elif not made:
+            entry.emit, entry.emitted = bool, None
+        else:
+            entry.emit, entry.emitted = partial(_emit_all, tuple(emits)), tuple(made)
+
+    def _unshare(self, i: int, fams: _Families) -> None:
         """Before family ``i``'s dict or lines change after they were made: they are no
         longer what its series emitted (not reused next time), and not the last
         exposition's objects (copied when they were); its numbers are dropped."""
         self._built[i] = None
-        numbers[i] = None
-        if i in reused:
-            reused.discard(i)
-            families[i] = dict(families[i])
-            flines[i] = list(flines[i])
+        fams.numbers[i] = None
+        if i in fams.reused:
+            fams.reused.discard(i)
+            fams.dicts[i] = dict(fams.dicts[i])
+            fams.lines[i] = list(fams.lines[i])
 
     def _model_index(self, model: tuple[str, str, str, str]) -> int:
         """The index of a model in this normalizer's table (Entry.mi; 0 is no model)."""
@@ -582,40 +818,7 @@ class Normalizer:
             self._model_table.append(model)
         return i
 
-    def _emits(self, entry: Entry, tok: str, value: float
-               ) -> tuple[Callable[[Any], object], Any]:
-        """What an accepted value of a series emits (``Entry.emit(Entry.emitted)``): per
-        direct and scaled slot, (series prefix, value, output line) appended to its
-        family's list. Direct slots keep the upstream's text when finite (NaN and ±Inf
-        get the canonical spelling); scaled ones are floats. One slot: that list's
-        ``append`` and its tuple; several: :func:`_emit_all` and the tuple of the slots'
-        tuples, in slot order (direct, then scaled); none (shared slots only): ``bool``,
-        a no-op. (The two common cases, one direct slot with a finite value and one scaled
-        slot alone, are made in the loop itself and never come here.)"""
-        lists = self._appends  # one bound method per family, shared by the series
-        out: list[tuple[Callable[[Emitted], None], Emitted]] = []
-        if entry.direct:
-            finite = value - value == 0
-            text = tok if finite else format_value(value)
-            val: float | str = tok if finite else value
-            for fam_idx, prefix in entry.direct:
-                out.append((lists[fam_idx], (prefix, val, f"{prefix} {text}", value)))
-        for fam_idx, prefix, div, mul, neg_nan in entry.scaled:
-            v = value / div * mul
-            if neg_nan and v < 0:
-                v = math.nan
-            out.append((lists[fam_idx], (prefix, v, f"{prefix} {format_value(v)}", v)))
-        if len(out) == 1:
-            return out[0]
-        if not out:
-            return bool, None
-        return (partial(_emit_all, tuple(emit for emit, _ in out)),
-                tuple(emitted for _, emitted in out))
-
-    @staticmethod
-    def _pass_through(entry: Entry, key: str, tok: str, meta: Metadata,
-                      passthrough: dict[str, list[str]],
-                      ptypes: dict[str, str | None]) -> str | None:
+    def _pass_through(self, entry: Entry, key: str, tok: str, read: _Read) -> str | None:
         """Copy one line of an unmapped family (pass-through on), or say why not: a value
         Prometheus reads otherwise (:data:`~.validate.BAD_VALUE`), or a line checked under
         another TYPE than the family is served with (:data:`~.validate.TYPE_MISMATCH`:
@@ -624,11 +827,11 @@ class Normalizer:
             return BAD_VALUE
         fam = entry.unmapped_family
         assert fam is not None
-        lines = passthrough.get(fam)
+        lines = read.passthrough.get(fam)
         if lines is None:
-            lines = passthrough[fam] = []
-            ptypes[fam] = meta.types.get(fam)
-        if entry.ptype != ptypes[fam]:
+            lines = read.passthrough[fam] = []
+            read.ptypes[fam] = read.meta.types.get(fam)
+        if entry.ptype != read.ptypes[fam]:
             return TYPE_MISMATCH
         lines.append(f"{key} {tok}")
         return None
@@ -656,19 +859,19 @@ class Normalizer:
         path: scans the compiled series, only in a scrape that refused a sample."""
         for entry in self._cache.values():
             if entry.group in groups:
-                for fam_idx, prefix in entry.direct:
-                    families[fam_idx].pop(prefix, None)
-                for slot in entry.scaled:
-                    families[slot[0]].pop(slot[1], None)
+                for direct in entry.direct:
+                    families[direct.family].pop(direct.prefix, None)
+                for scaled in entry.scaled:
+                    families[scaled.family].pop(scaled.prefix, None)
                 for shared in entry.shared:
-                    families[shared[0]].pop(shared[1], None)
+                    families[shared.family].pop(shared.prefix, None)
 
     def _refuse(self, meta: Metadata, reason: str, message: str) -> Normalized:
         """The state of an exposition refused whole by a bound (no series); the compiled
         series are forgotten (a churning exposition must not grow the cache)."""
-        self.invalidate()  # and the delta path's memory
-        return Normalized([{} for _ in METRICS], set(), set(), meta,
-                          refused=(reason, message))
+        self.invalidate()  # and the last exposition
+        return Normalized(families=[{} for _ in METRICS], models=set(), unmapped=set(),
+                          meta=meta, refused=(reason, message))
 
 
 def _emit_all(emits: tuple[Callable[[Emitted], None], ...],

@@ -45,14 +45,14 @@ class Normalized:
     passthrough_types: dict[str, str | None] = field(default_factory=dict)
     refused: tuple[str, str] | None = None
     #: ``lines[i]``: family ``METRICS[i]``'s series as output lines (``prefix value``),
-    #: in :attr:`families` order, made by the steady loop; None: render the dicts.
+    #: in :attr:`families` order, made by the normalizer's loop; None: render the dicts.
     lines: list[list[str]] | None = None
     #: Models whose series were left out, their runtime about to be learned
     #: (``TargetContext.defer``): normalize the exposition again once it is.
     deferred: set[str] = field(default_factory=set)
     #: ``numbers[i]``: family ``METRICS[i]``'s values as floats, in :attr:`families`
     #: order (what :func:`value_of` gives; the normalizer parsed them already), made by
-    #: the steady loop; None: read the dict (the family was changed after the loop).
+    #: the normalizer's loop; None: read the dict (the family was changed after the loop).
     numbers: list[list[float] | None] | None = None
 
     @property

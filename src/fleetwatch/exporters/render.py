@@ -46,7 +46,7 @@ def normalized_families(normalized: Iterable[Normalized],
             fam = n.families[i]
             if not fam:
                 continue
-            made = n.lines[i] if n.lines is not None else None  # the steady loop's lines
+            made = n.lines[i] if n.lines is not None else None  # the normalizer's lines
             if seen is None:
                 lines.extend(made if made is not None else
                              [f"{p} {text_of(v)}" for p, v in fam.items()])

@@ -1,9 +1,8 @@
 """Placement and footprint facts the servers report, read from what the schema drops.
 
 * **Triton exposition**: per-model series of GPU model instances carry ``gpu_uuid``
-  (``nv_inference_count{gpu_uuid=…, model=…, version=…}``; Triton's metrics
-  documentation, ``docs/user_guide/metrics.md``: only the reporters of ``KIND_GPU``
-  instances carry it, the model-level reporter has none). The normalizer
+  (``nv_inference_count{gpu_uuid=…, model=…, version=…}``; ``docs/sources.md`` § Triton: only
+  reporters of ``KIND_GPU`` instances, the model-level reporter has none). The normalizer
   sums them over ``gpu_uuid``, so :func:`scan_exposition` reads the lines of two such
   families from the raw body (found by substring search: no second full parse).
 * **vLLM exposition**: ``vllm:cache_config_info`` (vLLM 0.4.3+, one series per engine,

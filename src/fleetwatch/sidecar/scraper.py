@@ -187,10 +187,10 @@ class Scraper:
                                        self.cfg.scrape.timeout_seconds)
             normalizer = self._normalizer(st, text)
             if normalizer.ctx.defer is not None:
-                # runtimes are learned: find the new models first (one pass of lookups),
+                # runtimes are learned: find the new models first (their series left out),
                 # ask their runtime, then compile their series once, labelled with it
-                deferred = await asyncio.to_thread(normalizer.discover, text)
-                await self._learn_runtimes(st, deferred)
+                first = await asyncio.to_thread(normalizer.normalize, text)
+                await self._learn_runtimes(st, first.deferred)
             st.deferring = False
             try:
                 normalized = await asyncio.to_thread(self._normalize, st, text)

@@ -1,20 +1,21 @@
 """NVIDIA dcgm-exporter (``DCGM_FI_*`` on ``:9400/metrics``) → normalized GPU metrics.
 
-Source: METRIC_CATALOG §5 (NVIDIA/dcgm-exporter ``etc/default-counters.csv``,
-``render_metrics.go``, ``transformation/const.go``; 2.x → 4.8.2 and main). Conversions:
-``DCGM_FI_DEV_GPU_UTIL`` % → ratio (÷100; ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` as fallback),
-framebuffer MiB → bytes (×2^20; total = FB_TOTAL, else FREE + USED + RESERVED summed),
-energy mJ → J (÷1000, since boot), clocks MHz → Hz (×10^6). GPU health: temperatures,
-SM/memory clocks, the clocks-event (throttle) reasons bitmask
-(``DCGM_FI_DEV_CLOCKS_EVENT_REASONS``, DCGM 3.3+; ``DCGM_FI_DEV_CLOCK_THROTTLE_REASONS``
-before, the same field 112) copied as a number and decoded with
-:data:`CLOCK_EVENT_REASONS` (NVML ``nvmlClocksEventReason*``; neither is in the default CSV)
-and the last XID error (``DCGM_FI_DEV_XID_ERRORS``, default counters; its ``err_code`` and
-``err_msg`` labels are dropped: the value is the code). Labels: ``UUID``/``uuid`` → ``gpu_uuid``,
-``Hostname``/``hostname`` → ``hostname``, ``modelName`` → ``gpu_model``, MIG
-``GPU_I_PROFILE``/``GPU_I_ID`` → ``mig_profile``/``mig_instance``, and the pod mapping
-``pod``/``namespace``/``container`` → ``pod_name``/``pod_namespace``/``container_name``
-(dcgm-exporter's own old names; they would clash with Kubernetes target labels).
+Source: ``docs/sources.md`` § NVIDIA dcgm-exporter (NVIDIA/dcgm-exporter
+``etc/default-counters.csv``, ``render_metrics.go``, ``transformation/const.go``; 2.x →
+4.8.2 and main). Conversions: ``DCGM_FI_DEV_GPU_UTIL`` % → ratio (÷100;
+``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` as fallback), framebuffer MiB → bytes (×2^20; total =
+FB_TOTAL, else FREE + USED + RESERVED summed), energy mJ → J (÷1000, since boot), clocks
+MHz → Hz (×10^6). GPU health: temperatures, SM/memory clocks, the clocks-event (throttle)
+reasons bitmask (``DCGM_FI_DEV_CLOCKS_EVENT_REASONS``, DCGM 3.3+;
+``DCGM_FI_DEV_CLOCK_THROTTLE_REASONS`` before, the same field 112) copied as a number and
+decoded with :data:`CLOCK_EVENT_REASONS` (NVML ``nvmlClocksEventReason*``; neither is in
+the default CSV) and the last XID error (``DCGM_FI_DEV_XID_ERRORS``, default counters; its
+``err_code`` and ``err_msg`` labels are dropped: the value is the code). Labels:
+``UUID``/``uuid`` → ``gpu_uuid``, ``Hostname``/``hostname`` → ``hostname``, ``modelName``
+→ ``gpu_model``, MIG ``GPU_I_PROFILE``/``GPU_I_ID`` → ``mig_profile``/``mig_instance``,
+and the pod mapping ``pod``/``namespace``/``container`` →
+``pod_name``/``pod_namespace``/``container_name`` (dcgm-exporter's own old names; they
+would clash with Kubernetes target labels).
 """
 
 from __future__ import annotations

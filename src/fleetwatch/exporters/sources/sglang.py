@@ -1,6 +1,6 @@
 """SGLang (``sglang:*`` on the server's ``/metrics`` with ``--enable-metrics``) → normalized schema.
 
-Source: METRIC_CATALOG §7.1 (sgl-project/sglang ``sglang/srt/observability/
+Source: ``docs/sources.md`` § SGLang (sgl-project/sglang ``sglang/srt/observability/
 metrics_collector.py``, wheel 0.5.23) and the fixtures under
 ``tests/fixtures/expositions/sglang/`` (v0.5.10.post1; ~0.4.4 with ``engine_type``).
 prometheus_client writes the names (counters with ``_total``).

@@ -1,7 +1,8 @@
 """Triton Inference Server core metrics (``nv_*`` on ``:8002/metrics``) → normalized schema.
 
-Source: METRIC_CATALOG §1 (triton-inference-server/core ``src/metrics.cc``,
-``metric_model_reporter.cc``; docs ``user_guide/metrics.md``). Conversions:
+Source: ``docs/sources.md`` § Triton Inference Server core (triton-inference-server/core
+``src/metrics.cc``, ``metric_model_reporter.cc``; docs ``user_guide/metrics.md``).
+Conversions:
 
 * ``*_duration_us`` counters are cumulative microseconds of **successful** requests →
   ``_sum`` (seconds) of a histogram whose ``_count`` and ``+Inf`` bucket are

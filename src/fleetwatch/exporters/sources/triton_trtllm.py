@@ -1,8 +1,9 @@
 """Triton's TensorRT-LLM backend (``nv_trt_llm_*``, ``nv_llm_*``) → normalized schema.
 
-Source: METRIC_CATALOG §4 (tensorrtllm_backend ``custom_metrics_reporter.cc`` v0.18.0, now
-in NVIDIA/TensorRT-LLM ``triton_backend``). Each family is a gauge of the **latest
-iteration** with one category label, consumed by ``match``:
+Source: ``docs/sources.md`` § Triton's TensorRT-LLM backend (tensorrtllm_backend
+``custom_metrics_reporter.cc`` v0.18.0, now in NVIDIA/TensorRT-LLM ``triton_backend``).
+Each family is a gauge of the **latest iteration** with one category label, consumed by
+``match``:
 
 * ``nv_trt_llm_request_metrics{request_type}``: scheduled → running (the Gateway API
   Inference Extension's choice), waiting (v0.18+) → waiting, max → limit.

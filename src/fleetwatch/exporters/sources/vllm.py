@@ -1,10 +1,10 @@
 """Standalone vLLM (V0 and V1 engines) ``/metrics`` → normalized schema.
 
-Source: METRIC_CATALOG §2 and the alias rules of §2.5/§8.7 (vLLM wheels 0.6.3 → 0.33.0;
-V0 ``vllm/engine/metrics.py``, V1 ``vllm/v1/metrics/loggers.py``). Every known spelling
-of a metric maps to one normalized name; when two spellings of one metric appear in the
-same exposition (deprecated names shown beside new ones, 0.9.2–0.11), the newer wins
-(lower ``priority``).
+Source: ``docs/sources.md`` § vLLM, with its renames table (vLLM wheels 0.6.3 → 0.33.0; V0
+``vllm/engine/metrics.py``, V1 ``vllm/v1/metrics/loggers.py``). Every known spelling of a
+metric maps to one normalized name; when two spellings of one metric appear in the same
+exposition (deprecated names shown beside new ones, 0.9.2–0.11), the newer wins (lower
+``priority``).
 
 * ``model_name`` → ``model``; ``engine`` (DP index, 0.8.3+) → ``dp_rank``, ``"0"`` when
   absent; vLLM has no model version (``model_version`` comes from the registry/config).
