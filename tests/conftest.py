@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from tests.helpers import require_vllm
 
 from fleetwatch.demo.triton import TritonServer
 from fleetwatch.demo.vllm import VLLMServer
+from tests.support.helpers import require_vllm
 
 # -- Real Triton Inference Server (fleetwatch.demo.triton) -----------------------------------
 
