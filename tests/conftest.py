@@ -27,8 +27,8 @@ def triton_server() -> Iterator[TritonServer]:
 
 # -- Real vLLM engine, CPU build (fleetwatch.demo.vllm) --------------------------------------
 
-#: The session server's KV cache, in blocks of 128 tokens (CPU backend): small enough that
-#: 8 long requests are preempted, large enough for everything else the tests send.
+#: The session server's KV cache, in blocks of 128 tokens (CPU backend): enough for
+#: everything the tests send to it (preemption has its own server, tests/e2e/test_vllm_real.py).
 VLLM_KV_BLOCKS = 24
 
 

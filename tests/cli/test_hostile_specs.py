@@ -40,8 +40,7 @@ def files(tmp_path):
 ], ids=["slo validate", "serve", "rules", "dashboards"])
 def test_alias_bomb_in_the_slo_file_is_refused_at_once(files, args):
     # refused by the alias check (its message), not expanded: an expanding bomb would run
-    # into the subprocess timeout (a wall-clock bound of 10 s failed a run on a loaded
-    # 2-core machine at 10.7 s; alone the call takes < 1 s)
+    # into the subprocess timeout (a wall-clock bound would depend on the machine's load)
     res = cli(*[a.format(d=files) for a in args], timeout=60)
     assert res.returncode == 2, res.stderr
     assert "alias" in res.stderr and "bomb.yaml" in res.stderr
@@ -58,16 +57,35 @@ def test_alias_bomb_in_the_sidecar_config_and_registry(files):
     assert res.returncode == 2 and "reg.yaml" in res.stderr
 
 
+def _targets(n: int) -> list[dict]:
+    return [{"name": f"t{i}", "kind": "triton", "url": f"http://127.0.0.1:{8000 + i % 1000}"
+             f"/metrics", "labels": {"server": f"s{i}"}} for i in range(n)]
+
+
+def _validation_cpu_seconds(n: int) -> float:
+    """The least CPU time of this process (not wall-clock: other processes' load does not
+    count) of three validations of a configuration of ``n`` targets."""
+    from fleetwatch.sidecar.config import parse_config
+
+    best = float("inf")
+    for _ in range(3):
+        targets = _targets(n)
+        t0 = time.process_time()
+        parse_config({"targets": targets})
+        best = min(best, time.process_time() - t0)
+    return best
+
+
 def test_validating_16000_targets_is_linear(tmp_path):
-    targets = [{"name": f"t{i}", "kind": "triton", "url": f"http://127.0.0.1:{8000 + i % 1000}"
-                f"/metrics", "labels": {"server": f"s{i}"}} for i in range(16_000)]
-    (tmp_path / "big.yaml").write_text(_dump({"targets": targets}))
-    t0 = time.monotonic()
-    res = cli("validate", "--config", str(tmp_path / "big.yaml"), timeout=60)
+    (tmp_path / "big.yaml").write_text(_dump({"targets": _targets(16_000)}))
+    res = cli("validate", "--config", str(tmp_path / "big.yaml"), timeout=120)
     assert res.returncode == 0, res.stderr
-    assert time.monotonic() - t0 < 15
+    # 8× the targets: ≈ 8× the work when linear, 64× when quadratic (the clash check
+    # compares every pair); 24× lies between them on a log scale
+    small, big = _validation_cpu_seconds(2_000), _validation_cpu_seconds(16_000)
+    assert big < 24 * small, (small, big)
     # a clash is still found, and named
-    targets = targets[:100]
+    targets = _targets(100)
     targets[99]["labels"] = {"server": "s3"}
     (tmp_path / "small.yaml").write_text(_dump({"targets": targets}))
     res = cli("validate", "--config", str(tmp_path / "small.yaml"), timeout=60)

@@ -178,7 +178,7 @@ def table(results: list[Result]) -> str:
 DASHBOARDS = {k: dashboard_dict(d) for k, d in build_dashboards(REGISTRY, SLOS).items()}
 
 
-def test_every_panel_returns_data_from_a_real_prometheus(stack, capsys):
+def test_every_panel_returns_data_from_a_real_prometheus(stack):
     deadline = time.monotonic() + WARMUP_DEADLINE_S
     while True:  # bounded: until every required query has data, or the deadline
         time.sleep(3)
@@ -187,11 +187,11 @@ def test_every_panel_returns_data_from_a_real_prometheus(stack, capsys):
         if not missing or time.monotonic() > deadline:
             break
     empty = [r for r in results if r.status != "data"]  # the full table: see `table`
-    with capsys.disabled():
-        print(f"\n{stack.rules} recording rules of fleetwatch.alerts.recording; "
-              f"{len(results) - len(empty)}/{len(results)} queries with data, "
-              f"{time.time() - stack.started:.0f} s after Prometheus started; without:\n"
-              f"{table(empty)}\n")
+    # captured: pytest shows it with the test's output when the test fails (or with -rP)
+    print(f"{stack.rules} recording rules of fleetwatch.alerts.recording; "
+          f"{len(results) - len(empty)}/{len(results)} queries with data, "
+          f"{time.time() - stack.started:.0f} s after Prometheus started; without:\n"
+          f"{table(empty)}")
     assert not missing, "queries without data:\n" + table(missing) + stack.servers_down()
     # the conditional panels are the GPU, TensorRT-LLM and response-cache ones and the
     # capacity panel's prediction (after a burn) only

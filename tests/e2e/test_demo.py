@@ -41,7 +41,7 @@ def _get(url: str) -> tuple[int, str]:
 
 @pytest.mark.triton
 @pytest.mark.vllm
-def test_demo_serves_classic_models_and_the_llm_then_stops(capsys):
+def test_demo_serves_classic_models_and_the_llm_then_stops():
     require_vllm()
     proc = subprocess.Popen([sys.executable, "-m", "fleetwatch.cli", "demo", "--duration", "30",
                              "--port", "0", "--log-level", "warning"],
@@ -97,8 +97,7 @@ def test_demo_serves_classic_models_and_the_llm_then_stops(capsys):
                             rf"end({restarted})\n", rest)
         assert servers, rest
         if servers.group(1) or servers.group(2):
-            with capsys.disabled():
-                print(f"\nthe demo restarted a server: {servers.group(0).strip()}")
+            print(f"the demo restarted a server: {servers.group(0).strip()}")
             assert "restarting it (1 of 3)" in rest and " is back (restart 1)" in rest, rest
     finally:
         if proc.poll() is None:

@@ -126,7 +126,8 @@ def _info(body: bytes) -> list[dict[str, str]]:
 
 
 def _cfg(base: str) -> object:
-    return parse_config({"scrape": {"interval_seconds": 1, "timeout_seconds": 1},
+    # generous: the verdicts must not depend on how fast a loaded machine answers
+    return parse_config({"scrape": {"interval_seconds": 10, "timeout_seconds": 10},
                          "targets": [{"name": "vllm", "kind": "vllm",
                                       "url": base + "/metrics"}]})
 

@@ -77,12 +77,11 @@ def test_the_worker_serves_the_last_render_while_an_update_is_in_progress():
         norm = Normalizer(TABLES["triton"])
         worker.submit(Snapshot(110.0, {"t": norm.normalize(BODY.format(n=100, us=2_000_000))}))
         assert entered.wait(5)
-        # the update is blocked: the handlers' data is there at once, unchanged
-        t0 = time.perf_counter()
+        # the update is blocked: the handlers' data is there, unchanged (had they waited
+        # for the update, it would have run once `release.wait` gave up: 110.0)
         _, body = slo_routes(engine, worker)
         assert body() is before
         assert worker.slo_doc["updated"] == 105.0
-        assert time.perf_counter() - t0 < 0.5
         release.set()
         assert worker.wait(1)
         assert worker.slo_doc["updated"] == 110.0

@@ -17,6 +17,7 @@ import http.server
 import json
 import math
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -130,6 +131,7 @@ class Sidecar:
         self.log_path = self.dir / "serve.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
+        self._final_log = ""
 
     def __enter__(self) -> Sidecar:
         with self.log_path.open("wb") as log:
@@ -164,10 +166,15 @@ class Sidecar:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
+        # the folder goes; its log stays readable for the assertions after the block
+        self._final_log = self.log()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def log(self) -> str:
-        """Everything the sidecar logged so far."""
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        """Everything the sidecar logged so far (all of it once stopped)."""
+        if self.log_path.exists():
+            return self.log_path.read_text(errors="replace")
+        return self._final_log
 
     def get(self, path: str, timeout: float = 10.0) -> tuple[int, str, float]:
         """``(status, body, seconds)`` of ``GET path``."""
@@ -189,6 +196,17 @@ class Sidecar:
                 return float(line.rsplit(" ", 1)[1])
         return None
 
+    def wait_metric(self, name: str, value: float, timeout: float = 30.0,
+                    **labels: str) -> None:
+        """Wait until one series of ``/metrics`` (labels given must match) reads ``value``;
+        raises ``AssertionError`` with the last value read after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while (seen := self.metric(name, **labels)) != value:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{name}{labels} read {seen}, not {value}, "
+                                     f"for {timeout} s")
+            time.sleep(0.1)
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
@@ -197,7 +215,6 @@ def promtool_errors(text: str) -> list[str]:
     """What ``promtool check metrics`` rejects in an exposition: parse errors and
     duplicates (lint findings, which upstream names passed through may have, are not
     errors). Raises when promtool is missing (never skips)."""
-    import shutil
 
     if shutil.which("promtool") is None:
         raise RuntimeError("promtool not found: install Debian's prometheus (.ci/run)")

@@ -140,17 +140,15 @@ def test_oversized_gzip_bomb_and_span_flood_are_refused_before_parsing() -> None
     chunk = b"\0" * (1 << 20)
     bomb = b"".join(z.compress(chunk) for _ in range(100)) + z.flush()
     assert len(bomb) < 200_000
-    t0 = time.perf_counter()
     with pytest.raises(OTLPDecodeError) as e100:
         decode_request(bomb, "application/x-protobuf", "gzip",
                        Limits(TracesConfig().max_body_bytes, 8192))
-    assert e100.value.reason == "too_large" and time.perf_counter() - t0 < 1.0
+    assert e100.value.reason == "too_large"
     # a million empty spans are 2 MB on the wire: counted on the wire, never parsed
     million = b"\x0a\x88\x84\x3d\x12\x84\x84\x3d" + b"\x12\x00" * 1_000_000
-    t0 = time.perf_counter()
     with pytest.raises(OTLPDecodeError) as e2:
         decode_request(million, "application/x-protobuf", limits=Limits(4 << 20, 8192))
-    assert e2.value.reason == "too_many_spans" and time.perf_counter() - t0 < 1.0
+    assert e2.value.reason == "too_many_spans"
     empties = b"\x0a\x00" * 1_000_000  # a million empty resource spans: bounded alike
     with pytest.raises(OTLPDecodeError, match="spans"):
         decode_request(empties, "application/x-protobuf", limits=Limits(4 << 20, 8192))
