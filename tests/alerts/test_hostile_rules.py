@@ -372,20 +372,17 @@ def test_label_values_in_url_annotations_are_query_escaped(tmp_path):
 
 
 def test_a_thousand_registry_entries_give_rules_of_linear_size(tmp_path):
-    """Each FleetwatchModelNotReady rule took away (``unless``) every earlier entry's names:
-    1000 entries made a 10.8 MB rule file (and as large a PrometheusRule, far beyond what
-    Kubernetes stores) in 26 s. Only earlier entries that can match one of the entry's
-    names are taken away now — and those still are (first match wins)."""
-    import time
-
+    """Were each FleetwatchModelNotReady rule to take away (``unless``) every earlier
+    entry's names, 1000 entries would make a rule file of about 10 MB (and as large a
+    PrometheusRule, far beyond what Kubernetes stores), quadratic in the entries. Only
+    earlier entries that can match one of the entry's names are taken away — and those
+    still are (first match wins)."""
     from fleetwatch.alerts.families.not_ready import not_ready_entries
     from fleetwatch.alerts.generate import OPERATOR_FILE, PLATFORM_FILE
     from fleetwatch.labels.registry import parse_registry
 
     models = [entry(f"model-{i:05d}-*") for i in range(1000)]
-    start = time.monotonic()
     out = generate(tmp_path, models)
-    assert time.monotonic() - start < 20
     assert (out / PLATFORM_FILE).stat().st_size < 2_000_000
     assert (out / OPERATOR_FILE).stat().st_size < 2_000_000
     check_rules(out)

