@@ -276,3 +276,10 @@ def test_a_bad_url_or_timeout_is_bad_input_exit_2(args, says):
     ``file://`` URL was opened as a local file."""
     line = one_error_line(report(*args), 2)
     assert says in line, line
+
+
+def test_report_on_unreachable_prometheus_fails_clearly():
+    res = subprocess.run([sys.executable, "-m", "fleetwatch.cli", "slo", "report",
+                          "--prometheus", "http://127.0.0.1:9"], capture_output=True, text=True)
+    assert res.returncode == 1
+    assert "cannot query Prometheus at http://127.0.0.1:9" in res.stderr
