@@ -274,9 +274,9 @@ def test_thirteen_nines_give_runnable_behaviour_tests(tmp_path):
 
 
 def test_a_threshold_off_the_recommended_buckets_gets_a_note_and_still_validates(tmp_path):
-    """A fresh user's 0.123 s TTFT threshold validated silently and the SLO then read
-    ``misconfigured`` at runtime (vLLM's TTFT buckets are 0.1 and 0.25 there); 0.1 is a
-    boundary and gets no note."""
+    """A 0.123 s TTFT threshold is no bucket boundary of vLLM's TTFT histogram (0.1 and
+    0.25 are), so the SLO would read ``misconfigured`` at runtime: validation says so in a
+    note and still passes; 0.1 is a boundary and gets no note."""
     path = tmp_path / "slos.yaml"
     lat = {"sli": {"latency": {"metric": "ttft", "threshold_seconds": 0.123}}}
     path.write_text(yaml.safe_dump({"slos": [

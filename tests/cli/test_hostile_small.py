@@ -48,7 +48,7 @@ def test_an_empty_file_is_called_empty(tmp_path):
 
 
 def test_an_exposition_no_source_maps_is_an_error_unless_passed_through(tmp_path):
-    # e.g. the sidecar's own /metrics fed back to it (a fresh user's try): nothing out
+    # e.g. the sidecar's own /metrics fed back to it: nothing out
     f = tmp_path / "own.prom"
     f.write_text("# TYPE modelserver_requests_total counter\n"
                  'modelserver_requests_total{model="m",outcome="success"} 3\n')

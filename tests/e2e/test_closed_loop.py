@@ -23,9 +23,8 @@ The envelope (3) is the operator's prior *below* the knee (≈ 4): a replica tha
 seen good load above it raises its capacity to that load, burn beyond the knee lowers
 it. An envelope above the knee is a declared regression by the engine's own rule (burn
 inside the envelope is ``regression``), and it makes Σ signal under-read on every
-replica added at load below the knee (its capacity is still the envelope): with the
-envelope at 6 the loop scaled 4 → 3 (→ 4) at C = 13 in 6 of 9 runs (before this test
-took Σ signal).
+replica added at load below the knee (its capacity is still the envelope), so the loop
+would scale in under a steady load.
 
 The knee is measured from the client side: the highest per-replica concurrency whose
 client latencies meet the objective (p90 ≤ 40 ms), interpolated between the observed
@@ -36,17 +35,12 @@ excursion); a load step shows in Σ signal within 2 snapshots; after C drops to 
 scales in, to ceil(3 / knee). The log prints the replica count per snapshot with each
 replica's concurrency and capacity (``pytest -s``).
 
-Measured 2026-12-01 on the shared 2-core machine (knee 4.1–4.4, three passing runs):
-2 replicas at C = 6 from the first snapshot, 4 at C = 14 from the first snapshot after
-the step (Σ signal 3.9–4.6), 1 at C = 3 once the stabilisation window passed; 100–105 s
-in all with 4 replicas started lazily. One run under load average 8 (the knee measured
-2.2) overshot to 4 at C = 6 (a replica's capacity fell to 1.0 on a burn in band 2) and
-came back to 3 only after the stabilisation window, past the bound of 20 snapshots then
-in force: ``CONVERGE`` is now the window + 10. With the old capacity rule (capacity = the highest trusted band
-burning below 1) the loop fails — checked once, 2026-12-01, by swapping the engine's
-``update_capacity`` for the old walk: after C dropped to 3 it stayed at 3 replicas,
-over-provisioned (knee 4.29: ceil(3 / knee) = 1): once the capacity window had expired
-the high-load evidence each replica's capacity was its own band 1, Σ signal 2.9.
+``CONVERGE`` is longer than the stabilisation window: a replica whose capacity falls on a
+burn in a low band (a loaded machine lowers the knee) can overshoot by one replica, which
+comes back only once the window has passed. The capacity rule matters for the scale-in:
+were capacity the highest trusted band burning below 1, each replica's capacity would
+fall to its own low band once the capacity window expired the high-load evidence, and
+after C drops the loop would stay over-provisioned.
 """
 
 from __future__ import annotations
@@ -127,8 +121,8 @@ def _warm_up(server: TritonServer, requests: int = 30) -> None:
 
 def _targets(c: int, knee: float) -> set[int]:
     """ceil(C / knee), or both neighbours when C / knee is within the client-side knee's
-    ±10 % measurement error of an integer (on 2 shared cores the knee measured 3.55–4.1
-    over quiet runs, 2.55 under heavy load from other jobs), clamped to [min, max]."""
+    ±10 % measurement error of an integer (the knee moves with the machine's load),
+    clamped to [min, max]."""
     return {min(MAX_REPLICAS, max(MIN_REPLICAS, math.ceil(c / (knee * f))))
             for f in (0.9, 1.0, 1.1)}
 

@@ -65,9 +65,9 @@ class Stack:
     servers: tuple[TritonServer, VLLMServer]
 
     def servers_down(self) -> str:
-        """What a failure must say when a real server died under the test (a CI run once saw
-        Triton's metrics port refuse connections for the whole test): its exit code and log
-        tail; "" while both run."""
+        """What a failure must say when a real server died under the test (then its metrics
+        port refuses connections for the whole test): its exit code and log tail; "" while
+        both run."""
         return "".join(
             f"\n{type(s).__name__} exited (code {s.returncode}) during the test; its log "
             f"ends:\n{s.log_tail()}\n" for s in self.servers if not s.running)

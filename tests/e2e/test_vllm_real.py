@@ -86,7 +86,7 @@ def settled(server: VLLMServer, before: Capture, sent: int, timeout_s: float = 6
 def send(server: VLLMServer, concurrency: int = 1, **kwargs: object) -> list[LLMResult]:
     results = run_load(server.url, server.served_model_name, concurrency, **kwargs)
     bad = [r for r in results if not r.ok]
-    # the server's log with the failed requests: a CI run saw one ServerDisconnectedError
+    # the server's log with the failed requests (e.g. a ServerDisconnectedError)
     assert not bad, f"{len(bad)} of {len(results)} failed: {bad[:3]}\n" + server.log_tail()
     return results
 

@@ -170,7 +170,7 @@ def test_normalize_cli_on_unreadable_input(tmp_path):
     garbage = write(tmp_path, "g.prom", "this is not\nan exposition at all {\n")
     res = subprocess.run([*cli, str(garbage)], capture_output=True, text=True)
     assert res.returncode == 2 and "no Prometheus metric lines" in res.stderr
-    # one error line, not the summary of an exposition that is none (a fresh user's find)
+    # one error line, not the summary of an exposition that is none
     assert res.stderr.strip().splitlines() == [res.stderr.strip()], res.stderr
     assert res.stdout == ""
 

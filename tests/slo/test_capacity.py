@@ -297,10 +297,11 @@ def test_a_drain_interval_too_short_for_little_takes_the_previous_concurrency():
 
 
 def test_a_load_step_from_an_empty_system_takes_the_gauges_at_its_end():
-    """A fresh-clone CI run's live sweep: the capture after a drain read 0 in the system,
+    """A load step from an empty system: the capture after a drain reads 0 in the system,
     the next (2 s later) 8 running + 8 waiting, with 17 first tokens, many of requests
-    that had waited for a slot; the mean of the gauges (8) put them in band 8 and made a
-    false ``regression``. Every request at the end arrived during the interval."""
+    that had waited for a slot. The mean of the gauges (8) would put them in band 8 and
+    make a false ``regression``; every request at the end arrived during the interval, so
+    the gauges at its end are taken."""
     iv = Interval()
     iv.hists[DURATION] = Hist(count=3, sum=3 * 1.5)  # mean latency 1.5 s > 2 s / 2
     iv.running_now, iv.waiting_now = 8.0, 8.0

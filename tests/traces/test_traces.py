@@ -337,7 +337,7 @@ def test_receiver_answers_otlp_and_forwards_every_span_unchanged() -> None:
     assert refused == {"bad_json": 1, "bad_protobuf": 1, "too_large": 2,
                        "unsupported_media_type": 1}
     # the same bytes; in either order: the forwarder posts bodies concurrently (up to
-    # max_in_flight), as OTLP exports are independent (a CI run received gz first)
+    # max_in_flight), as OTLP exports are independent
     assert sorted(b for b, _ in downstream.received) == sorted([RANKER, gz])
     headers = {body: h for body, h in downstream.received}
     assert headers[gz]["content-encoding"] == "gzip"
