@@ -10,15 +10,19 @@ what the unit run does not install:
 * a test marked ``triton``, ``vllm`` or ``soak`` outside ``tests/e2e/`` fails at setup;
 * ``subprocess.Popen`` (which ``subprocess.run``, asyncio's subprocesses and
   ``fleetwatch.demo.process`` all go through) refuses to start one of `SERVER_PROGRAMS`
-  or vLLM's API server, raising `EngineInUnitMode` (an ``AssertionError``: the test fails
-  with its message). Command-line tools such as ``promtool`` and ``amtool`` are allowed:
-  they check files and exit.
+  or vLLM's API server from another interpreter than the tests' own, raising
+  `EngineInUnitMode` (an ``AssertionError``: the test fails with its message). vLLM
+  cannot share the tests' venv (it pins another numpy), so the API server started with
+  the tests' interpreter exits at once: that is how the harness's error path is tested.
+  Command-line tools such as ``promtool`` and ``amtool`` are allowed: they check files
+  and exit.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +52,10 @@ def _argv(args: Any) -> list[str]:
     return [os.fsdecode(a) for a in args]
 
 
+def _this_interpreter(program: str) -> bool:
+    return os.path.realpath(program) == os.path.realpath(sys.executable)
+
+
 def refused(args: Any) -> str | None:
     """Why the command ``args`` may not run in the unit mode, or None when it may."""
     argv = _argv(args)
@@ -56,7 +64,7 @@ def refused(args: Any) -> str | None:
     program = os.path.basename(argv[0].split()[0]) if argv[0].strip() else ""
     if program in SERVER_PROGRAMS:
         return f"{program} is a server"
-    if any(VLLM_ENTRYPOINT in a for a in argv):
+    if any(VLLM_ENTRYPOINT in a for a in argv) and not _this_interpreter(argv[0]):
         return "vLLM's API server is an engine"
     return None
 
