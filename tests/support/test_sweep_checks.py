@@ -1,6 +1,6 @@
 """`tests.support.sweep_checks.sweep_problems` on copies of the committed real-vLLM sweep, each
-changed the way a starved, stalled or slower machine changes a sweep: the live scenario trusts it
-to say when a sweep cannot test the knee, so it must say so."""
+changed the way a starved, stalled or slower machine changes a sweep: the sweep tests and the
+live-sweep benchmark trust it to say when a sweep cannot test the knee, so it must say so."""
 
 from __future__ import annotations
 
