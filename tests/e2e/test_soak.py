@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,8 +28,9 @@ def _soak_tool():
 
 
 @pytest.mark.soak
-def test_soak_60_seconds(tmp_path):
+def test_soak_60_seconds(tmp_path, monkeypatch):
     soak = _soak_tool()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the soak's folder goes there
     out = tmp_path / "soak.json"
     rc = soak.main(["--duration", "60", "--report", "5", "--scrapers", "4", "--pause", "0.2",
                     "--forget", "10", "--max-models", "400", "--json", str(out)])
