@@ -32,12 +32,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
-sys.path.insert(0, str(HERE.parent))  # tests.page_helpers: the upstream double, the wiring
+sys.path.insert(0, str(HERE.parent))  # tests.support.page_helpers: the upstream double, the wiring
 sys.path.insert(0, str(HERE))
 
 import aiohttp  # noqa: E402
 from bench_slo import SLOS, Fleet  # noqa: E402
-from tests.page_helpers import serve, upstream_app, wire  # noqa: E402
+from tests.support.page_helpers import serve, upstream_app, wire  # noqa: E402
 
 from fleetwatch.page.history import SignalHistory  # noqa: E402
 from fleetwatch.sidecar.config import parse_config  # noqa: E402

@@ -3,12 +3,39 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from tests.helpers import require_vllm
 
 from fleetwatch.demo.triton import TritonServer
 from fleetwatch.demo.vllm import VLLMServer
+from tests.support import unit_mode
+from tests.support.helpers import require_vllm
+
+# -- The fast unit mode (tests/support/unit_mode.py) ------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--unit", action="store_true",
+                     help="fleetwatch: only the tests that need no engine or server (not "
+                          "tests/e2e/); a test that starts one fails")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("unit"):
+        unit_mode.install_guard()
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if config.getoption("unit") and unit_mode.in_e2e(collection_path):
+        return True
+    return None  # pytest's own rules decide
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.config.getoption("unit"):
+        unit_mode.check_markers(item)
+
 
 # -- Real Triton Inference Server (fleetwatch.demo.triton) -----------------------------------
 
@@ -27,8 +54,8 @@ def triton_server() -> Iterator[TritonServer]:
 
 # -- Real vLLM engine, CPU build (fleetwatch.demo.vllm) --------------------------------------
 
-#: The session server's KV cache, in blocks of 128 tokens (CPU backend): small enough that
-#: 8 long requests are preempted, large enough for everything else the tests send.
+#: The session server's KV cache, in blocks of 128 tokens (CPU backend): enough for
+#: everything the tests send to it (preemption has its own server, tests/e2e/test_vllm_real.py).
 VLLM_KV_BLOCKS = 24
 
 

@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.helpers import ROOT
+
+from tests.support.helpers import ROOT
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "fleetwatch"
 
@@ -117,7 +118,7 @@ def _graph() -> dict[str, set[str]]:
 
 def test_every_subpackage_has_a_layer() -> None:
     unknown = sorted(set(_graph()) - set(LAYERS))
-    assert not unknown, f"place these in LAYERS (tests/test_architecture.py): {unknown}"
+    assert not unknown, f"place these in LAYERS (tests/test_layout.py): {unknown}"
 
 
 def test_imports_go_down_the_stack_only() -> None:

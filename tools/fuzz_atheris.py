@@ -7,7 +7,7 @@ Each input is decoded as UTF-8 (invalid bytes replaced), normalized with every s
 table, pass-through on, and rendered; the run stops at the first exception — a crash in
 the normalizer, or a rendered exposition that fleetwatch's parser or prometheus_client's
 reads with a problem, or a cumulative sample that is NaN, infinite or negative. The
-hypothesis suite (tests/test_fuzz.py) checks the same properties in CI; this tool is for
+hypothesis suite (tests/exporters/test_fuzz.py) checks the same properties in CI; this tool is for
 longer, coverage-guided runs by hand. Without a corpus folder, the first 4 KB of each
 captured fixture seed a fresh one in a temporary folder (its path is printed).
 """

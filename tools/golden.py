@@ -1,7 +1,7 @@
 """Golden outputs of the mappings: the normalized form of every captured exposition.
 
 Test tooling, not part of the package: used by ``tools/regen_golden.py`` (writes them) and
-``tests/test_golden.py`` (compares with them, one fixture per test, computed in the test).
+``tests/exporters/test_golden.py`` (compares with them, one fixture per test, computed in the test).
 """
 
 from __future__ import annotations

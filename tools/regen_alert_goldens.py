@@ -6,7 +6,7 @@ PrometheusRule, behaviour tests, Alertmanager configuration) for the inputs unde
 
 Paths are relative to the repository root (this file's parent's parent), whatever the
 current directory. Stale files under tests/golden/alerts are removed. Review the diff
-before committing. ``tests/test_alerts_golden.py`` compares against :func:`golden_outputs`.
+before committing. ``tests/alerts/test_golden.py`` compares against :func:`golden_outputs`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 Inputs: examples/sidecar.yaml (Triton pods), examples/sidecar-vllm.yaml (vLLM pods),
 examples/models.yaml (three deployments), examples/slos.yaml, examples/receivers.yaml, with
 ``--release kube-prometheus-stack``. The folder is emptied first, so a file the generator
-no longer writes disappears. Review the diff before committing: tests/test_manifests.py
+no longer writes disappears. Review the diff before committing: tests/manifests/test_manifests.py
 compares the generator's output with these files byte for byte.
 """
 

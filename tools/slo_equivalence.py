@@ -136,7 +136,7 @@ def targets(models: int, updates: int) -> Iterator[dict[str, Any]]:
 
 def sweep(envelope: float) -> Iterator[dict[str, Any]]:
     """The committed real-vLLM sweep replayed with the envelope at ``envelope``."""
-    from tests.sweep_checks import captures, slo_spec, sweep_slo
+    from tests.support.sweep_checks import captures, slo_spec, sweep_slo
 
     from fleetwatch.exporters.normalize import Normalizer
     from fleetwatch.exporters.snapshot import Snapshot

@@ -14,7 +14,7 @@ Every ``--report`` seconds it prints one line: elapsed seconds, the sidecar's RS
 and open file descriptors, ``/metrics`` and ``/healthz`` latency p50/p99 (ms) over the
 period, requests answered and refused (an error or a non-200 answer) so far. At the end
 a summary, and with ``--json`` every row and the totals for a test to assert on (the CI
-version, tests/test_soak.py, asserts on counts: RSS growth over the last third, file
+version, tests/e2e/test_soak.py, asserts on counts: RSS growth over the last third, file
 descriptors, no request refused — not on latencies).
 """
 

@@ -1,0 +1,152 @@
+"""Co-location interference on a real Triton: two models share one device.
+
+``cotenant_a`` and ``cotenant_b`` (demo repository) hold one cross-process file lock around
+each request's work — the shared device (CPU here; the sidecar's declared ``placement:``
+puts both on one GPU UUID, the logic does not care what the device is). ``cotenant_a``
+runs a closed loop of 1 (inside its SLO's envelope of 4); after a baseline, ``cotenant_b``
+is stepped up to 4 clients on its 4 instances and A's latency rises while it waits for
+the device: A's state is ``interference`` naming B. Then, with B idle, the slowed version
+2 of A is a ``regression``. One Triton and one real sidecar (``run_sidecar``, its ``/slo``
+and ``/metrics`` over HTTP) for the module; windows shortened (20 s / 4 s); assertions
+count the polled states, not wall-clock figures.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from fleetwatch.clients.triton.unary import send_requests
+from fleetwatch.demo.load import slo_sim_inputs
+from fleetwatch.demo.triton import TritonServer
+from fleetwatch.sidecar.config import parse_config
+from fleetwatch.slo.spec import parse_slo_file
+from tests.support.helpers import SidecarThread
+
+pytestmark = pytest.mark.triton
+
+A, B = "cotenant_a", "cotenant_b"
+GPU = "GPU-shared-0"
+SLO = "a-latency"
+SLOS = {
+    # period 10m, long 20s → burn threshold 0.05 × 600 / 20 = 1.5 (15 % bad requests)
+    "windows": [{"long": "20s", "short": "4s", "budget_consumed": 0.05, "severity": "page"}],
+    "slos": [{
+        "name": SLO, "selector": {"models": [A]},
+        "sli": {"latency": {"metric": "request", "threshold_seconds": 0.04}},
+        "objectives": [{"target": 0.9}], "timeWindow": [{"duration": "10m"}],
+        "concurrency": {"envelope": 4, "bands": [1, 2, 4, 8]},
+    }],
+}
+BASELINE_S, CONTENDED_S, REGRESSION_S = 8.0, 12.0, 10.0
+
+
+def _load(server: TritonServer, model: str, version: str, seconds: float, clients: int,
+          stop: threading.Event) -> None:
+    send_requests(server.http_address, model, inputs=slo_sim_inputs, requests=5000,
+                  concurrency=clients, max_duration_s=seconds, model_version=version,
+                  stop_event=stop)
+
+
+def _get(port: int, path: str) -> bytes:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+        return r.read()
+
+
+def _run(server: TritonServer):
+    """The real sidecar (its engine gets the declared placement from the configuration)
+    scraping Triton every second; ``/slo`` polled every half second."""
+    cfg = parse_config({"listen": {"address": "127.0.0.1", "port": 0},
+                        "scrape": {"interval_seconds": 1, "timeout_seconds": 1},
+                        "targets": [{"name": "triton", "kind": "triton",
+                                     "url": server.metrics_url, "api_url": server.http_url}],
+                        "placement": [{"gpu_uuid": GPU, "models": [{"model": A},
+                                                                    {"model": B}]}]})
+    history: list[dict[str, str]] = []  # A's state per version, per poll of /slo
+    evidence: dict[str, object] = {}
+    stop = threading.Event()
+    done = threading.Event()
+
+    def load():
+        try:
+            a = threading.Thread(target=_load, args=(server, A, "1", BASELINE_S + CONTENDED_S,
+                                                     1, stop))
+            a.start()
+            time.sleep(BASELINE_S)
+            _load(server, B, "1", CONTENDED_S, 4, stop)  # B steps up beside A
+            a.join()
+            time.sleep(2.0)  # B idle from here on
+            _load(server, A, "2", REGRESSION_S, 1, stop)
+        finally:
+            done.set()
+
+    sidecar = SidecarThread(cfg, None, parse_slo_file(SLOS)).start()
+    thread = threading.Thread(target=load, daemon=True)
+    try:
+        thread.start()
+        end = None
+        while end is None or time.monotonic() < end:
+            if end is None and done.is_set():
+                end = time.monotonic() + 2.0  # the last scrapes after the load
+            time.sleep(0.5)
+            rows = json.loads(_get(sidecar.port, "/slo"))["slos"]
+            now = {s["model_version"]: s for s in rows if s["slo"] == SLO}
+            history.append({v: s["state"] for v, s in now.items()})
+            a1, a2 = now.get("1"), now.get("2")
+            if a1 is not None and a1["state"] == "interference" \
+                    and "interference" not in evidence:
+                evidence["interference"] = a1
+                evidence["metrics"] = _get(sidecar.port, "/metrics").decode()
+            if a2 is not None and a2["state"] == "regression":
+                evidence["regression"] = a2
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+        sidecar.stop()
+    return history, evidence
+
+
+@pytest.fixture(scope="module")
+def scenario():
+    with TritonServer(models=[A, B]) as server:
+        yield _run(server)
+
+
+def test_a_neighbours_load_makes_a_burn_inside_the_envelope_interference(scenario):
+    history, evidence = scenario
+    v1 = [h["1"] for h in history if "1" in h]
+    print(v1)
+    assert v1.count("interference") >= 2, v1
+    assert "regression" not in v1, v1  # never a page to A's owner for B's load
+    st = evidence["interference"]
+    att = st["attribution"]
+    assert att["kind"] == "interference"
+    (b,) = att["neighbours"]
+    assert b["model"] == B
+    assert b["concurrency_during"] >= 1.5 * b["concurrency_before"] + 0.5, b
+    assert b["correlation"] is None or b["correlation"] >= 0.3, b
+    print(att)
+    # A's burn by band: some band inside the envelope burns over both windows of the pair
+    assert att["windows"] == {"long": "20s", "short": "4s"}
+    assert any(b["4s"] > 1.5 and b["20s"] > 1.5 for b in att["burn_rates"].values()), att
+    assert set(att["burn_rates"]) <= {"1", "2", "4"}, att
+    assert B in st["explanation"] and "platform" in st["explanation"]
+    metrics = evidence["metrics"]
+    assert (f'fleetwatch_slo_interference{{backend="triton",model="{A}",model_version="1",'
+            f'neighbour="{B}",slo="{SLO}"}} 1.0') in metrics
+    assert (f'fleetwatch_slo_state{{backend="triton",model="{A}",model_version="1",'
+            f'slo="{SLO}",state="interference"}} 1.0') in metrics
+
+
+def test_a_slowed_a_with_its_neighbour_idle_is_a_regression(scenario):
+    history, evidence = scenario
+    v2 = [h["2"] for h in history if "2" in h]
+    print(v2)
+    assert v2.count("regression") >= 2, v2
+    assert "interference" not in v2, v2
+    st = evidence["regression"]
+    assert st["attribution"] is None and "page the owner" in st["explanation"]
