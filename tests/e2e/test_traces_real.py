@@ -326,14 +326,13 @@ def test_real_sidecar_exports_the_normalized_schema_over_otlp(triton: TritonServ
     buckets there; e2e keeps vLLM's bounds, which lack the recommended ones); no name
     outside the conventions but ``modelserver.*``. The declared placement's
     ``modelserver_model_placement`` (the shared-GPU accounting's family) is one of them."""
-    from tests.support.hostile import Sidecar as ServeProcess
-    from tests.support.trace_helpers import attrs, check_names, decode_metrics, points
-
     from fleetwatch.clients.openai import LLMRequest, make_prompt
     from fleetwatch.demo.llm_load import run_load
     from fleetwatch.exporters.assemble import parse_families
     from fleetwatch.labels.schema import METRICS_BY_NAME
     from fleetwatch.otlp.semconv import GENAI_NAMES, RECOMMENDED_BUCKETS, metric_name
+    from tests.support.hostile import Sidecar as ServeProcess
+    from tests.support.trace_helpers import attrs, check_names, decode_metrics, points
 
     require_vllm()
     reqs = [LLMRequest(max_tokens=m, prompt=make_prompt(24, random.Random(100 + i)))

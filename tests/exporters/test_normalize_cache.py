@@ -11,11 +11,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.support.helpers import FIXTURES, fixture_files
 
 from fleetwatch.exporters.normalize import Normalized, Normalizer, value_of
 from fleetwatch.exporters.render import render
 from fleetwatch.exporters.sources import TABLES, detect_kind
+from tests.support.helpers import FIXTURES, fixture_files
 
 #: (source kind, capture) of every real capture whose source has a table
 CAPTURES = sorted((detect_kind(p.read_text()), str(p.relative_to(FIXTURES)))

@@ -249,9 +249,9 @@ def test_a_side_without_a_version_is_named_by_its_model(tmp_path):
     """vLLM's series have no model version (``""``): compare names such a side by the model
     alone, live or from a baseline file, and a version as given."""
     from click.testing import CliRunner
-    from tests.support.helpers import ROOT
 
     from fleetwatch.cli import main
+    from tests.support.helpers import ROOT
     assert bl.side_name("m", "2", None) == "2"
     assert bl.side_name("m", "2", "vllm") == "2 (vllm)"
     assert bl.side_name("tiny-llm", "", "vllm") == "tiny-llm (vllm)"

@@ -492,10 +492,9 @@ def test_allow_list_is_the_conventions() -> None:
 
 
 def test_a_failing_otlp_endpoint_is_counted_never_raised() -> None:
-    from tests.support.helpers import _free_port
-
     from fleetwatch.otlp.config import MetricsExport
     from fleetwatch.otlp.metrics_export import MetricsExporter
+    from tests.support.helpers import _free_port
 
     exp = MetricsExporter(MetricsExport(endpoint=f"http://127.0.0.1:{_free_port()}/v1/metrics",
                                         timeout_seconds=1))
