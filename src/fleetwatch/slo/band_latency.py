@@ -31,10 +31,9 @@ from collections.abc import Sequence
 from itertools import chain
 
 import numpy as np
-import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+from fleetwatch.slo.arrays import FloatArray, IntArray
+
 #: One interval's bucket deltas: (distinct upper bounds ``le``, seconds; observations
 #: ≤ each), both empty without a histogram.
 Buckets = tuple[tuple[float, ...], Sequence[float]]

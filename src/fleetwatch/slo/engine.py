@@ -50,10 +50,8 @@ import time
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.placement import Placement
@@ -61,36 +59,30 @@ from fleetwatch.labels.registry import Registry
 from fleetwatch.slo import autoscaling as _autoscaling
 from fleetwatch.slo import judge as _judge
 from fleetwatch.slo import status as _status
-from fleetwatch.slo.account import Ledger, ModelGauges, Selection, events_of
+from fleetwatch.slo.account import Ledger, ModelGauges, Selection
+from fleetwatch.slo.arrays import BoolArray, FloatArray
 from fleetwatch.slo.autoscaling import ModelSignal
-from fleetwatch.slo.band_latency import BandLatency, BandLatencyStore
+from fleetwatch.slo.band_latency import BandLatency, BandLatencyStore, Buckets
 from fleetwatch.slo.bands import band_label
-from fleetwatch.slo.bookings import NO_BUCKETS, Booking, Bookings
+from fleetwatch.slo.bookings import NO_BUCKETS, Bookings
 from fleetwatch.slo.capacity import BandRows, update_capacities
-from fleetwatch.slo.column_book import Gathered, GaugeSlots, TargetSLOs, bookings
-from fleetwatch.slo.columns import PlanColumns, supported
-from fleetwatch.slo.concurrency import (
-    Column,
-    estimate_columns,
-    estimate_of,
-    in_system,
-    in_system_of,
+from fleetwatch.slo.column_book import (
+    BandTable,
+    Gathered,
+    GaugeSlots,
+    ModelSLO,
+    TargetSLOs,
+    bookings,
 )
-from fleetwatch.slo.decode import (
-    DURATION,
-    QUEUE,
-    Decoded,
-    Decoder,
-    Interval,
-    needed_families,
-)
+from fleetwatch.slo.columns import PlanColumns
+from fleetwatch.slo.concurrency import Column, estimate_columns, in_system_of
+from fleetwatch.slo.decode import Decoded, Decoder, needed_families
 from fleetwatch.slo.interference import Attributor
 from fleetwatch.slo.series_plan import Plan
 from fleetwatch.slo.sli import LATENCY_METRICS
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ALL, STATES, ModelKey, RowCounts, SLOModelState
 from fleetwatch.slo.status import Sample, SLOStatus
-from fleetwatch.slo.windows import FloatArray
 
 __all__ = ["ALL", "STATES", "ModelKey", "SLOEngine", "SLOModelState"]
 
@@ -139,12 +131,9 @@ class SLOEngine:
         self._decoder = Decoder(needed_families(slos))
         self._decoder.CARRY_SECONDS = self.CARRY_SECONDS
         self._selects = Selection(self.registry)
-        # model → its SLOs, each [spec, state key, traces SLI, latency histogram family,
-        # band table, its SLI kind's interval_events (account.events_of), its state once
-        # made (None before, or refused by the limits)]: a
-        # list, so the state is filled in; dropped with the model's states
-        # (_forget_gone), so a kept state is the one in ``states``
-        self._model_slos: dict[ModelKey, list[list[Any]]] = {}
+        # model → its SLOs (their states filled in once made); dropped with the model's
+        # states (_forget_gone), so a kept state is the one in ``states``
+        self._model_slos: dict[ModelKey, list[ModelSLO]] = {}
         self._prev_ts: float | None = None
         self._model_seen: dict[ModelKey, float] = {}  # when each model last had data
         self._trace_seen: dict[ModelKey, float] = {}  # … trace events (add_events)
@@ -156,15 +145,12 @@ class SLOEngine:
         self.models_refused: Counter[str] = Counter()
         self._refused: set[tuple[str, ModelKey]] = set()  # counted once each (bounded)
         self._refused_logged: dict[str, float] = {}  # SLO name → when last logged
-        # threshold → bucket boundary matches, valid for one decoder bounds_version
-        self._matches: dict[tuple[str, ModelKey, float], float | None] = {}
-        self._matches_version = -1
         # SLO name → (band bounds ascending, their labels + "+Inf"): bisect for the band
         # (SLOs with the same bands share one table: an interval's band is found once
         # per model and table)
-        tables: dict[tuple[float, ...], tuple[list[float], list[str]]] = {}
-        self._band_tables: dict[str, tuple[list[float], list[str]]] = {
-            s.name: tables.setdefault(tuple(s.concurrency.bands), (
+        tables: dict[tuple[float, ...], BandTable] = {}
+        self._band_tables: dict[str, BandTable] = {
+            s.name: tables.setdefault(tuple(s.concurrency.bands), BandTable(
                 list(s.concurrency.bands),
                 [band_label(b) for b in [*s.concurrency.bands, math.inf]]))
             for s in slos.slos}
@@ -173,16 +159,14 @@ class SLOEngine:
         # flipped
         self._dirty: set[tuple[str, ModelKey]] = set()
         self._row_owner: dict[int, tuple[str, ModelKey]] = {}
-        self._prev_burning: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self._prev_burning: BoolArray = np.zeros(0, dtype=bool)
         # capacity for all states at once: their band rows (rebuilt when states or rows
         # change); per window-store row of a band its latency evidence (the bands booked
         # in an update are added at once)
         self._band_rows = BandRows()
         self._layout_changed = True
         self.band_latency = BandLatencyStore()
-        # the column path (.columns) when every SLO's events can be read from the
-        # decoder's results; its compiled view of each current plan (by id)
-        self._columns_ok = all(supported(s) for s in slos.slos)
+        # the compiled column view (.columns) of each current plan (by id)
         self._slo_index = {s.name: j for j, s in enumerate(slos.slos)}
         self._views: dict[int, PlanColumns] = {}
         # per view (by id) its SLO columns (.column_book), valid for one layout version:
@@ -224,17 +208,7 @@ class SLOEngine:
         self.attribution.observe(snap)
         self.gauges.gpu_memory_ratio = decoded.gpu_memory_ratio
         prev_ts, self._prev_ts = self._prev_ts, ts
-        if decoded.columns and self._columns_ok:
-            self._update_columns(ts, prev_ts, decoded)
-        else:
-            intervals = decoded.intervals
-            if prev_ts is not None:
-                self._account(ts, prev_ts, intervals)
-            for mk, iv in intervals.items():
-                self._model_seen[mk] = ts
-                now = in_system(iv)
-                if now is not None:
-                    self._prev_in_system[mk] = now
+        self._account(ts, prev_ts, decoded)
         self._forget_gone(ts)
         self.last_update = ts
         self.update_seconds = time.perf_counter() - t0
@@ -307,100 +281,30 @@ class SLOEngine:
         whose judged inputs changed: call this when a stage changes another)."""
         self._dirty.add((st.slo.name, st.model))
 
-    def _entries(self, mk: ModelKey) -> list[list[Any]]:
+    def _entries(self, mk: ModelKey) -> list[ModelSLO]:
         """The model's SLO entries (made on first use, see ``_model_slos``)."""
         slos = self._model_slos.get(mk)
         if slos is None:
             self._layout_version += 1
             slos = self._model_slos[mk] = [
-                [slo, (slo.name, mk), slo.sli.source == "traces",
-                 LATENCY_METRICS[slo.sli.latency.metric] if slo.sli.latency else None,
-                 self._band_tables[slo.name], events_of(slo), None, self._slo_index[slo.name]]
+                ModelSLO(slo, (slo.name, mk), slo.sli.source == "traces",
+                         LATENCY_METRICS[slo.sli.latency.metric] if slo.sli.latency else None,
+                         self._band_tables[slo.name], self._slo_index[slo.name])
                 for slo in self.spec.slos if self._selects(slo, mk)]
         return slos
 
-    def _gauges(self, mk: ModelKey, dt: float, running: float | None,
-                waiting: float | None, duration: tuple[float, float] | None,
-                queue: tuple[float, float] | None, kv: float | None) -> float | None:
-        """A model's interval of ``dt`` seconds into its gauges — the running and waiting
-        gauges at its end, its request-duration and queue histograms' ``(Δcount, Δsum)``
-        (None: no such histogram), its KV-cache usage (None: none) — and its
-        concurrency (requests; None: not measured, or not finite)."""
-        g = self.gauges
-        found = estimate_of(running, waiting, duration, self._prev_in_system.get(mk), dt,
-                            g.concurrency.get(mk))
-        conc = None
-        if found is not None and found[0] - found[0] == 0.0:  # finite: a band
-            conc, g.estimator[mk] = found
-            g.concurrency[mk] = conc
-        if running:
-            running_max = g.running_max
-            if running > running_max.get(mk, 0.0):
-                running_max[mk] = running
-            if waiting:  # requests wait: the slots are full
-                g.batch_limit[mk] = running_max[mk]
-        if queue is not None and queue[0] > 0:
-            g.queue_wait[mk] = queue[1] / queue[0]
-        if kv is not None:
-            g.kv_usage[mk] = kv
-        return conc
-
-    def _state(self, entry: list[Any], mk: ModelKey, ts: float) -> SLOModelState | None:
+    def _state(self, entry: ModelSLO, ts: float) -> SLOModelState | None:
         """The state of a model's SLO entry, made and kept there on first use (None:
         refused by the limits; forgotten with the model)."""
-        st: SLOModelState | None = self.states.get(entry[1]) or self._new_state(entry[0], mk, ts)
-        entry[6] = st
+        st = self.states.get(entry.key) or self._new_state(entry.slo, entry.key[1], ts)
+        entry.state = st
         return st
 
-    def _account(self, ts: float, prev_ts: float,
-                 intervals: dict[ModelKey, Interval]) -> None:
-        booked = Bookings(one_run=True)  # each (SLO, model) books once, at ts
-        bounds = self._decoder.bounds
-        if self._decoder.bounds_version != self._matches_version:
-            self._matches.clear()
-            self._matches_version = self._decoder.bounds_version
-        matches = self._matches
-        seen, dirty = self._model_seen, self._dirty
-        todo: list[Booking] = []
-        add = todo.append
-        for mk, iv in intervals.items():
-            # the model's own interval: since it last had data (a target down stretches it)
-            dt = ts - seen.get(mk, prev_ts)
-            if dt <= 0:
-                continue
-            hists = iv.hists
-            d, q = hists.get(DURATION), hists.get(QUEUE)
-            conc = self._gauges(mk, dt, iv.running_now, iv.waiting_now,
-                                None if d is None else (d.count, d.sum),
-                                None if q is None else (q.count, q.sum), iv.kv_usage)
-            table: tuple[list[float], list[str]] | None = None
-            band = ""
-            for entry in self._model_slos.get(mk) or self._entries(mk):
-                _slo, key, traces, lat_fam, tbl, events, st, _j = entry
-                if st is None:  # the state, kept here once made (forgotten with the model)
-                    st = self._state(entry, mk, ts)
-                    if st is None:
-                        continue
-                if traces:
-                    continue  # judged per request: add_events
-                err = st.error
-                ev = events(st, iv, bounds, matches)  # account.interval_events
-                if st.error != err:
-                    dirty.add(key)
-                if ev is None or conc is None:
-                    continue
-                if tbl is not table:  # the smallest bound ≥ conc, or +Inf
-                    table, band = tbl, tbl[1][bisect_left(tbl[0], conc)]
-                h = hists.get(lat_fam) if lat_fam is not None else None
-                add((st, conc, band, ev[0], ev[1],
-                     h.pairs() if h is not None and h.count > 0 else NO_BUCKETS))
-        self._book(ts, todo, booked)
-        self._add_and_judge(ts, booked)
-
-    def _update_columns(self, ts: float, prev_ts: float | None, decoded: Decoded) -> None:
-        """:meth:`_update` from the decoder's columns (:mod:`.columns`): the bookings,
-        gauges and states :meth:`_account` makes from the intervals, in the same order,
-        without making the intervals (the bookings at once: :mod:`.column_book`)."""
+    def _account(self, ts: float, prev_ts: float | None, decoded: Decoded) -> None:
+        """Account one decoded snapshot (:mod:`.columns`): per target its models'
+        gauges and concurrency, the states they need made, and the bookable (SLO,
+        model) pairs, booked at once (:mod:`.column_book`; nothing to book on the first
+        snapshot, which only primes the counters); then judged."""
         views: dict[int, PlanColumns] = {}
         gathered: list[Gathered] = []
         for plan, out, res in decoded.columns:
@@ -432,8 +336,8 @@ class SLOEngine:
 
     def _target(self, view: PlanColumns, ts: float, live: list[bool]) -> TargetSLOs:
         """The view's SLO columns for the current layout: the live models' missing states
-        made (or refused: then tried again every update, as :meth:`_account` does) in
-        model order, then compiled again if that changed the layout."""
+        made (or refused: then tried again every update) in model order, then compiled
+        again if that changed the layout."""
         target = self._targets.get(id(view))
         if target is None or target.view is not view \
                 or target.version != self._layout_version:
@@ -443,8 +347,8 @@ class SLOEngine:
             for mk, alive in zip(view.models, live, strict=True):
                 if alive:
                     for entry in self._model_slos.get(mk) or self._entries(mk):
-                        if entry[6] is None:
-                            self._state(entry, mk, ts)
+                        if entry.state is None:
+                            self._state(entry, ts)
             if target.version != self._layout_version:
                 target = TargetSLOs(view, self._entries, len(self.spec.slos),
                                     self._layout_version)
@@ -463,7 +367,7 @@ class SLOEngine:
         return target.gather(live, concs, view.events(out), res, self._dirty)
 
     def _gauges_columns(self, models: list[ModelKey], slots: GaugeSlots, out: FloatArray,
-                        dt: FloatArray, live: npt.NDArray[np.bool_]) -> FloatArray:
+                        dt: FloatArray, live: BoolArray) -> FloatArray:
         """:meth:`_gauges` for every model of a target at once (the same values, dicts
         filled in model order): ``out`` the per-slot results, ``dt`` each model's
         interval (seconds; not ``live``: not accounted). Returns the concurrencies
@@ -477,13 +381,14 @@ class SLOEngine:
 
         def column(values: list[float | None]) -> Column:
             has = np.asarray([v is not None for v in values], dtype=bool)
-            return np.asarray([nan if v is None else v for v in values], dtype=float), has
+            return Column(np.asarray([nan if v is None else v for v in values],
+                                     dtype=float), has)
 
         running = ext[slots.running]
         waiting = ext[slots.waiting]
         conc, names = estimate_columns(
-            (running, slots.running_has), (waiting, slots.waiting_has),
-            ((ext[slots.d_count], slots.d_has), (ext[slots.d_sum], slots.d_has)),
+            Column(running, slots.running_has), Column(waiting, slots.waiting_has),
+            (Column(ext[slots.d_count], slots.d_has), Column(ext[slots.d_sum], slots.d_has)),
             column(prev_in), dt, column(previous))
         with np.errstate(invalid="ignore"):
             found = live & np.isfinite(conc)
@@ -514,49 +419,8 @@ class SLOEngine:
     def _band(self, st: SLOModelState, conc: float) -> str:
         """The band label of ``conc`` in ``st``'s SLO: the smallest bound ≥ it, or
         ``+Inf``."""
-        bounds, labels = self._band_tables[st.slo.name]
-        return labels[bisect_left(bounds, conc)]
-
-    def _book(self, ts: float,
-              todo: Iterable[Booking],
-              booked: Bookings) -> None:
-        """Book, in order, the events of one SLO and model at ``ts`` per item of ``todo``
-        — ``(state, concurrency, band, good, total, buckets)``: into ``band`` (the band of
-        the concurrency) and ``all`` (``buckets``: the interval's latency bucket deltas of
-        a latency SLI, capacity's evidence, observed ``total`` times; else empty) —
-        appended to ``booked``. Events that are none or not finite are never
-        accounted."""
-        dirty, new_row = self._dirty, self._new_row
-        rows_add, goods_add, totals_add = (booked.rows.extend, booked.goods.append,
-                                           booked.totals.append)
-        times_add, bands_add, conc_add = (booked.times.append, booked.bands.append,
-                                          booked.conc.append)
-        buckets_add, counts_add = booked.buckets.append, booked.counts.append
-        inf = math.inf
-        for st, conc, band, good, total, buckets in todo:
-            if not (0.0 < total < inf and 0.0 <= good < inf):
-                continue  # no events, or not finite: never accounted
-            if total < good:  # min(good, total)
-                good = total
-            st_rows = st.rows  # a band's row: made at its first booking
-            if not st_rows:
-                dirty.add((st.slo.name, st.model))  # no_data → judged
-            r, r_all = st_rows.get(band), st_rows.get(ALL)
-            if r is None:
-                r = new_row(st, band, ts)
-                self._layout_version += 1  # the column path's rows (.column_book)
-            if r_all is None:
-                r_all = new_row(st, ALL, ts)
-            rows_add((r, r_all))
-            goods_add(good)
-            totals_add(total)
-            # the band's evidence for capacity: its mean concurrency (every SLI) and, for
-            # a latency SLI, its latency distribution (added in _add_and_judge)
-            times_add(ts)
-            bands_add(r)
-            conc_add(conc)
-            buckets_add(buckets)
-            counts_add(total)
+        table = self._band_tables[st.slo.name]
+        return table.labels[bisect_left(table.bounds, conc)]
 
     def _new_row(self, st: SLOModelState, band: str, ts: float) -> int:
         """The window-store row of a band (or ``all``) booked for the first time, and
@@ -590,10 +454,37 @@ class SLOEngine:
             self._trace_seen[mk] = ts
             st = self.states.get((name, mk)) or self._new_state(slo, mk, ts)
             if st is not None:
-                self._book(ts, [(st, conc, self._band(st, conc), good, total, NO_BUCKETS)],
-                           booked)
+                self._book_event(ts, st, conc, good, total, booked)
         if booked.rows:
             self._add_and_judge(ts, booked)
+
+    def _book_event(self, ts: float, st: SLOModelState, conc: float, good: float,
+                    total: float, booked: Bookings, buckets: Buckets = NO_BUCKETS) -> None:
+        """Book ``good`` of ``total`` events of ``st`` at ``ts``, at a concurrency of
+        ``conc`` requests, into its band and ``all``, appended to ``booked`` with the
+        band's latency evidence (``buckets``: the latency histogram's bounds and deltas,
+        observed ``total`` times; a trace event has none). Events that are none or not
+        finite are never accounted."""
+        if not (0.0 < total < math.inf and 0.0 <= good < math.inf):
+            return
+        good = min(good, total)
+        if not st.rows:
+            self._dirty.add((st.slo.name, st.model))  # no_data → judged
+        band = self._band(st, conc)
+        r, r_all = st.rows.get(band), st.rows.get(ALL)
+        if r is None:
+            r = self._new_row(st, band, ts)
+            self._layout_version += 1  # a new row: the column views compile again
+        if r_all is None:
+            r_all = self._new_row(st, ALL, ts)
+        booked.rows.extend((r, r_all))
+        booked.goods.append(good)
+        booked.totals.append(total)
+        booked.times.append(ts)
+        booked.bands.append(r)
+        booked.conc.append(conc)
+        booked.buckets.append(buckets)
+        booked.counts.append(total)
 
     def _add_latency(self, booked: Bookings) -> None:
         """Add the bookings' latency evidence to the store: at once per run of bookings
@@ -649,13 +540,13 @@ class SLOEngine:
     # -- outputs (see the modules named) -------------------------------------------
     def window_sums(self, st: SLOModelState, band: str, window: float,
                     sums: FloatArray | None = None) -> tuple[float, float]:
-        """``(good, total)`` of a band (or ``"all"``) over a window length (seconds)."""
+        """``(good, total)`` of a band (or ``"all"``) over a window length (seconds);
+        ``sums``: a :meth:`~.windows.RollingWindows.sums` taken once for many calls."""
         return self.ledger.window_sums(st, band, window, sums)
 
-    def burn(self, st: SLOModelState, band: str, window: float,
-             sums: FloatArray | None = None) -> float:
+    def burn(self, st: SLOModelState, band: str, window: float) -> float:
         """Burn rate of a band (or ``"all"``) over a window length (seconds), as of the
-        last update; NaN without events. ``sums`` is accepted for compatibility."""
+        last update; NaN without events."""
         return self.ledger.burn_rate(st, band, window)
 
     def model_capacity(self, mk: ModelKey) -> float | None:

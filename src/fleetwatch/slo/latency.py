@@ -21,15 +21,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import numpy.typing as npt
 
+from fleetwatch.slo.arrays import BoolArray, FloatArray, IntArray
 from fleetwatch.slo.band_latency import BandLatency
 
 __all__ = ["BandLatency", "isotonic", "isotonic_rows", "predict", "predict_rows",
            "round_capacity"]
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 
 def isotonic_rows(ys: FloatArray, m: IntArray) -> FloatArray:
@@ -73,7 +71,7 @@ def isotonic_rows(ys: FloatArray, m: IntArray) -> FloatArray:
     return np.where(pos[None, :] < m[:, None], fitted, 0.0)
 
 
-def predict_rows(xs: FloatArray, ys: FloatArray, valid: npt.NDArray[np.bool_],
+def predict_rows(xs: FloatArray, ys: FloatArray, valid: BoolArray,
                  threshold: FloatArray, batch_limit: FloatArray) -> FloatArray:
     """Per row the concurrency (requests) at which the latency quantile reaches
     ``threshold[i]`` (seconds), from the points ``(xs[i, k], ys[i, k])`` where

@@ -2,111 +2,50 @@
 
 A :class:`Plan` is compiled by :class:`fleetwatch.slo.decode.Decoder` for one set of a
 target's normalized series (the prefixes of each needed family, in order): per series
-that feeds an interval its *reader* code, the output *slot* (one scalar field of one
-model: a bucket, a count, a gauge …) and its last cumulative value; :class:`Hist` and
-:class:`Interval` are what the decoder yields per model.
+that feeds something its :class:`Reader`, the output *slot* (one scalar field of one
+model: a bucket, a count, a gauge …) and its last cumulative value; per model its slots
+(:class:`_ModelFields`, :class:`HistSlots`). The decoder sums the series into the slots
+(:meth:`Plan.slot_sums`): a model's interval is its slots' values.
 
 Units: durations in seconds, counts in events, ratios 0–1, timestamps Unix seconds.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any
+from typing import NamedTuple
 
 import numpy as np
 
+from fleetwatch.slo.arrays import BoolArray, FloatArray
 from fleetwatch.slo.state import ModelKey
 
-# How a normalized series feeds an interval (codes ≥ _COUNTERS are cumulative).
+# How a normalized series feeds the slots (codes ≥ _COUNTERS are cumulative).
 _SKIP, _RUNNING, _KV, _QUANTILE, _GPU_USED, _GPU_TOTAL, _WAITING = range(7)
 _COUNTERS = 10
 _BUCKET, _COUNT, _SUM, _REQ_GOOD, _REQ_BAD, _SUMMARY_COUNT = range(10, 16)
 
 _NO_MODEL: ModelKey = ("", "", "")
-#: ``(code, model, family, le, quantile)``: how one series feeds the interval.
-Reader = tuple[int, ModelKey, str, float, str]
-_SKIP_READER: Reader = (_SKIP, _NO_MODEL, "", 0.0, "")
+
+
+class Reader(NamedTuple):
+    """How one series feeds the per-slot results: its ``code`` (``_BUCKET``, ``_RUNNING``
+    …), ``model``, histogram or summary ``family`` ("" for the others), bucket bound
+    ``le`` (seconds; 0.0 for the others) and ``quantile`` label ("" for the others). A
+    slot is one distinct reader: the series of one reader are summed into it."""
+
+    code: int
+    model: ModelKey
+    family: str
+    le: float
+    quantile: str
+
+
+_SKIP_READER = Reader(_SKIP, _NO_MODEL, "", 0.0, "")
 #: Compiled readers kept before the cache is dropped (label churn).
 MAX_READERS = 500_000
-
-
-class Hist:
-    """Deltas of one histogram of one model over one interval: ``count`` observations,
-    ``sum`` of observed seconds, ``buckets`` upper bound ``le`` (seconds) → observations
-    ≤ it.
-
-    The decoder gives the bounds and their counts as two sequences (:meth:`of`); the
-    ``buckets`` dict is built from them on first read (the engine reads them with
-    :meth:`bucket` and :meth:`pairs`, without it)."""
-
-    __slots__ = ("_buckets", "_index", "_les", "_values", "count", "sum")
-
-    def __init__(self, count: float = 0.0, sum: float = 0.0,
-                 buckets: dict[float, float] | None = None) -> None:
-        self.count, self.sum = count, sum
-        self._buckets: dict[float, float] | None = {} if buckets is None else buckets
-        self._les: tuple[float, ...] = ()
-        self._values: Sequence[float] = ()
-        self._index: dict[float, int] = {}
-
-    @classmethod
-    def of(cls, count: float, sum: float,
-           les: tuple[float, ...], values: Sequence[float],
-           index: dict[float, int]) -> Hist:
-        """A histogram of bounds ``les`` (distinct) with counts ``values``; ``index``
-        maps each bound to its position (shared, not copied)."""
-        h = cls.__new__(cls)
-        h.count, h.sum, h._buckets = count, sum, None
-        h._les, h._values, h._index = les, values, index
-        return h
-
-    @property
-    def buckets(self) -> dict[float, float]:
-        b = self._buckets
-        if b is None:
-            b = self._buckets = dict(zip(self._les, self._values, strict=True))
-        return b
-
-    def bucket(self, le: float) -> float:
-        """Observations ≤ ``le`` (0 when ``le`` is not a bound)."""
-        if self._buckets is not None:
-            return self._buckets.get(le, 0.0)
-        k = self._index.get(le)
-        return 0.0 if k is None else self._values[k]
-
-    def pairs(self) -> tuple[tuple[float, ...], Sequence[float]]:
-        """``(bounds, counts)``, in the order of :attr:`buckets`."""
-        b = self._buckets
-        if b is None:
-            return self._les, self._values
-        return tuple(b), list(b.values())
-
-
-@dataclass
-class Interval:
-    """What one model did during one interval (deltas) and its gauges at the end.
-
-    ``hists``: histogram family → :class:`Hist`; ``good_requests``/``total_requests``:
-    finished requests (good = ``outcome="success"``); ``running_now``: the
-    running-requests gauge (summed over series), None without one; ``waiting_now``: the
-    waiting-requests gauge (vLLM ``num_requests_waiting``, Triton's pending count), None
-    without one; ``quantiles``:
-    ``(summary family, quantile label)`` → seconds; ``summary_counts``: summary family →
-    Δcount; ``kv_usage``: the largest KV-cache usage ratio (0–1), None without one.
-    """
-
-    hists: dict[str, Hist] = field(default_factory=lambda: defaultdict(Hist))
-    good_requests: float = 0.0
-    total_requests: float = 0.0
-    running_now: float | None = None
-    waiting_now: float | None = None
-    quantiles: dict[tuple[str, str], float] = field(default_factory=dict)
-    summary_counts: dict[str, float] = field(default_factory=dict)
-    kv_usage: float | None = None
 
 
 class Plan:
@@ -118,14 +57,15 @@ class Plan:
     series' values), ``code``, ``slot`` (the output field it adds to), ``slot2`` (a second
     field, −1 if none: a successful request is also a request); ``prev``/``when`` the
     series' last valid cumulative value and when it was seen (NaN: never). ``fields``:
-    per slot ``(kind, model, family, le, quantile)``; ``models``: per model (first
+    per slot its :class:`Reader`; ``models``: per model (first
     appearance order) its :class:`_ModelFields`.
     """
 
     def __init__(self, keys: list[list[str]], readers: list[Reader]) -> None:
         self.keys = keys
         self.n_values = len(readers)
-        slots: dict[tuple[int, ModelKey, str, float, str], int] = {}
+        self.readers = readers
+        slots: dict[Reader, int] = {}
         take: list[int] = []
         code: list[int] = []
         slot: list[int] = []
@@ -133,7 +73,7 @@ class Plan:
 
         def slot_of(kind: int, mk: ModelKey, fam: str = "", le: float = 0.0,
                     q: str = "") -> int:
-            return slots.setdefault((kind, mk, fam, le, q), len(slots))
+            return slots.setdefault(Reader(kind, mk, fam, le, q), len(slots))
 
         self.models: dict[ModelKey, _ModelFields] = {}
         for i, (c, mk, fam, le, q) in enumerate(readers):
@@ -153,8 +93,8 @@ class Plan:
         for j, (c, mk, fam, le, q) in enumerate(self.fields):
             if c not in (_GPU_USED, _GPU_TOTAL):
                 self.models[mk].add(c, fam, le, q, j)
-        self.gpu_used = slots.get((_GPU_USED, _NO_MODEL, "", 0.0, ""), -1)
-        self.gpu_total = slots.get((_GPU_TOTAL, _NO_MODEL, "", 0.0, ""), -1)
+        self.gpu_used = slots.get(Reader(_GPU_USED, _NO_MODEL, "", 0.0, ""), -1)
+        self.gpu_total = slots.get(Reader(_GPU_TOTAL, _NO_MODEL, "", 0.0, ""), -1)
         self.take = np.asarray(take, dtype=np.int64)
         self.code = np.asarray(code, dtype=np.int64)
         self.slot = np.asarray(slot, dtype=np.int64)
@@ -168,6 +108,40 @@ class Plan:
         self.when = np.full(len(take), np.nan)
         self.prefixes = [p for fam in keys for p in fam]  # per value, for carrying over
         self.seen = 0.0  # Unix seconds the plan was last used
+
+    @classmethod
+    def merged(cls, parts: Sequence[tuple[Plan, BoolArray]]) -> Plan:
+        """One plan over several targets' plans, for one snapshot: per part a plan and
+        which of its entries (``take`` order) hold a valid value; the invalid ones feed
+        nothing. Its entries are the parts' entries in order (a model's slots summed over
+        the targets that serve it, the first appearance deciding its order); its values
+        are the parts' contributions concatenated (:meth:`slot_sums`)."""
+        readers: list[Reader] = []
+        for plan, valid in parts:
+            own = plan.readers
+            readers.extend(own[i] if ok else _SKIP_READER
+                           for i, ok in zip(plan.take.tolist(), valid.tolist(), strict=True))
+        return cls([], readers)
+
+    def slot_sums(self, contrib: FloatArray) -> FloatArray:
+        """Per slot its value from the entries' contributions (``take`` order): the sum
+        of its entries, in order (a successful request also adds to the requests), the
+        largest for a KV-cache gauge (at least 0), the last for a quantile."""
+        nslots = len(self.fields)
+        summed = self.summed
+        out = np.bincount(self.slot[summed], weights=contrib[summed], minlength=nslots)
+        has2 = self.has2
+        if has2.any():
+            out += np.bincount(self.slot2[has2], weights=contrib[has2], minlength=nslots)
+        if self.kv.any():
+            kv = self.kv
+            peak = np.zeros(nslots)
+            np.maximum.at(peak, self.slot[kv], contrib[kv])
+            out[self.slot[kv]] = peak[self.slot[kv]]
+        if self.quantile.any():
+            q = self.quantile
+            out[self.slot[q]] = contrib[q]  # the last series wins
+        return out.astype(float, copy=False)
 
 
 #: Histogram layouts (bounds in order) → the shared bounds tuple and bound → position:
@@ -192,29 +166,57 @@ def _picker(slots: list[int]) -> Callable[[list[float]], list[float]]:
     return lambda out: [out[j] for j in slots]
 
 
+@dataclass(slots=True)
+class _HistFields:
+    """One histogram family's slots of one model while a plan is compiled (−1: none)."""
+
+    count: int = -1
+    sum: int = -1
+    les: list[float] = field(default_factory=list)
+    buckets: list[int] = field(default_factory=list)
+
+
+class HistSlots(NamedTuple):
+    """One histogram family of one model in a :class:`Plan`: its ``count_slot`` and
+    ``sum_slot`` (−1: no such series), bucket bounds ``les`` (seconds, in slot order; the
+    tuple shared by every model of that layout), ``position`` (bound → its position in
+    ``les``),
+    ``slots`` (the bucket slots, in ``les`` order) and ``get`` (per-slot results → the
+    bucket values, in ``les`` order)."""
+
+    family: str
+    count_slot: int
+    sum_slot: int
+    les: tuple[float, ...]
+    position: dict[float, int]
+    slots: Sequence[int]
+    get: Callable[[list[float]], Sequence[float]]
+
+
 class _ModelFields:
     """The output slots of one model in a :class:`Plan` (−1: the model has no such
-    series): per histogram family its count, sum and bucket slots."""
+    series): requests (``good``, ``total``), gauges (``running``, ``waiting``, ``kv``),
+    per summary family and quantile label its slot (``quantiles``), per summary family
+    its count slot (``summary_counts``), per histogram family its :class:`HistSlots`
+    (:meth:`hists`)."""
 
     def __init__(self) -> None:
-        self.hists: dict[str, list[Any]] = {}  # family → [count, sum, les, bucket slots]
+        self._fields: dict[str, _HistFields] = {}
         self.good = self.total = self.running = self.waiting = self.kv = -1
-        self.quantiles: list[tuple[tuple[str, str], int]] = []
-        self.summary_counts: list[tuple[str, int]] = []
-        #: per histogram family (family, count slot, sum slot, bounds, bound → its
-        #: position, getter of the bucket values from the results), compiled on the
-        #: first interval
-        self._getters: list[tuple[str, int, int, tuple[float, ...], dict[float, int],
-                                  Callable[[list[float]], Any]]] | None = None
+        self.quantiles: dict[tuple[str, str], int] = {}
+        self.summary_counts: dict[str, int] = {}
+        self._hists: dict[str, HistSlots] | None = None
 
     def add(self, code: int, fam: str, le: float, q: str, j: int) -> None:
         if code in (_BUCKET, _COUNT, _SUM):
-            h = self.hists.setdefault(fam, [-1, -1, [], []])
+            h = self._fields.setdefault(fam, _HistFields())
             if code == _BUCKET:
-                h[2].append(le)
-                h[3].append(j)
+                h.les.append(le)
+                h.buckets.append(j)
+            elif code == _COUNT:
+                h.count = j
             else:
-                h[0 if code == _COUNT else 1] = j
+                h.sum = j
         elif code == _REQ_GOOD:
             self.good = j
         elif code == _REQ_BAD:
@@ -226,40 +228,20 @@ class _ModelFields:
         elif code == _KV:
             self.kv = j
         elif code == _QUANTILE:
-            self.quantiles.append(((fam, q), j))
+            self.quantiles[(fam, q)] = j  # one slot per (family, quantile)
         elif code == _SUMMARY_COUNT:
-            self.summary_counts.append((fam, j))
+            self.summary_counts[fam] = j
 
-    def getters(self) -> list[tuple[str, int, int, tuple[float, ...], dict[float, int],
-                                    Callable[[list[float]], Any]]]:
-        """Per histogram family ``(family, count slot, sum slot, bounds, bound → its
-        position, bucket values from the per-slot results)`` (slots −1: none)."""
-        getters = self._getters
-        if getters is None:  # after the last add
-            getters = self._getters = []
-            for fam, (c, s, les, bs) in self.hists.items():
-                get: Callable[[list[float]], Any] = (
+    def hists(self) -> dict[str, HistSlots]:
+        """Per histogram family its :class:`HistSlots` (compiled on first call, after
+        the last :meth:`add`)."""
+        got = self._hists
+        if got is None:
+            got = self._hists = {}
+            for fam, h in self._fields.items():
+                bs = h.buckets
+                get: Callable[[list[float]], Sequence[float]] = (
                     itemgetter(*bs) if len(bs) > 1 else _picker(bs))
-                getters.append((fam, c, s, *_layout(les), get))
-        return getters
-
-    def interval(self, out: list[float]) -> Interval:
-        """The model's interval from the per-slot results ``out`` (every slot present)."""
-        getters = self._getters or self.getters()
-        hists: defaultdict[str, Hist] = defaultdict(Hist)
-        of = Hist.of
-        for fam, c, s, les_t, index, get in getters:
-            hists[fam] = of(out[c] if c >= 0 else 0.0, out[s] if s >= 0 else 0.0, les_t,
-                            get(out), index)
-        quantiles, summary_counts = self.quantiles, self.summary_counts
-        return Interval(hists,
-                        out[self.good] if self.good >= 0 else 0.0,
-                        out[self.total] if self.total >= 0 else 0.0,
-                        out[self.running] if self.running >= 0 else None,
-                        out[self.waiting] if self.waiting >= 0 else None,
-                        # a new dict each (an interval's own); no comprehension when empty
-                        {qk: out[j] for qk, j in quantiles} if quantiles else {},
-                        {fam: out[j] for fam, j in summary_counts} if summary_counts else {},
-                        out[self.kv] if self.kv >= 0 else None)
-
-
+                les, index = _layout(h.les)
+                got[fam] = HistSlots(fam, h.count, h.sum, les, index, bs, get)
+        return got
