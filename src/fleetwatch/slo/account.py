@@ -75,7 +75,8 @@ class Selection:
 
     def forget(self, models: set[ModelKey]) -> None:
         """Drop the decisions about ``models`` (forgotten by the engine)."""
-        self._cache = {k: v for k, v in self._cache.items() if k[1] not in models}
+        self._cache = {(name, mk): v for (name, mk), v in self._cache.items()
+                       if mk not in models}
 
 
 #: Per (histogram family, model) the bucket bounds seen (seconds).

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from itertools import chain
 
 import numpy as np
@@ -85,6 +86,17 @@ class _Block:
             at = {le: c for c, le in enumerate(self.les)}
             cols = self._cols[les] = np.asarray([at[le] for le in les], dtype=np.int64)
         return cols
+
+
+@dataclass(slots=True)
+class _Group:
+    """The bookings of one block and bucket layout ``les``: their ``rows``, positions
+    ``at`` in the call's lists and bucket ``deltas`` (one per bound of ``les``)."""
+
+    les: tuple[float, ...]
+    rows: list[int] = field(default_factory=list)
+    at: list[int] = field(default_factory=list)
+    deltas: list[Sequence[float]] = field(default_factory=list)
 
 
 class BandLatencyStore:
@@ -204,8 +216,7 @@ class BandLatencyStore:
         # rows of one block with the same interval bounds (one tuple: the decoder hands
         # one on per histogram layout; equal ones of their own are grouped apart, as
         # correct: the rows are distinct) at once: [rows, bounds]
-        groups: dict[tuple[int, int], tuple[tuple[float, ...], list[int], list[int],
-                                            list[Sequence[float]]]] = {}
+        groups: dict[tuple[int, int], _Group] = {}
         place, blocks = self._place, self._blocks
         keyed = [k for k, (key, _d) in enumerate(buckets) if key]
         # each row's block before placing (placing a row moves that row alone): a row
@@ -216,11 +227,12 @@ class BandLatencyStore:
             blk = blocks[b] if b >= 0 and blocks[b].les is key else place(rows[k], key)
             g = groups.get((blk.index, id(key)))
             if g is None:
-                g = groups[(blk.index, id(key))] = (key, [], [], [])
-            g[1].append(rows[k])  # its slot read below: placing others keeps it
-            g[2].append(k)
-            g[3].append(deltas)
-        for (bi, _id), (key, in_rows, ks, values) in groups.items():
+                g = groups[(blk.index, id(key))] = _Group(key)
+            g.rows.append(rows[k])  # its slot read below: placing others keeps it
+            g.at.append(k)
+            g.deltas.append(deltas)
+        for (bi, _id), grp in groups.items():
+            key, in_rows, ks, values = grp.les, grp.rows, grp.at, grp.deltas
             blk = self._blocks[bi]
             width = len(key)  # every row of a group: one value per bound of key
             deltas_of = np.fromiter(chain.from_iterable(values), float,

@@ -183,7 +183,7 @@ class Decoder:
 
     def forget(self, models: set[ModelKey]) -> None:
         """Drop the bucket bounds seen for ``models`` (forgotten by the engine)."""
-        for k in [k for k in self.bounds if k[1] in models]:
+        for k in [(fam, mk) for fam, mk in self.bounds if mk in models]:
             del self.bounds[k]
         self.bounds_version += 1
 

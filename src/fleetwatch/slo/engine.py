@@ -226,9 +226,9 @@ class SLOEngine:
         gone_set = set(gone)
         self._layout_version += 1
         windows = self.ledger.windows
-        for key in [k for k in self.states if k[1] in gone_set]:
+        for key in [(name, mk) for name, mk in self.states if mk in gone_set]:
             st = self.states.pop(key)
-            self._tracked[key[0]] -= 1
+            self._tracked[st.slo.name] -= 1
             self._dirty.discard(key)
             self._layout_changed = True
             for band, row in st.rows.items():
@@ -246,7 +246,7 @@ class SLOEngine:
         for mk in gone:
             self._model_slos.pop(mk, None)
         self._decoder.forget(gone_set)
-        self._refused = {k for k in self._refused if k[1] not in gone_set}
+        self._refused = {(name, mk) for name, mk in self._refused if mk not in gone_set}
 
     def _new_state(self, slo: SLOSpec, mk: ModelKey, ts: float) -> SLOModelState | None:
         """A state for a model the SLO selects, or None past limits.max_models_per_slo
@@ -296,7 +296,8 @@ class SLOEngine:
     def _state(self, entry: ModelSLO, ts: float) -> SLOModelState | None:
         """The state of a model's SLO entry, made and kept there on first use (None:
         refused by the limits; forgotten with the model)."""
-        st = self.states.get(entry.key) or self._new_state(entry.slo, entry.key[1], ts)
+        _name, mk = entry.key
+        st = self.states.get(entry.key) or self._new_state(entry.slo, mk, ts)
         entry.state = st
         return st
 

@@ -52,6 +52,8 @@ import math
 import statistics
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.placement import Placement
@@ -77,7 +79,32 @@ GPU_DEGRADED = "gpu_degraded"
 _Key = tuple[str, ModelKey]
 
 
-def _mean(samples: deque[tuple[float, float]], lo: float, hi: float) -> float | None:
+class _Load(NamedTuple):
+    """A model's summed concurrency (requests) over its placed replicas at ``t``."""
+
+    t: float
+    load: float
+
+
+class _Inside(NamedTuple):
+    """A state's cumulative ``total`` and ``good`` events inside its envelope at ``t``."""
+
+    t: float
+    total: float
+    good: float
+
+
+@dataclass(slots=True)
+class _Onset:
+    """A burn being judged: when it began (``since``, Unix seconds), each neighbour's
+    mean load before it (None: unknown), and the ``last`` judgement that saw it."""
+
+    since: float
+    before: dict[str, float | None]
+    last: float
+
+
+def _mean(samples: deque[_Load], lo: float, hi: float) -> float | None:
     vals = [v for t, v in samples if lo <= t <= hi]
     return sum(vals) / len(vals) if vals else None
 
@@ -103,11 +130,10 @@ class Attributor:
         fastest = min(slos.windows, key=lambda w: (w.long, w.short))
         self.long, self.short = float(fastest.long), float(fastest.short)
         self.gpus = GPUHealth(2 * self.long)
-        self._load: dict[str, deque[tuple[float, float]]] = {}
-        self._inside: dict[_Key, deque[tuple[float, float, float]]] = {}
-        #: (SLO, model) → (onset, neighbour → its mean load before the onset or None,
-        #: last judgement in regression)
-        self._onset: dict[_Key, tuple[float, dict[str, float | None], float]] = {}
+        self._load: dict[str, deque[_Load]] = {}
+        self._inside: dict[_Key, deque[_Inside]] = {}
+        #: (SLO, model) → its burn's onset
+        self._onset: dict[_Key, _Onset] = {}
 
     def set_placement(self, placement: Placement) -> None:
         """Replace the placement (the sidecar's discovered placement overlaid on the
@@ -141,7 +167,7 @@ class Attributor:
         self._record_inside(ts, key, st)
         if st.state != "regression":
             onset = self._onset.get(key)
-            if onset is not None and ts - onset[2] > self.long:
+            if onset is not None and ts - onset.last > self.long:
                 del self._onset[key]  # a new burn after a long window is a new onset
             st.attribution = None
             return
@@ -164,9 +190,9 @@ class Attributor:
                 loads[mk[0]] = loads.get(mk[0], 0.0) + c
         for name, c in loads.items():
             q = self._load.setdefault(name, deque(maxlen=MAX_SAMPLES))
-            if q and q[-1][0] == ts:
+            if q and q[-1].t == ts:
                 q.pop()
-            q.append((ts, c))
+            q.append(_Load(ts, c))
 
     def _record_inside(self, ts: float, key: _Key, st: SLOModelState) -> None:
         env = st.slo.concurrency.envelope
@@ -174,20 +200,20 @@ class Attributor:
         total = sum(st.events.get(b, 0.0) for b in inside)
         good = sum(st.good.get(b, 0.0) for b in inside)
         q = self._inside.setdefault(key, deque(maxlen=MAX_SAMPLES))
-        if q and q[-1][0] == ts:
+        if q and q[-1].t == ts:
             q.pop()
-        q.append((ts, total, good))
+        q.append(_Inside(ts, total, good))
 
     def _bad_ratios(self, key: _Key, since: float, until: float) -> dict[float, float]:
         """Time → bad ratio of each interval with inside-envelope events ending in
         ``[since, until]``."""
         out: dict[float, float] = {}
         prev = None
-        for t, total, good in self._inside.get(key, ()):
-            if prev is not None and since <= t <= until and total > prev[0]:
-                dt, dg = total - prev[0], good - prev[1]
-                out[t] = min(max(1.0 - dg / dt, 0.0), 1.0)
-            prev = (total, good)
+        for now in self._inside.get(key, ()):
+            if prev is not None and since <= now.t <= until and now.total > prev.total:
+                dt, dg = now.total - prev.total, now.good - prev.good
+                out[now.t] = min(max(1.0 - dg / dt, 0.0), 1.0)
+            prev = now
         return out
 
     # -- the decision -----------------------------------------------------------------
@@ -201,9 +227,9 @@ class Attributor:
                 q = self._load.get(b)
                 before[b] = (_mean(q, ts - self.long, ts - self.short - 1e-9)
                              if q else None)
-            onset = (ts, before, ts)
-        self._onset[key] = (onset[0], onset[1], ts)
-        since, before_load, _ = onset
+            onset = self._onset[key] = _Onset(ts, before, ts)
+        onset.last = ts
+        since, before_load = onset.since, onset.before
         env = st.slo.concurrency.envelope
         burn = {label: {w: ledger.burn_rate(st, label, w) for w in (self.long, self.short)}
                 for b, label in st.band_bounds() if b <= env and label in st.burning_bands}
@@ -222,7 +248,8 @@ class Attributor:
                 continue
             loads = dict(q) if q else {}
             pairs = [(r, loads[t]) for t, r in sorted(bad.items()) if t in loads]
-            r = _correlation([p[0] for p in pairs], [p[1] for p in pairs])
+            r = _correlation([bad_ratio for bad_ratio, _load in pairs],
+                             [load for _bad, load in pairs])
             if r is not None and r < MIN_CORRELATION:
                 continue
             found.append(Neighbour(b, base, during, r))
@@ -236,16 +263,16 @@ class Attributor:
         # being judged: its correlation is over the intervals from onset − L to
         # onset + L, and a burn longer than L must not lose them
         horizon = min([ts - 2 * self.long]
-                      + [o[0] - self.long for k, o in self._onset.items() if k in states])
+                      + [o.since - self.long for k, o in self._onset.items() if k in states])
         for name in list(self._load):
             lq = self._load[name]
-            while lq and lq[0][0] < horizon:
+            while lq and lq[0].t < horizon:
                 lq.popleft()
             if not lq:
                 del self._load[name]
         for key in list(self._inside):
             iq = self._inside[key]
-            while iq and iq[0][0] < horizon:
+            while iq and iq[0].t < horizon:
                 iq.popleft()
             if not iq or key not in states:
                 del self._inside[key]
