@@ -19,7 +19,7 @@ from tests.page_helpers import EVIL, SLOS, PrometheusDouble, VLLMSim, parse_dom
 from fleetwatch.cli import main
 from fleetwatch.commands.slo_report import render_table
 from fleetwatch.page.model import number
-from fleetwatch.slo.report import ReportRow
+from fleetwatch.slo.outputs.report import ReportRow
 
 INSTANCE = "sidecar-a:9810"
 

@@ -18,10 +18,10 @@ from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.exporters.sources import TABLES
 from fleetwatch.labels.registry import load_registry
-from fleetwatch.slo.band_latency import BandLatencyStore
-from fleetwatch.slo.concurrency import Column, estimate_columns
+from fleetwatch.slo.account.concurrency import Column, estimate_columns
+from fleetwatch.slo.capacity.evidence import BandLatencyStore
+from fleetwatch.slo.capacity.model import BandLatency, isotonic, predict
 from fleetwatch.slo.engine import SLOEngine
-from fleetwatch.slo.latency import BandLatency, isotonic, predict
 from fleetwatch.slo.spec import load_slo_file, parse_slo_file
 
 DEMO = Path(__file__).resolve().parent.parent / "src" / "fleetwatch" / "demo"
@@ -388,7 +388,7 @@ def test_predict_rows_answers_each_row_as_predict_does():
     points gives each row the answer of the one-row fit."""
     import numpy as np
 
-    from fleetwatch.slo.latency import predict_rows
+    from fleetwatch.slo.capacity.model import predict_rows
 
     cases = [
         ([(4.0, 0.3), (1.0, 0.1), (16.0, 0.9), (8.0, 0.2)], 0.5, None),  # unsorted, PAV

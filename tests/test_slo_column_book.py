@@ -1,4 +1,4 @@
-"""The engine's accounting (slo/columns.py, column_book.py) books what the per-item
+"""The engine's accounting (slo/account/columns.py, book.py) books what the per-item
 oracle (tests/slo/oracle.py) books.
 
 Two engines read the same snapshots: the engine, and the oracle's engine that accounts
@@ -33,7 +33,7 @@ from tests.slo.oracle import ItemEngine, estimate_of
 from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.exporters.sources import TABLES
-from fleetwatch.slo.concurrency import estimate_columns
+from fleetwatch.slo.account.concurrency import estimate_columns
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import parse_slo_file
 

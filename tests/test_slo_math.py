@@ -10,6 +10,7 @@ import pytest
 from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.exporters.sources import TABLES
+from fleetwatch.slo.account.windows import RollingWindows
 from fleetwatch.slo.bands import band_of, budget_remaining, burn_rate
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import (
@@ -19,7 +20,6 @@ from fleetwatch.slo.spec import (
     parse_duration,
     parse_slo_file,
 )
-from fleetwatch.slo.windows import RollingWindows
 
 DAY = 86400.0
 

@@ -56,7 +56,7 @@ those in which vLLM saw 51–90 % of the client's in-flight requests at the top 
 the machine stalled), 5 of which fail a check. One slow sweep had first read capacity
 7.34 and a component 13 % high: both captures of its top step read 7 running, 8
 waiting, and the engine took 7 for the batch limit; it now takes the most requests seen
-running once requests wait (`fleetwatch.slo.account.ModelGauges`): 8.
+running once requests wait (`fleetwatch.slo.account.ledger.ModelGauges`): 8.
 """
 
 from __future__ import annotations

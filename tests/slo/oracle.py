@@ -1,7 +1,7 @@
 """A test oracle: the SLO engine's accounting written model by model, SLO by SLO.
 
 The engine accounts an update with array operations over every model of a target at
-once (``fleetwatch.slo.columns``, ``column_book``, ``concurrency.estimate_columns``).
+once (``fleetwatch.slo.account.columns``, ``column_book``, ``concurrency.estimate_columns``).
 This module states the same rules one interval at a time, in plain Python, so that a
 test can run both on the same snapshots and require equal outputs, floats exactly:
 
@@ -19,16 +19,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from fleetwatch.slo.account import Bounds, threshold_error
-from fleetwatch.slo.bookings import NO_BUCKETS, Bookings
-from fleetwatch.slo.concurrency import (
+from fleetwatch.slo.account.bookings import NO_BUCKETS, Bookings
+from fleetwatch.slo.account.concurrency import (
     GAUGES,
     LITTLE,
     MIN_INTERVALS_PER_LATENCY,
     PREVIOUS,
     in_system_of,
 )
-from fleetwatch.slo.decode import DURATION, QUEUE, Decoded
+from fleetwatch.slo.account.ledger import Bounds, threshold_error
+from fleetwatch.slo.decode.decoder import DURATION, QUEUE, Decoded
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.sli import LATENCY_METRICS, SUMMARY_METRICS, matching_bound
 from fleetwatch.slo.state import ModelKey, SLOModelState

@@ -41,7 +41,7 @@ from fleetwatch.rollout.summary import (
     versions_in_engine,
 )
 from fleetwatch.slo.engine import SLOEngine
-from fleetwatch.slo.report import printable
+from fleetwatch.slo.outputs.report import printable
 from fleetwatch.slo.spec import SLOFile
 
 #: Bad input (unknown model or version, unusable captures): exit 2, one error line.
@@ -202,7 +202,7 @@ def render(c: Comparison) -> str:
 
 def to_json(c: Comparison) -> str:
     """Strict JSON of a comparison (no NaN)."""
-    from fleetwatch.slo.status import strict_json
+    from fleetwatch.slo.outputs.status import strict_json
 
     return json.dumps(strict_json(c.to_json()), allow_nan=False, indent=2, sort_keys=True)
 

@@ -42,7 +42,7 @@ from prometheus_client.registry import Collector
 from fleetwatch.exporters.assemble import Part
 from fleetwatch.labels.schema import METRICS_BY_NAME
 from fleetwatch.sidecar.trace_config import Forward, TracesConfig
-from fleetwatch.slo.account import Selection
+from fleetwatch.slo.account.ledger import Selection
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import EngineLimits
 from fleetwatch.traces.concurrency import LoadEstimator

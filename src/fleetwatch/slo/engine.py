@@ -1,42 +1,35 @@
 """The SLO engine: concurrency-conditioned events, burn rates, state, capacity, signals.
 
-Why this module is long: it is the one place the stages meet, and it keeps the caches
-that make an update cheap across them (per-model SLO lists, threshold matches, band
-tables, the states to judge, every state's band rows for capacity, the column views of
-the decoding plans); it accounts an update by one of two paths that must book the same
-(the intervals', and the columns' when every target decoded in one vectorized pass:
-:mod:`.columns`), side by side so that they are read together.
-
 Fed every sidecar snapshot (typed, timestamped: see
-:class:`~fleetwatch.exporters.snapshot.Snapshot`), per SLO and model it:
+:class:`~fleetwatch.exporters.snapshot.Snapshot`), per SLO and model it runs the stages
+of :mod:`fleetwatch.slo` (each subpackage's doc defines its terms):
 
-1. **decodes** the interval since the last snapshot into per-model deltas
+1. **decodes** the interval since the last snapshot into per-slot deltas
    (:mod:`.decode`: reset-aware, a target down keeps its counters for
-   :attr:`CARRY_SECONDS`), read per SLO for every model of a target at once
-   (:mod:`.columns`) unless a target needed the decoder's series-by-series pass;
-2. **accounts** the interval's events by the concurrency band it ran at into sliding
-   windows and computes burn rates (:mod:`.account`);
-3. **judges** ok / regression / overload / no_data / misconfigured (:mod:`.judge`), and
-   with a placement re-judges a regression as interference or gpu_degraded
-   (:mod:`.interference`);
+   :attr:`SLOEngine.CARRY_SECONDS`);
+2. **accounts** the interval's events of every (SLO, model) of a target at once, by the
+   concurrency band it ran at, into sliding windows, and computes burn rates
+   (:mod:`.account`);
+3. **judges** ok / regression / overload / no_data / misconfigured, and with a
+   placement re-judges a regression as interference or gpu_degraded (:mod:`.judge`);
 4. learns **capacity at SLO** with hysteresis (:mod:`.capacity`);
-5. derives **autoscaling signals** per model (:mod:`.autoscaling`);
-6. answers :meth:`status` (``/slo``), :meth:`autoscaling` (``/autoscaling``) and
-   :meth:`iter_metrics` (``fleetwatch_slo_*``) (:mod:`.status`).
+5. answers :meth:`~SLOEngine.status` (``/slo``), :meth:`~SLOEngine.autoscaling`
+   (``/autoscaling``) and :meth:`~SLOEngine.iter_metrics` (``fleetwatch_slo_*``)
+   (:mod:`.outputs`).
 
-This module wires those stages together and bounds the state (the SLO file's ``limits``):
-a model without data for ``forget_model_after`` seconds is forgotten (states, window rows,
-gauges), an SLO tracks at most ``max_models_per_slo`` models (a further one is counted in
+This module wires the stages together, keeps what they share across updates (the
+per-model SLO entries, band tables, the states to judge, the column views of the
+decoding plans) and bounds the state (the SLO file's ``limits``): a model without data
+for ``forget_model_after`` seconds is forgotten (states, window rows, gauges), an SLO
+tracks at most ``max_models_per_slo`` models (a further one is counted in
 ``fleetwatch_slo_models_refused_total{slo}`` and logged, at most once a minute per SLO:
-``SLO S tracks N models (limits.max_models_per_slo): not tracking model M …``). An
-interval whose events or concurrency are not finite is not accounted (the decoder never
-yields one; this is the last guard), so no bad interval outlives itself.
+``SLO S tracks N models (limits.max_models_per_slo): not tracking model M …``). Events
+that are none or not finite are never booked.
 
-Cost: the judge runs only for the states whose judged inputs changed (new, first events,
-an error set or cleared, a row whose burning flag flipped; :meth:`SLOEngine.mark_changed`
-adds one), capacity for all states at once (:func:`~.capacity.update_capacities`); on the
-column path every (SLO, model) of a target is booked at once (:mod:`.column_book`, its
-per-view columns compiled again when a state or a row is made or forgotten), and the
+Only what changed is recomputed: the judge runs for the states whose judged inputs
+changed (new, first events, an error set or cleared, a row whose burning flag flipped;
+:meth:`SLOEngine.mark_changed` adds one), capacity for all states at once; a target's
+columns are compiled again only when a state or a row is made or forgotten, and the
 cumulative events per band are the ledger's per-row counts (a state's ``events``/``good``
 read them: :class:`~.state.RowCounts`).
 """
@@ -56,33 +49,34 @@ import numpy as np
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.placement import Placement
 from fleetwatch.labels.registry import Registry
-from fleetwatch.slo import autoscaling as _autoscaling
-from fleetwatch.slo import judge as _judge
-from fleetwatch.slo import status as _status
-from fleetwatch.slo.account import Ledger, ModelGauges, Selection
-from fleetwatch.slo.arrays import BoolArray, FloatArray
-from fleetwatch.slo.autoscaling import ModelSignal
-from fleetwatch.slo.band_latency import BandLatency, BandLatencyStore, Buckets
-from fleetwatch.slo.bands import band_label
-from fleetwatch.slo.bookings import NO_BUCKETS, Bookings
-from fleetwatch.slo.capacity import BandRows, update_capacities
-from fleetwatch.slo.column_book import (
+from fleetwatch.slo.account.book import (
     BandTable,
     Gathered,
-    GaugeSlots,
     ModelSLO,
     TargetSLOs,
     bookings,
 )
-from fleetwatch.slo.columns import PlanColumns
-from fleetwatch.slo.concurrency import Column, estimate_columns, in_system_of
-from fleetwatch.slo.decode import Decoded, Decoder, needed_families
-from fleetwatch.slo.interference import Attributor
-from fleetwatch.slo.series_plan import Plan
+from fleetwatch.slo.account.bookings import NO_BUCKETS, Bookings, Buckets
+from fleetwatch.slo.account.columns import PlanColumns
+from fleetwatch.slo.account.concurrency import in_system_of
+from fleetwatch.slo.account.gauges import ModelGauges, update_gauges
+from fleetwatch.slo.account.ledger import Ledger, Selection
+from fleetwatch.slo.arrays import BoolArray, FloatArray
+from fleetwatch.slo.bands import band_label
+from fleetwatch.slo.capacity.evidence import BandLatency, BandLatencyStore
+from fleetwatch.slo.capacity.rules import BandRows, update_capacities
+from fleetwatch.slo.decode.decoder import Decoded, Decoder, needed_families
+from fleetwatch.slo.decode.plan import Plan
+from fleetwatch.slo.judge import states as _judge
+from fleetwatch.slo.judge.interference import Attributor
+from fleetwatch.slo.judge.states import judge_marked
+from fleetwatch.slo.outputs import autoscaling as _autoscaling
+from fleetwatch.slo.outputs import status as _status
+from fleetwatch.slo.outputs.autoscaling import ModelSignal
+from fleetwatch.slo.outputs.status import Sample, SLOStatus
 from fleetwatch.slo.sli import LATENCY_METRICS
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ALL, STATES, ModelKey, RowCounts, SLOModelState
-from fleetwatch.slo.status import Sample, SLOStatus
 
 __all__ = ["ALL", "STATES", "ModelKey", "SLOEngine", "SLOModelState"]
 
@@ -98,7 +92,7 @@ class SLOEngine:
 
     Subscribe :meth:`update` to the scraper; read :meth:`status` and :meth:`autoscaling`
     (JSON-ready), or expose :meth:`iter_metrics` through
-    :class:`fleetwatch.slo.export.SLOCollector`. ``buckets``: sub-intervals per sliding
+    :class:`fleetwatch.slo.outputs.export.SLOCollector`. ``buckets``: sub-intervals per sliding
     window (memory and resolution, see :mod:`.windows`). ``placement``: which models
     share which GPU (the sidecar's ``placement:``), for co-location interference and GPU
     health (:mod:`.interference`; without it a burn inside the envelope is a regression).
@@ -108,7 +102,7 @@ class SLOEngine:
     ``gpu_memory_ratio``, ``last_update`` (Unix seconds of the last accounted snapshot),
     ``update_seconds`` (how long it took), ``windows``, ``window_lengths`` (seconds),
     ``band_latency`` (every band's latency evidence:
-    :class:`~fleetwatch.slo.band_latency.BandLatencyStore`, a row per band's window row).
+    :class:`~fleetwatch.slo.capacity.evidence.BandLatencyStore`, a row per band's window row).
     """
 
     CARRY_SECONDS = Decoder.CARRY_SECONDS
@@ -364,58 +358,9 @@ class SLOEngine:
         live_dt = np.asarray([ts - seen.get(mk, prev_ts) for mk in view.models], dtype=float)
         live = live_dt > 0
         target = self._target(view, ts, live.tolist())
-        concs = self._gauges_columns(view.models, target.gauges, out, live_dt, live)
+        concs = update_gauges(self.gauges, self._prev_in_system, view.models, target.gauges,
+                              out, live_dt, live)
         return target.gather(live, concs, view.events(out), res, self._dirty)
-
-    def _gauges_columns(self, models: list[ModelKey], slots: GaugeSlots, out: FloatArray,
-                        dt: FloatArray, live: BoolArray) -> FloatArray:
-        """:meth:`_gauges` for every model of a target at once (the same values, dicts
-        filled in model order): ``out`` the per-slot results, ``dt`` each model's
-        interval (seconds; not ``live``: not accounted). Returns the concurrencies
-        (requests; NaN: none)."""
-        g = self.gauges
-        ext = np.append(out, 0.0)
-        nan = math.nan
-        before = self._prev_in_system
-        prev_in = [before.get(mk) for mk in models]
-        previous = [g.concurrency.get(mk) for mk in models]
-
-        def column(values: list[float | None]) -> Column:
-            has = np.asarray([v is not None for v in values], dtype=bool)
-            return Column(np.asarray([nan if v is None else v for v in values],
-                                     dtype=float), has)
-
-        running = ext[slots.running]
-        waiting = ext[slots.waiting]
-        conc, names = estimate_columns(
-            Column(running, slots.running_has), Column(waiting, slots.waiting_has),
-            (Column(ext[slots.d_count], slots.d_has), Column(ext[slots.d_sum], slots.d_has)),
-            column(prev_in), dt, column(previous))
-        with np.errstate(invalid="ignore"):
-            found = live & np.isfinite(conc)
-        at = found.nonzero()[0].tolist()
-        g.estimator.update((models[i], names[i]) for i in at)
-        g.concurrency.update(zip([models[i] for i in at], conc[at].tolist(), strict=True))
-        # the largest running gauge seen, and the slot limit once requests wait
-        busy = (live & slots.running_has & (running != 0.0)).nonzero()[0].tolist()
-        running_max, batch_limit = g.running_max, g.batch_limit
-        waits = (slots.waiting_has & (waiting != 0.0)).tolist()
-        for i, r in zip(busy, running[busy].tolist(), strict=True):
-            mk = models[i]
-            if r > running_max.get(mk, 0.0):
-                running_max[mk] = r
-            if waits[i]:
-                batch_limit[mk] = running_max[mk]
-        qc, qs = ext[slots.q_count], ext[slots.q_sum]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            queued = (live & slots.q_has & (qc > 0)).nonzero()[0]
-            mean_wait = qs[queued] / qc[queued]
-        g.queue_wait.update(zip([models[i] for i in queued.tolist()], mean_wait.tolist(),
-                                strict=True))
-        kv_at = (live & slots.kv_has).nonzero()[0]
-        g.kv_usage.update(zip([models[i] for i in kv_at.tolist()],
-                              ext[slots.kv][kv_at].tolist(), strict=True))
-        return np.where(found, conc, nan)
 
     def _band(self, st: SLOModelState, conc: float) -> str:
         """The band label of ``conc`` in ``st``'s SLO: the smallest bound ≥ it, or
@@ -487,18 +432,9 @@ class SLOEngine:
         booked.buckets.append(buckets)
         booked.counts.append(total)
 
-    def _add_latency(self, booked: Bookings) -> None:
-        """Add the bookings' latency evidence to the store: at once per run of bookings
-        with one time and distinct rows (an interval books each (SLO, model) once; trace
-        events may book a row several times, in order)."""
-        tau = self.spec.capacity.window
-        for run in booked.runs():
-            self.band_latency.add(booked.times[run.start], tau, booked.bands[run],
-                                  booked.buckets[run], booked.counts[run], booked.conc[run])
-
     def _add_and_judge(self, ts: float, booked: Bookings) -> None:
         """Add the bookings, then judge and update capacity."""
-        self._add_latency(booked)
+        self.band_latency.add_bookings(booked, self.spec.capacity.window)
         ledger, gauges = self.ledger, self.gauges
         ledger.add(ts, booked.rows, np.repeat(np.asarray(booked.goods, dtype=float), 2),
                    np.repeat(np.asarray(booked.totals, dtype=float), 2))
@@ -515,20 +451,8 @@ class SLOEngine:
                 dirty.add(key)
         self._prev_burning = now
         states = self.states
-        attribution = self.attribution
-        attribution.record(ts, states, gauges.concurrency)
-        placement = attribution.placement
-        if placement:
-            for key, st in states.items():
-                # a placed model is re-judged every update: attribution reads other models
-                if key in dirty or placement.gpus_of(st.model[0]):
-                    _judge.judge(st, burning)
-                    attribution.attribute(ts, key, st, ledger)  # regression → interference …
-        else:  # no attribution: the marked states alone (a judgement reads its own state)
-            for key in dirty:
-                marked = states.get(key)
-                if marked is not None:
-                    _judge.judge(marked, burning)
+        self.attribution.record(ts, states, gauges.concurrency)
+        judge_marked(ts, states, dirty, burning, self.attribution, ledger)
         dirty.clear()
         if self._layout_changed:
             self._band_rows.build(list(states.values()))
@@ -560,13 +484,13 @@ class SLOEngine:
 
     def autoscaling(self) -> list[ModelSignal]:
         """One object per model (KEDA metrics-api shape, see
-        :class:`~fleetwatch.slo.autoscaling.ModelSignal`): ``signal`` (the largest
+        :class:`~fleetwatch.slo.outputs.autoscaling.ModelSignal`): ``signal`` (the largest
         component), ``components`` (ratios), ``capacity``, ``concurrency``, ``state``."""
         return _autoscaling.signals(self.spec.autoscaling, self.states, self.gauges,
                                     self.cold_starts)
 
     def status(self) -> list[SLOStatus]:
-        """Per SLO and model (see :class:`~fleetwatch.slo.status.SLOStatus`): state,
+        """Per SLO and model (see :class:`~fleetwatch.slo.outputs.status.SLOStatus`): state,
         budget remaining, burn rates by window and band, capacity, the explanation of
         the state (JSON-ready)."""
         return _status.status(self.ledger, self.states, self.gauges)

@@ -13,11 +13,12 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Protocol, TypedDict
 
-from fleetwatch.slo.account import Ledger, ModelGauges
-from fleetwatch.slo.autoscaling import ModelSignal
+from fleetwatch.slo.account.gauges import ModelGauges
+from fleetwatch.slo.account.ledger import Ledger
 from fleetwatch.slo.bands import budget_remaining
 from fleetwatch.slo.durations import format_duration
-from fleetwatch.slo.judge import explain
+from fleetwatch.slo.judge.states import explain
+from fleetwatch.slo.outputs.autoscaling import ModelSignal
 from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState, band_sort
 
 

@@ -8,7 +8,7 @@ threshold). They are attributed to the **concurrency band**
 of the interval (:mod:`.concurrency`: time-averaged requests in the system, Little's law
 cross-checked with the running + waiting gauges). :class:`Ledger` keeps them per (SLO,
 model, band) and overall in
-:class:`~fleetwatch.slo.windows.RollingWindows` (bounded memory) and computes, vectorized,
+:class:`~fleetwatch.slo.account.windows.RollingWindows` (bounded memory) and computes, vectorized,
 the **burn rate** (error rate ÷ error budget, SRE Workbook) of every row and window and
 which rows burn faster than a window pair's threshold on both its windows.
 """
@@ -18,38 +18,15 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from fleetwatch.labels.registry import Registry
+from fleetwatch.slo.account.windows import MAX_RESERVED_BYTES, RollingWindows
 from fleetwatch.slo.arrays import BoolArray, FloatArray
 from fleetwatch.slo.sli import nearest_bounds
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ModelKey, SLOModelState
-from fleetwatch.slo.windows import MAX_RESERVED_BYTES, RollingWindows
-
-
-@dataclass
-class ModelGauges:
-    """Per-model observations of the last interval that had them: ``concurrency``
-    (requests in the system per replica), ``queue_wait`` (mean seconds), ``kv_usage``
-    (ratio 0–1), ``estimator`` (which measured the concurrency: ``"little"``,
-    ``"gauges"`` or ``"previous"``, see :mod:`.concurrency`), ``running_max`` (the
-    largest running gauge seen, requests), ``batch_limit`` (the engine's concurrent-slot
-    limit, requests: ``running_max`` once requests have been seen waiting — running
-    never exceeds the limit, and a sample taken between one request's end and the next
-    one's admission reads a slot less, as 2 of 2 samples of a real-vLLM sweep's top
-    step did: 7 running, 8 waiting at ``--max-num-seqs 8``); and the fleet's
-    ``gpu_memory_ratio`` (0–1, None without GPU series)."""
-
-    concurrency: dict[ModelKey, float] = field(default_factory=dict)
-    estimator: dict[ModelKey, str] = field(default_factory=dict)
-    batch_limit: dict[ModelKey, float] = field(default_factory=dict)
-    running_max: dict[ModelKey, float] = field(default_factory=dict)
-    queue_wait: dict[ModelKey, float] = field(default_factory=dict)
-    kv_usage: dict[ModelKey, float] = field(default_factory=dict)
-    gpu_memory_ratio: float | None = None
 
 
 class Selection:

@@ -1,17 +1,14 @@
-"""The column path's bookings: every (SLO, model) of one target booked at once.
+"""The book: every (SLO, model) of one target booked at once, with array operations.
 
-:meth:`fleetwatch.slo.engine.SLOEngine._book` checks and books one
-:data:`~.bookings.Booking` at a time — per (SLO, model) a few dict look-ups and list
-appends, a third of an update of 1000 models × 3 SLOs. On the column path
-(:mod:`.columns`) the same bookings are made here with array operations: a
-:class:`TargetSLOs`, compiled once per column view and layout of the engine's states and
-rows (:attr:`TargetSLOs.version`), holds per SLO the positions of the target's models it
-selects, their states, the window-store row of every band of each state and of its
-``all`` row; per update :meth:`TargetSLOs.gather` picks the bookable (SLO, model) pairs
-and their rows, in the order the per-item path books them (model by model, each model's
-SLOs in the SLO file's order), and :func:`bookings` makes the rows a first booking needs
-(through the engine's callback, in that order) and the :class:`~.bookings.Bookings`.
-The numbers are the per-item path's: ``tools/slo_equivalence.py`` compares them exactly.
+A :class:`TargetSLOs`, compiled once per column view (:mod:`.columns`) and layout of the
+engine's states and rows (:attr:`TargetSLOs.version`), holds per SLO the positions of
+the target's models it selects, their states, the window-store row of every band of
+each state and of its ``all`` row; per update :meth:`TargetSLOs.gather` picks the
+bookable (SLO, model) pairs and their rows, model by model and each model's SLOs in the
+SLO file's order, and :func:`bookings` makes the rows a first booking needs (through the
+engine's callback, in that order) and the :class:`~.bookings.Bookings`. Per model and
+SLO the rules are those of ``tests/slo/oracle.py``, which states them one interval at a
+time (a test requires equal outputs).
 
 Units: events in counts, concurrency in requests, times in Unix seconds.
 """
@@ -24,11 +21,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from fleetwatch.slo.account.bookings import NO_BUCKETS, Bookings, Buckets
+from fleetwatch.slo.account.columns import PlanColumns, SLOEvents
 from fleetwatch.slo.arrays import BoolArray, FloatArray, IntArray
-from fleetwatch.slo.band_latency import Buckets
-from fleetwatch.slo.bookings import NO_BUCKETS, Bookings
-from fleetwatch.slo.columns import PlanColumns, SLOEvents
-from fleetwatch.slo.series_plan import HistSlots
+from fleetwatch.slo.decode.plan import HistSlots
 from fleetwatch.slo.spec import SLOSpec
 from fleetwatch.slo.state import ALL, ModelKey, SLOModelState
 
@@ -249,8 +245,8 @@ def bookings(ts: float, targets: Iterable[Gathered],
     :meth:`TargetSLOs.gather` (in the targets' order): the rows a first booking of a band
     needs are made with ``new_row`` (band, then ``all``; a state's first booking marks it
     ``dirty``: no_data → judged), in booking order, and kept in the target's columns (a
-    model's states are in one target's columns only: the column path is taken when no
-    model is served by two targets)."""
+    model is in one target's columns only: a model served by two targets is decoded
+    into one plan merged over them)."""
     booked = Bookings(one_run=True)
     rows, alls, buckets_l, goods, totals, conc = [], [], [], [], [], []
     for g in targets:

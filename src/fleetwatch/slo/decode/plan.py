@@ -1,6 +1,6 @@
 """Compiled decoding of one target's series: what each feeds, as index arrays.
 
-A :class:`Plan` is compiled by :class:`fleetwatch.slo.decode.Decoder` for one set of a
+A :class:`Plan` is compiled by :class:`fleetwatch.slo.decode.decoder.Decoder` for one set of a
 target's normalized series (the prefixes of each needed family, in order): per series
 that feeds something its :class:`Reader`, the output *slot* (one scalar field of one
 model: a bucket, a count, a gauge …) and its last cumulative value; per model its slots

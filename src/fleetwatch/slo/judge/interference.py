@@ -1,6 +1,6 @@
 """Attribution of a burn inside the envelope: the model's fault, its neighbour's, or its GPU's.
 
-The judge (:mod:`.judge`) calls a burn inside the concurrency envelope a ``regression``
+The judge (:mod:`.states`) calls a burn inside the concurrency envelope a ``regression``
 (page the owner). With a placement (which models share which GPU: the sidecar's
 ``placement:``, :class:`~fleetwatch.labels.placement.Placement`) an
 :class:`Attributor` looks closer at each regression of a placed model A, after every
@@ -21,10 +21,9 @@ judgement:
    the intervals from ``onset − L`` to ``onset + L``: the burn's beginning, where its
    cause shows; with fewer than :data:`MIN_PAIRS` intervals or a constant series r is not
    computed and not required). A burn that goes on while B stays busy keeps that
-   evidence: computed over the burn's later intervals alone (when the samples before the
-   onset had aged out), r no longer saw the change that began it, and a burn of A's that
-   barely moved with B's cycling load went back to a page (the demo's ranker, beside
-   vLLM for 8 minutes, ended ``regression`` in a fresh user's 10-minute run). A is in
+   evidence: computed over the burn's later intervals alone (once the samples before the
+   onset aged out), r would miss the change that began it, and a burn of A's that barely
+   moves with B's cycling load would go back to a page. A is in
    ``interference`` naming every such B (largest rise first): a ticket to the platform
    team, not a page.
 3. Otherwise A stays ``regression``: a slower A with idle neighbours is A's own.
@@ -57,8 +56,8 @@ from typing import NamedTuple
 
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.placement import Placement
-from fleetwatch.slo.account import Ledger
-from fleetwatch.slo.gpu_health import GPUHealth
+from fleetwatch.slo.account.ledger import Ledger
+from fleetwatch.slo.judge.gpu_health import GPUHealth
 from fleetwatch.slo.spec import SLOFile
 from fleetwatch.slo.state import Attribution, ModelKey, Neighbour, SLOModelState
 

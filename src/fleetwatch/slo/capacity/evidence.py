@@ -33,11 +33,8 @@ from itertools import chain
 
 import numpy as np
 
+from fleetwatch.slo.account.bookings import Bookings, Buckets
 from fleetwatch.slo.arrays import FloatArray, IntArray
-
-#: One interval's bucket deltas: (distinct upper bounds ``le``, seconds; observations
-#: ≤ each), both empty without a histogram.
-Buckets = tuple[tuple[float, ...], Sequence[float]]
 
 #: The weights are renormalized when their exponent ``(t − origin) / τ`` passes this.
 _RENORM = 50.0
@@ -175,6 +172,14 @@ class BandLatencyStore:
             return {}
         blk = self._blocks[b]
         return dict(zip(blk.les, blk.cum[int(self.slot[row])].tolist(), strict=True))
+
+    def add_bookings(self, booked: Bookings, tau: float) -> None:
+        """Add the bookings' latency evidence (``tau``: the capacity window, seconds): at
+        once per run of bookings with one time and distinct rows (an interval books each
+        (SLO, model) once; trace events may book a row several times, in order)."""
+        for run in booked.runs():
+            self.add(booked.times[run.start], tau, booked.bands[run], booked.buckets[run],
+                     booked.counts[run], booked.conc[run])
 
     def add(self, ts: float, tau: float, rows: list[int], buckets: list[Buckets],
             counts: list[float], concurrency: list[float]) -> None:

@@ -29,7 +29,7 @@ import numpy as np
 from fleetwatch.exporters.snapshot import SeriesKey, Snapshot
 from fleetwatch.labels.schema import METRICS
 from fleetwatch.slo.arrays import BoolArray, FloatArray
-from fleetwatch.slo.series_plan import (
+from fleetwatch.slo.decode.plan import (
     _BUCKET,
     _COUNT,
     _GPU_TOTAL,
@@ -79,7 +79,7 @@ class TargetColumns(NamedTuple):
 @dataclass(slots=True)
 class Decoded:
     """One snapshot decoded: ``columns`` per target its :class:`TargetColumns` (read by
-    the engine, :mod:`fleetwatch.slo.columns`), and the fleet's GPU-memory usage ratio
+    the engine, :mod:`fleetwatch.slo.account.columns`), and the fleet's GPU-memory usage ratio
     (``gpu_memory_ratio``: Σ used ÷ Σ total over every target, 0–1; None without GPU
     series).
 

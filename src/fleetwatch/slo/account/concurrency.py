@@ -25,15 +25,14 @@ without gauges, the gauges alone when Little's law has no completed request. An
 interval too short for Little's law that completed requests (a capture right after a
 load step drained) takes the larger of the gauges and the model's concurrency over its
 previous interval: the requests it completed — and the TTFT events of requests that
-waited — lived mostly before it, and the mean of a full and an empty gauge put them in
-the band of half the load (replaying a live real-vLLM sweep: the drain capture after
-the top step, 16 → 0 in system over 0.18 s, read 8 and made a false ``regression`` in
-band 8). Its mirror, an interval that began with an empty system (a load step from
-idle) and that Little's law cannot measure, takes the gauges at its end: every request in
-it arrived during it, and its events are theirs (the same sweep on a slower machine: the
-capture after the drain read 0, the next one 8 running + 8 waiting, the mean 8 put the
-first tokens of requests that waited for a slot into band 8, and the replay said
-``regression`` with capacity 4). :func:`estimate_columns` also names the estimator used
+waited — lived mostly before it, and the mean of a full and an empty gauge would put
+them in the band of half the load (e.g. a drain from 16 to 0 in the system within a
+fraction of a second reads 8, a band where they did not run). Its mirror, an interval
+that began with an empty system (a load step from idle) and that Little's law cannot
+measure, takes the gauges at its end: every request in it arrived during it, and its
+events are theirs (from 0 to 8 running + 8 waiting, the mean 8 would put the first
+tokens of requests that waited for a slot into band 8). :func:`estimate_columns` also
+names the estimator used
 (``"little"``, ``"gauges"`` or ``"previous"``), which ``/slo`` reports as
 ``concurrency_estimator``.
 

@@ -28,7 +28,7 @@ capacity window (``capacity.window``), a band is *trusted* once it has at least
 A new estimate is adopted only after it held (within :data:`SAME` relative) for
 ``capacity.hysteresis_updates`` consecutive updates. Capacity is a continuous number of
 concurrent requests per replica, rounded to 3 significant digits
-(:func:`~fleetwatch.slo.latency.round_capacity`).
+(:func:`~fleetwatch.slo.capacity.model.round_capacity`).
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ import numpy as np
 import numpy.typing as npt
 
 from fleetwatch.slo.arrays import BoolArray, FloatArray, IntArray
-from fleetwatch.slo.band_latency import BandLatencyStore
-from fleetwatch.slo.judge import LEARNS_CAPACITY
-from fleetwatch.slo.latency import predict_rows, round_capacity
+from fleetwatch.slo.capacity.evidence import BandLatencyStore
+from fleetwatch.slo.capacity.model import predict_rows, round_capacity
+from fleetwatch.slo.judge.states import LEARNS_CAPACITY
 from fleetwatch.slo.spec import CapacitySettings
 from fleetwatch.slo.state import SLOModelState
 

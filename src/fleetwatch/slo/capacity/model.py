@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from fleetwatch.slo.arrays import BoolArray, FloatArray, IntArray
-from fleetwatch.slo.band_latency import BandLatency
+from fleetwatch.slo.capacity.evidence import BandLatency
 
 __all__ = ["BandLatency", "isotonic", "isotonic_rows", "predict", "predict_rows",
            "round_capacity"]

@@ -1,6 +1,6 @@
 """The engine's accounting columns: one target's interval events for every SLO and model.
 
-The engine reads the decoder's per-slot results (:class:`~fleetwatch.slo.decode.Decoded`
+The engine reads the decoder's per-slot results (:class:`~fleetwatch.slo.decode.decoder.Decoded`
 ``columns``) directly: a :class:`PlanColumns`, compiled once per decoding
 :class:`~.series_plan.Plan` (and per version of the bucket bounds seen), gives per SLO the
 events of every model of the target as arrays (:meth:`PlanColumns.events`), and per
@@ -23,10 +23,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fleetwatch.slo.account import Bounds, threshold_error
+from fleetwatch.slo.account.ledger import Bounds, threshold_error
 from fleetwatch.slo.arrays import BoolArray, FloatArray, IntArray
-from fleetwatch.slo.decode import DURATION, QUEUE
-from fleetwatch.slo.series_plan import HistSlots, Plan
+from fleetwatch.slo.decode.decoder import DURATION, QUEUE
+from fleetwatch.slo.decode.plan import HistSlots, Plan
 from fleetwatch.slo.sli import LATENCY_METRICS, SUMMARY_METRICS, matching_bound
 from fleetwatch.slo.spec import SLOSpec
 from fleetwatch.slo.state import ModelKey
