@@ -5,17 +5,18 @@ Fed every sidecar snapshot (typed, timestamped: see
 of :mod:`fleetwatch.slo` (each subpackage's doc defines its terms):
 
 1. **decodes** the interval since the last snapshot into per-slot deltas
-   (:mod:`.decode`: reset-aware, a target down keeps its counters for
+   (:mod:`fleetwatch.slo.decode`: reset-aware, a target down keeps its counters for
    :attr:`SLOEngine.CARRY_SECONDS`);
 2. **accounts** the interval's events of every (SLO, model) of a target at once, by the
    concurrency band it ran at, into sliding windows, and computes burn rates
-   (:mod:`.account`);
+   (:mod:`fleetwatch.slo.account`);
 3. **judges** ok / regression / overload / no_data / misconfigured, and with a
-   placement re-judges a regression as interference or gpu_degraded (:mod:`.judge`);
-4. learns **capacity at SLO** with hysteresis (:mod:`.capacity`);
+   placement re-judges a regression as interference or gpu_degraded
+   (:mod:`fleetwatch.slo.judge`);
+4. learns **capacity at SLO** with hysteresis (:mod:`fleetwatch.slo.capacity`);
 5. answers :meth:`~SLOEngine.status` (``/slo``), :meth:`~SLOEngine.autoscaling`
    (``/autoscaling``) and :meth:`~SLOEngine.iter_metrics` (``fleetwatch_slo_*``)
-   (:mod:`.outputs`).
+   (:mod:`fleetwatch.slo.outputs`).
 
 This module wires the stages together, keeps what they share across updates (the
 per-model SLO entries, band tables, the states to judge, the column views of the
@@ -25,6 +26,11 @@ tracks at most ``max_models_per_slo`` models (a further one is counted in
 ``fleetwatch_slo_models_refused_total{slo}`` and logged, at most once a minute per SLO:
 ``SLO S tracks N models (limits.max_models_per_slo): not tracking model M …``). Events
 that are none or not finite are never booked.
+
+Why this module is long: it holds the state the stages share across updates and the
+steps that change it together — making and forgetting states, rows and a model's SLO
+entries also invalidates the compiled column views, the capacity rows and the judge's
+marks — so that each invalidation sits beside what it invalidates.
 
 Only what changed is recomputed: the judge runs for the states whose judged inputs
 changed (new, first events, an error set or cleared, a row whose burning flag flipped;
@@ -37,11 +43,9 @@ read them: :class:`~.state.RowCounts`).
 from __future__ import annotations
 
 import gc
-import logging
 import math
 import time
 from bisect import bisect_left
-from collections import Counter
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -61,6 +65,7 @@ from fleetwatch.slo.account.columns import PlanColumns
 from fleetwatch.slo.account.concurrency import in_system_of
 from fleetwatch.slo.account.gauges import ModelGauges, update_gauges
 from fleetwatch.slo.account.ledger import Ledger, Selection
+from fleetwatch.slo.account.limits import ModelLimit
 from fleetwatch.slo.arrays import BoolArray, FloatArray
 from fleetwatch.slo.bands import band_label
 from fleetwatch.slo.capacity.evidence import BandLatency, BandLatencyStore
@@ -80,11 +85,6 @@ from fleetwatch.slo.state import ALL, STATES, ModelKey, RowCounts, SLOModelState
 
 __all__ = ["ALL", "STATES", "ModelKey", "SLOEngine", "SLOModelState"]
 
-log = logging.getLogger("fleetwatch.slo")
-
-#: Seconds between two log lines about models an SLO refuses (the counter counts all).
-REFUSED_LOG_SECONDS = 60.0
-
 
 class SLOEngine:
     """Runs the SLOs of an :class:`~fleetwatch.slo.spec.SLOFile` over successive
@@ -93,9 +93,10 @@ class SLOEngine:
     Subscribe :meth:`update` to the scraper; read :meth:`status` and :meth:`autoscaling`
     (JSON-ready), or expose :meth:`iter_metrics` through
     :class:`fleetwatch.slo.outputs.export.SLOCollector`. ``buckets``: sub-intervals per sliding
-    window (memory and resolution, see :mod:`.windows`). ``placement``: which models
-    share which GPU (the sidecar's ``placement:``), for co-location interference and GPU
-    health (:mod:`.interference`; without it a burn inside the envelope is a regression).
+    window (memory and resolution, see :mod:`fleetwatch.slo.account.windows`). ``placement``: which
+    models share which GPU (the sidecar's ``placement:``), for co-location interference and GPU
+    health (:mod:`fleetwatch.slo.judge.interference`; without it a burn inside the envelope is a
+    regression).
 
     Attributes read by callers: ``states`` ((SLO name, model) → :class:`SLOModelState`),
     ``concurrency``/``queue_wait``/``kv_usage`` (model → requests / seconds / ratio),
@@ -134,11 +135,9 @@ class SLOEngine:
         self._prev_in_system: dict[ModelKey, float] = {}
         #: model name → last measured cold start (seconds), set by the sidecar
         self.cold_starts: dict[str, float] = {}
-        self._tracked: Counter[str] = Counter()  # SLO name → models tracked
+        self._limit = ModelLimit(slos.limits.max_models_per_slo)
         #: SLO name → models refused by limits.max_models_per_slo (exported counter).
-        self.models_refused: Counter[str] = Counter()
-        self._refused: set[tuple[str, ModelKey]] = set()  # counted once each (bounded)
-        self._refused_logged: dict[str, float] = {}  # SLO name → when last logged
+        self.models_refused = self._limit.refused
         # SLO name → (band bounds ascending, their labels + "+Inf"): bisect for the band
         # (SLOs with the same bands share one table: an interval's band is found once
         # per model and table)
@@ -222,7 +221,7 @@ class SLOEngine:
         windows = self.ledger.windows
         for key in [(name, mk) for name, mk in self.states if mk in gone_set]:
             st = self.states.pop(key)
-            self._tracked[st.slo.name] -= 1
+            self._limit.release(st.slo.name)
             self._dirty.discard(key)
             self._layout_changed = True
             for band, row in st.rows.items():
@@ -240,27 +239,13 @@ class SLOEngine:
         for mk in gone:
             self._model_slos.pop(mk, None)
         self._decoder.forget(gone_set)
-        self._refused = {(name, mk) for name, mk in self._refused if mk not in gone_set}
+        self._limit.forget(gone_set)
 
     def _new_state(self, slo: SLOSpec, mk: ModelKey, ts: float) -> SLOModelState | None:
         """A state for a model the SLO selects, or None past limits.max_models_per_slo
-        (counted once per model and logged at most once a minute per SLO)."""
-        limit = self.spec.limits.max_models_per_slo
-        if self._tracked[slo.name] >= limit:
-            key = (slo.name, mk)
-            if key not in self._refused:
-                if len(self._refused) > 10 * limit:
-                    self._refused.clear()  # bounded: a model may be counted again
-                self._refused.add(key)
-                self.models_refused[slo.name] += 1
-            last = self._refused_logged.get(slo.name)
-            if last is None or ts - last >= REFUSED_LOG_SECONDS:
-                self._refused_logged[slo.name] = ts
-                log.warning("SLO %s tracks %d models (limits.max_models_per_slo): not "
-                            "tracking model %s (%d refused so far)", slo.name, limit, mk[0],
-                            self.models_refused[slo.name])
+        (:mod:`fleetwatch.slo.account.limits`)."""
+        if not self._limit.admit(slo.name, mk, ts):
             return None
-        self._tracked[slo.name] += 1
         st = self.states[(slo.name, mk)] = SLOModelState(slo, mk,
                                                          capacity=slo.concurrency.envelope)
         st.events = RowCounts(st.rows, self.ledger, "cum_total")  # counted by the ledger
@@ -296,10 +281,10 @@ class SLOEngine:
         return st
 
     def _account(self, ts: float, prev_ts: float | None, decoded: Decoded) -> None:
-        """Account one decoded snapshot (:mod:`.columns`): per target its models'
-        gauges and concurrency, the states they need made, and the bookable (SLO,
-        model) pairs, booked at once (:mod:`.column_book`; nothing to book on the first
-        snapshot, which only primes the counters); then judged."""
+        """Account one decoded snapshot (:mod:`fleetwatch.slo.account.columns`): per target its
+        models' gauges and concurrency, the states they need made, and the bookable (SLO,
+        model) pairs, booked at once (:mod:`fleetwatch.slo.account.book`; nothing to book on the
+        first snapshot, which only primes the counters); then judged."""
         views: dict[int, PlanColumns] = {}
         gathered: list[Gathered] = []
         for plan, out, res in decoded.columns:
@@ -353,7 +338,7 @@ class SLOEngine:
     def _columns_todo(self, ts: float, prev_ts: float, view: PlanColumns, out: FloatArray,
                       res: list[float]) -> Gathered:
         """One target's models into their gauges (:meth:`_gauges_columns`), and its
-        bookable (SLO, model) pairs (see :func:`.column_book.bookings`)."""
+        bookable (SLO, model) pairs (see :func:`fleetwatch.slo.account.book.bookings`)."""
         seen = self._model_seen
         live_dt = np.asarray([ts - seen.get(mk, prev_ts) for mk in view.models], dtype=float)
         live = live_dt > 0
@@ -466,7 +451,8 @@ class SLOEngine:
     def window_sums(self, st: SLOModelState, band: str, window: float,
                     sums: FloatArray | None = None) -> tuple[float, float]:
         """``(good, total)`` of a band (or ``"all"``) over a window length (seconds);
-        ``sums``: a :meth:`~.windows.RollingWindows.sums` taken once for many calls."""
+        ``sums``: a :meth:`~fleetwatch.slo.account.windows.RollingWindows.sums` taken once for many
+        calls."""
         return self.ledger.window_sums(st, band, window, sums)
 
     def burn(self, st: SLOModelState, band: str, window: float) -> float:
@@ -500,8 +486,9 @@ class SLOEngine:
         return _judge.explain(st)
 
     def iter_metrics(self) -> Iterator[Sample]:
-        """``(family, labels, value)`` for every exported series (see :mod:`.export`),
-        and ``fleetwatch_slo_models_refused_total`` per SLO."""
+        """``(family, labels, value)`` for every exported series (see
+        :mod:`fleetwatch.slo.outputs.export`), and ``fleetwatch_slo_models_refused_total`` per
+        SLO."""
         yield from _status.iter_metrics(self.ledger, self.states, self.autoscaling())
         for slo in self.spec.slos:
             yield ("fleetwatch_slo_models_refused_total", {"slo": slo.name},

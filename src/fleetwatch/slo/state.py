@@ -1,8 +1,9 @@
 """What the SLO engine keeps per SLO and model, and the names every stage shares.
 
 Plain data (no numpy): :class:`SLOModelState` is filled by accounting
-(:mod:`.account`), judged (:mod:`.judge`), given a capacity (:mod:`.capacity`) and read
-back by :mod:`.status` and :mod:`.autoscaling`.
+(:mod:`fleetwatch.slo.account.ledger`), judged (:mod:`fleetwatch.slo.judge.states`), given a
+capacity (:mod:`fleetwatch.slo.capacity.rules`) and read back by
+:mod:`fleetwatch.slo.outputs.status` and :mod:`fleetwatch.slo.outputs.autoscaling`.
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ class RowCounts(Mapping[str, float]):
 
 @dataclass
 class Neighbour:
-    """Evidence that a co-located model interferes (:mod:`.interference`): its mean
-    concurrency ``before`` the burn began and ``during`` it (requests, summed over its
+    """Evidence that a co-located model interferes (:mod:`fleetwatch.slo.judge.interference`): its
+    mean concurrency ``before`` the burn began and ``during`` it (requests, summed over its
     versions), and the Pearson correlation of this model's per-interval bad-event ratio
     (bands inside the envelope) with the neighbour's concurrency (None: too few intervals,
     or one of them constant)."""

@@ -1,13 +1,13 @@
 """The book: every (SLO, model) of one target booked at once, with array operations.
 
-A :class:`TargetSLOs`, compiled once per column view (:mod:`.columns`) and layout of the
-engine's states and rows (:attr:`TargetSLOs.version`), holds per SLO the positions of
+A :class:`TargetSLOs`, compiled once per column view (:mod:`fleetwatch.slo.account.columns`) and
+layout of the engine's states and rows (:attr:`TargetSLOs.version`), holds per SLO the positions of
 the target's models it selects, their states, the window-store row of every band of
 each state and of its ``all`` row; per update :meth:`TargetSLOs.gather` picks the
 bookable (SLO, model) pairs and their rows, model by model and each model's SLOs in the
 SLO file's order, and :func:`bookings` makes the rows a first booking needs (through the
-engine's callback, in that order) and the :class:`~.bookings.Bookings`. Per model and
-SLO the rules are those of ``tests/slo/oracle.py``, which states them one interval at a
+engine's callback, in that order) and the :class:`~fleetwatch.slo.account.bookings.Bookings`. Per
+model and SLO the rules are those of ``tests/slo/oracle.py``, which states them one interval at a
 time (a test requires equal outputs).
 
 Units: events in counts, concurrency in requests, times in Unix seconds.
@@ -241,7 +241,7 @@ class TargetSLOs:
 def bookings(ts: float, targets: Iterable[Gathered],
              new_row: Callable[[SLOModelState, str, float], int],
              dirty: set[tuple[str, ModelKey]]) -> Bookings:
-    """The :class:`~.bookings.Bookings` of one update from each target's
+    """The :class:`~fleetwatch.slo.account.bookings.Bookings` of one update from each target's
     :meth:`TargetSLOs.gather` (in the targets' order): the rows a first booking of a band
     needs are made with ``new_row`` (band, then ``all``; a state's first booking marks it
     ``dirty``: no_data → judged), in booking order, and kept in the target's columns (a

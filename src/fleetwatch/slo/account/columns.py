@@ -2,8 +2,8 @@
 
 The engine reads the decoder's per-slot results (:class:`~fleetwatch.slo.decode.decoder.Decoded`
 ``columns``) directly: a :class:`PlanColumns`, compiled once per decoding
-:class:`~.series_plan.Plan` (and per version of the bucket bounds seen), gives per SLO the
-events of every model of the target as arrays (:meth:`PlanColumns.events`), and per
+:class:`~fleetwatch.slo.decode.plan.Plan` (and per version of the bucket bounds seen), gives per SLO
+the events of every model of the target as arrays (:meth:`PlanColumns.events`), and per
 model the slots of its gauges and histograms.
 
 Per SLI kind an interval yields Δgood and Δtotal events: *availability*, successful vs
@@ -13,7 +13,7 @@ one event, good when the interval's mean (histogram ``_sum ÷ _count``) or its s
 quantile is ≤ the threshold. An interval without evidence for an SLO (no such histogram,
 no observation, a quantile that is NaN) books nothing.
 
-Units: events in counts, durations in seconds, as :mod:`.decode`.
+Units: events in counts, durations in seconds, as :mod:`fleetwatch.slo.decode.decoder`.
 """
 
 from __future__ import annotations
@@ -150,12 +150,12 @@ class _Kind:
 
 
 class PlanColumns:
-    """The column view of one :class:`~.series_plan.Plan` for the engine's SLOs.
+    """The column view of one :class:`~fleetwatch.slo.decode.plan.Plan` for the engine's SLOs.
 
     ``models`` (the plan's order) and per model its slots (−1: none): ``running``,
     ``waiting``, ``kv``; ``duration``/``queue`` the request-duration and queue
-    histograms' :class:`~.series_plan.HistSlots` (None: no such histogram); ``zero`` the
-    slot of the 0.0 appended to the results; ``kinds`` per SLO (the engine's order) its
+    histograms' :class:`~fleetwatch.slo.decode.plan.HistSlots` (None: no such histogram); ``zero``
+    the slot of the 0.0 appended to the results; ``kinds`` per SLO (the engine's order) its
     compiled events (None: a traces SLO). ``version``: the decoder's ``bounds_version``
     it was compiled for."""
 

@@ -1,9 +1,9 @@
 """Per-model gauges: what the last interval with data said about each model.
 
 :func:`update_gauges` reads a target's interval for every model at once: its
-concurrency (:mod:`.concurrency`), the largest running gauge and the concurrent-slot
-limit, the mean queue wait and the KV-cache usage, into :class:`ModelGauges` (read by
-the capacity model and the outputs).
+concurrency (:mod:`fleetwatch.slo.account.concurrency`), the largest running gauge and the
+concurrent-slot limit, the mean queue wait and the KV-cache usage, into :class:`ModelGauges` (read
+by the capacity model and the outputs).
 
 Units: concurrency in requests, waits in seconds, ratios 0–1.
 """
@@ -26,8 +26,8 @@ class ModelGauges:
     """Per-model observations of the last interval that had them: ``concurrency``
     (requests in the system per replica), ``queue_wait`` (mean seconds), ``kv_usage``
     (ratio 0–1), ``estimator`` (which measured the concurrency: ``"little"``,
-    ``"gauges"`` or ``"previous"``, see :mod:`.concurrency`), ``running_max`` (the
-    largest running gauge seen, requests), ``batch_limit`` (the engine's concurrent-slot
+    ``"gauges"`` or ``"previous"``, see :mod:`fleetwatch.slo.account.concurrency`), ``running_max``
+    (the largest running gauge seen, requests), ``batch_limit`` (the engine's concurrent-slot
     limit, requests: ``running_max`` once requests have been seen waiting — running
     never exceeds the limit, and a sample taken between one request's end and the next
     one's admission reads a slot less: e.g. 7 running and 8 waiting at vLLM's

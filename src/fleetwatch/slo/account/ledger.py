@@ -1,12 +1,12 @@
 """Accounting: the events of an interval, attributed to the concurrency band it ran at,
 into sliding windows; burn rates over every window.
 
-Per SLO and model an interval yields Δgood and Δtotal events (:mod:`.columns`: latency,
-histogram bucket ``le = threshold`` vs ``_count``; availability, successful vs all
+Per SLO and model an interval yields Δgood and Δtotal events (:mod:`fleetwatch.slo.account.columns`:
+latency, histogram bucket ``le = threshold`` vs ``_count``; availability, successful vs all
 requests; time slice, one event, good when the interval's quantile or mean ≤
 threshold). They are attributed to the **concurrency band**
-of the interval (:mod:`.concurrency`: time-averaged requests in the system, Little's law
-cross-checked with the running + waiting gauges). :class:`Ledger` keeps them per (SLO,
+of the interval (:mod:`fleetwatch.slo.account.concurrency`: time-averaged requests in the system,
+Little's law cross-checked with the running + waiting gauges). :class:`Ledger` keeps them per (SLO,
 model, band) and overall in
 :class:`~fleetwatch.slo.account.windows.RollingWindows` (bounded memory) and computes, vectorized,
 the **burn rate** (error rate ÷ error budget, SRE Workbook) of every row and window and

@@ -2,7 +2,7 @@
 threshold, for many (SLO, model) at once.
 
 Input per (SLO, model): ``(concurrency, latency quantile)`` points of its trusted bands
-(:mod:`.band_latency`: the band's mean concurrency and the quantile its objective
+(:mod:`fleetwatch.slo.capacity.evidence`: the band's mean concurrency and the quantile its objective
 implies, e.g. p99 for 99 %). :func:`predict_rows` fits quantile against concurrency with
 a monotone (isotonic, pool-adjacent-violators) fit and, when the engine's batch limit is
 known, a queueing form (latency stays at its service time while requests find a free
@@ -10,7 +10,7 @@ slot, then grows with the requests waiting beyond the limit: a flat segment up t
 batch limit, then linear), and interpolates linearly between the last point below the
 threshold and the first above it — one vectorized pass over every row, a loop only over
 point positions (≤ the number of bands). :func:`isotonic` and :func:`predict` are the
-same for one list of points. (:class:`~.band_latency.BandLatency`, the per-band
+same for one list of points. (:class:`~fleetwatch.slo.capacity.evidence.BandLatency`, the per-band
 evidence, is importable from here as before.)
 
 Units: seconds for latency, requests (per replica) for concurrency.

@@ -15,9 +15,9 @@ capacity window (``capacity.window``), a band is *trusted* once it has at least
    it: without a model prediction capacity becomes ``min(max(capacity, g), e)`` where
    ``g`` is the highest observed concurrency of a good band below ``e`` (``bands``: burn
    lowers it below the band, good load below raises it up to there); for a latency SLI
-   the capacity model (:mod:`.band_latency`: per-band latency quantile at the
-   objective; :mod:`.latency`: monotone / queueing fit) predicts where the quantile
-   reaches the threshold and capacity becomes that prediction clamped to ``[g, x]`` —
+   the capacity model (:mod:`fleetwatch.slo.capacity.evidence`: per-band latency quantile at the
+   objective; :mod:`fleetwatch.slo.capacity.model`: monotone / queueing fit) predicts where the
+   quantile reaches the threshold and capacity becomes that prediction clamped to ``[g, x]`` —
    between the good band and the burning band's observed concurrency (``model``). The
    model never acts without a burning band, so it can only lower capacity from the
    envelope or place it between good and burning load.
@@ -141,9 +141,9 @@ def update_capacities(index: BandRows, cfg: CapacitySettings,
                       batch_limits: dict[tuple[str, str, str], float]) -> None:
     """One update of ``capacity``/``capacity_evidence``/``capacity_predicted`` (and the
     hysteresis) of every state of ``index`` that learns capacity
-    (:data:`~.judge.LEARNS_CAPACITY`; see the module doc), for all states at once:
-    which bands are trusted and burn, the highest observed concurrency of a good band,
-    and the capacity model's fit (:func:`~.latency.predict_rows`) are computed
+    (:data:`~fleetwatch.slo.judge.states.LEARNS_CAPACITY`; see the module doc), for all states at
+    once: which bands are trusted and burn, the highest observed concurrency of a good band,
+    and the capacity model's fit (:func:`~fleetwatch.slo.capacity.model.predict_rows`) are computed
     vectorized, then the rules and hysteresis on the states' arrays in ``index``
     (:func:`_apply_rules`), written back to the states that changed.
 

@@ -7,8 +7,8 @@ The judge (:mod:`.states`) calls a burn inside the concurrency envelope a ``regr
 judgement:
 
 1. **gpu_degraded** — a GPU A runs on had a slowing clocks-event reason or a new XID error
-   (:mod:`.gpu_health`) within the last long window ``L`` of the catalog's fastest window
-   pair: the GPU is blamed, not A nor its neighbours.
+   (:mod:`fleetwatch.slo.judge.gpu_health`) within the last long window ``L`` of the catalog's
+   fastest window pair: the GPU is blamed, not A nor its neighbours.
 2. **interference** — a co-located model B (:meth:`Placement.neighbours`) whose load rose:
    B's mean concurrency *during* the burn (over ``[onset − S, now]``, ``onset`` = the
    first judgement that saw A's regression — kept until A has not burned for ``L``, so a
@@ -28,8 +28,8 @@ judgement:
    team, not a page.
 3. Otherwise A stays ``regression``: a slower A with idle neighbours is A's own.
 
-Load is concurrency (requests in the system, :mod:`.concurrency`) summed over B's
-versions; GPU utilization is not used: it cannot tell A's share from B's. The evidence
+Load is concurrency (requests in the system, :mod:`fleetwatch.slo.account.concurrency`) summed over
+B's versions; GPU utilization is not used: it cannot tell A's share from B's. The evidence
 (:class:`~fleetwatch.slo.state.Attribution`: A's burn by band over the pair's windows,
 each B's load before and during, r) is on the state, in ``/slo`` and in
 ``fleetwatch_slo_interference*``/``fleetwatch_slo_gpu_degraded`` (docs/interference.md).

@@ -2,8 +2,8 @@
 
 ``regression`` when a band inside the concurrency envelope burns faster than a window
 pair's threshold on both its windows (page the owner) — re-judged by
-:mod:`.interference` as ``interference`` (a co-located model's load rose: platform
-ticket) or ``gpu_degraded`` (the GPU throttles or errors: platform ticket) —,
+:mod:`fleetwatch.slo.judge.interference` as ``interference`` (a co-located model's load rose:
+platform ticket) or ``gpu_degraded`` (the GPU throttles or errors: platform ticket) —,
 ``overload`` when only bands above the envelope do (scale out), ``ok`` otherwise;
 ``no_data`` before any event, ``misconfigured`` when the SLI cannot be measured (a
 latency threshold that is not a bucket boundary of the source).
@@ -55,7 +55,7 @@ def judge_marked(ts: float, states: Mapping[tuple[str, ModelKey], SLOModelState]
                  attribution: Attributor, ledger: Ledger) -> None:
     """Judge the ``marked`` states (those whose judged inputs changed; a judgement reads
     its own state alone) at ``ts``; with a placement also every placed model's states,
-    each then attributed (:mod:`.interference`: regression → interference or
+    each then attributed (:mod:`fleetwatch.slo.judge.interference`: regression → interference or
     gpu_degraded), as attribution reads other models."""
     placement = attribution.placement
     if placement:

@@ -3,8 +3,8 @@
 :func:`status` gives one JSON-ready :class:`SLOStatus` per SLO and model;
 :func:`iter_metrics` the ``(family, labels, value)`` of every ``fleetwatch_slo_*`` and
 ``fleetwatch_autoscaling_*`` series (names and label sets as in
-:mod:`fleetwatch.labels.schema`; :mod:`.export` turns them into a collector). Windows are
-written as :func:`~fleetwatch.slo.durations.format_duration` labels (``5m``, ``28d``).
+:mod:`fleetwatch.labels.schema`; :mod:`fleetwatch.slo.outputs.export` turns them into a collector).
+Windows are written as :func:`~fleetwatch.slo.durations.format_duration` labels (``5m``, ``28d``).
 """
 
 from __future__ import annotations
