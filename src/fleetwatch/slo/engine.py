@@ -179,10 +179,11 @@ class SLOEngine:
 
         The cyclic garbage collector is paused meanwhile (if it was on), as
         :meth:`~fleetwatch.exporters.normalize.Normalizer.normalize` does: an update
-        allocates ~10 short-lived containers per model (intervals, histograms, event
-        tuples), all freed by reference counting before it returns, and the collections
-        that allocation triggers (each older one scanning the whole heap: the engine's
-        states and the snapshots) were a quarter of an update and its slowest ones."""
+        allocates short-lived containers per model (lists, tuples, small arrays), all
+        freed by reference counting before it returns, and the collections their
+        allocation would trigger scan the engine's long-lived states and windows, work
+        that frees nothing (``benchmarks/bench_slo.py`` reports the collector's time
+        inside and outside the updates)."""
         paused = gc.isenabled()
         if paused:
             gc.disable()
