@@ -17,7 +17,7 @@ from rich.console import Console
 from fleetwatch.cli import main
 from fleetwatch.commands.slo_report import render_table
 from fleetwatch.page.model import number
-from fleetwatch.slo.report import ReportRow
+from fleetwatch.slo.outputs.report import ReportRow
 from tests.support.helpers import SLOReplay
 from tests.support.page_helpers import EVIL, SLOS, PrometheusDouble, VLLMSim, parse_dom
 

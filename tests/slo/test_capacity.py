@@ -11,17 +11,17 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.exporters.sources import TABLES
 from fleetwatch.labels.registry import load_registry
-from fleetwatch.slo.band_latency import BandLatencyStore
-from fleetwatch.slo.concurrency import estimate
-from fleetwatch.slo.decode import DURATION, Hist, Interval
+from fleetwatch.slo.account.concurrency import Column, estimate_columns
+from fleetwatch.slo.capacity.evidence import BandLatencyStore
+from fleetwatch.slo.capacity.model import BandLatency, isotonic, predict
 from fleetwatch.slo.engine import SLOEngine
-from fleetwatch.slo.latency import BandLatency, isotonic, predict
 from fleetwatch.slo.spec import load_slo_file, parse_slo_file
 
 DEMO = Path(__file__).resolve().parents[2] / "src" / "fleetwatch" / "demo"
@@ -273,12 +273,23 @@ def test_gauges_cover_requests_longer_than_the_interval():
     assert st.gauges.estimator[MODEL] == "gauges"
 
 
+def estimate(running: float, waiting: float, duration: tuple[float, float],
+             prev_in_system: float, dt: float,
+             previous: float | None = None) -> tuple[float, str | None]:
+    """One model's concurrency and estimator through the engine's estimate_columns."""
+    def one(x: float | None) -> Column:
+        return Column(np.asarray([math.nan if x is None else x]), np.asarray([x is not None]))
+
+    count, total = duration
+    conc, names = estimate_columns(one(running), one(waiting), (one(count), one(total)),
+                                   one(prev_in_system), np.asarray([dt]), one(previous))
+    return float(conc[0]), names[0]
+
+
 def test_little_is_not_trusted_over_an_interval_shorter_than_the_latency():
-    iv = Interval()
-    iv.hists[DURATION] = Hist(count=4, sum=0.17)  # mean latency 42.5 ms
-    iv.running_now, iv.waiting_now = 0.0, 0.0
-    assert estimate(iv, 0.0, 0.005) == (0.0, "gauges")  # a 5 ms interval: the gauges
-    value, used = estimate(iv, 0.0, 1.0)
+    iv = (0.0, 0.0, (4, 0.17))  # running, waiting; mean latency 42.5 ms
+    assert estimate(*iv, 0.0, 0.005) == (0.0, "gauges")  # a 5 ms interval: the gauges
+    value, used = estimate(*iv, 0.0, 1.0)
     assert used == "little" and value == pytest.approx(0.17)
 
 
@@ -286,33 +297,27 @@ def test_a_drain_interval_too_short_for_little_takes_the_previous_concurrency():
     """A capture right after a load step drained (16 → 0 in the system within 0.18 s):
     its completions — and the TTFT events of requests that waited — lived mostly in the
     interval before; the gauges' mean (8) would put them in the band of half the load."""
-    iv = Interval()
-    iv.hists[DURATION] = Hist(count=25, sum=25 * 0.4)  # mean latency 0.4 s > 0.18 s / 2
-    iv.running_now, iv.waiting_now = 0.0, 0.0
-    assert estimate(iv, 16.0, 0.18, previous=14.65) == (14.65, "previous")
-    assert estimate(iv, 16.0, 0.18) == (8.0, "gauges")  # no previous interval: the gauges
-    assert estimate(iv, 16.0, 0.18, previous=3.0) == (8.0, "gauges")  # the larger one
-    assert estimate(iv, 0.0, 10.0, previous=14.65) == (1.0, "little")  # long enough
+    iv = (0.0, 0.0, (25, 25 * 0.4))  # mean latency 0.4 s > 0.18 s / 2
+    assert estimate(*iv, 16.0, 0.18, previous=14.65) == (14.65, "previous")
+    assert estimate(*iv, 16.0, 0.18) == (8.0, "gauges")  # no previous interval: the gauges
+    assert estimate(*iv, 16.0, 0.18, previous=3.0) == (8.0, "gauges")  # the larger one
+    assert estimate(*iv, 0.0, 10.0, previous=14.65) == (1.0, "little")  # long enough
 
 
 
 def test_a_load_step_from_an_empty_system_takes_the_gauges_at_its_end():
     """A load step from an empty system: the capture after a drain reads 0 in the system,
     the next (2 s later) 8 running + 8 waiting, with 17 first tokens, many of requests
-    that had waited for a slot. The mean of the gauges (8) would put them in band 8 and
-    make a false ``regression``; every request at the end arrived during the interval, so
-    the gauges at its end are taken."""
-    iv = Interval()
-    iv.hists[DURATION] = Hist(count=3, sum=3 * 1.5)  # mean latency 1.5 s > 2 s / 2
-    iv.running_now, iv.waiting_now = 8.0, 8.0
-    assert estimate(iv, 0.0, 2.0, previous=7.4) == (16.0, "gauges")
-    assert estimate(iv, 2.0, 2.0, previous=7.4) == (9.0, "gauges")  # not empty: the mean
+    that had waited for a slot; the mean of the gauges (8) put them in band 8 and made a
+    false ``regression``. Every request at the end arrived during the interval."""
+    iv = (8.0, 8.0, (3, 3 * 1.5))  # mean latency 1.5 s > 2 s / 2
+    assert estimate(*iv, 0.0, 2.0, previous=7.4) == (16.0, "gauges")
+    assert estimate(*iv, 2.0, 2.0, previous=7.4) == (9.0, "gauges")  # not empty: the mean
     # when Little's law can measure the interval, the rule of every interval holds: the
     # larger of it (4) and the gauges' mean (8)
-    iv.hists[DURATION] = Hist(count=40, sum=40 * 0.2)
-    assert estimate(iv, 0.0, 2.0) == (8.0, "gauges")
-    iv.running_now, iv.waiting_now = 1.0, 0.0  # a low load that happened to start empty
-    assert estimate(iv, 0.0, 2.0) == (4.0, "little")
+    assert estimate(8.0, 8.0, (40, 40 * 0.2), 0.0, 2.0) == (8.0, "gauges")
+    # a low load that happened to start empty
+    assert estimate(1.0, 0.0, (40, 40 * 0.2), 0.0, 2.0) == (4.0, "little")
 
 # -- the model's pieces -----------------------------------------------------------------
 
@@ -383,7 +388,7 @@ def test_predict_rows_answers_each_row_as_predict_does():
     points gives each row the answer of the one-row fit."""
     import numpy as np
 
-    from fleetwatch.slo.latency import predict_rows
+    from fleetwatch.slo.capacity.model import predict_rows
 
     cases = [
         ([(4.0, 0.3), (1.0, 0.1), (16.0, 0.9), (8.0, 0.2)], 0.5, None),  # unsorted, PAV

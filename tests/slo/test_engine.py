@@ -10,8 +10,8 @@ import pytest
 from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.exporters.sources import TABLES
+from fleetwatch.slo.account.windows import RollingWindows
 from fleetwatch.slo.bands import band_of, budget_remaining, burn_rate
-from fleetwatch.slo.decode import Hist
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import (
     DEFAULT_WINDOWS,
@@ -20,7 +20,6 @@ from fleetwatch.slo.spec import (
     parse_duration,
     parse_slo_file,
 )
-from fleetwatch.slo.windows import RollingWindows
 
 DAY = 86400.0
 
@@ -305,16 +304,3 @@ def test_littles_law_uses_the_models_own_interval_after_a_gap():
     assert engine.concurrency[("m", "1", "triton")] == pytest.approx(3.0)
 
 
-def test_a_decoded_histogram_reads_the_same_as_bounds_and_counts_one_bucket_or_a_dict():
-    inf = math.inf
-    h = Hist.of(3.0, 1.5, (0.1, 0.5, inf), (1.0, 2.0, 3.0), {0.1: 0, 0.5: 1, inf: 2})
-    assert (h.bucket(0.5), h.bucket(inf), h.bucket(0.2)) == (2.0, 3.0, 0.0)  # 0.2: no bound
-    assert h.pairs() == ((0.1, 0.5, inf), (1.0, 2.0, 3.0))
-    assert h.buckets == {0.1: 1.0, 0.5: 2.0, inf: 3.0}
-    assert list(h.buckets) == [0.1, 0.5, inf]
-    h.buckets[0.2] = 1.5  # once read, the dict is the histogram
-    assert h.bucket(0.2) == 1.5
-    assert h.pairs() == ((0.1, 0.5, inf, 0.2), [1.0, 2.0, 3.0, 1.5])
-    empty = Hist(count=2.0, sum=0.4)  # built field by field (the decoder's slow path)
-    empty.buckets[1.0] = 2.0
-    assert (empty.bucket(1.0), empty.pairs()) == (2.0, ((1.0,), [2.0]))

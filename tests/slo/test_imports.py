@@ -39,7 +39,7 @@ def test_generators_import_no_numpy_aiohttp_engine_or_scraper():
 def test_what_generators_import_from_slo_stays_light(module):
     loaded = _loaded_after(module)
     assert module in loaded
-    assert not {"numpy", "fleetwatch.slo.engine", "fleetwatch.slo.windows"} & loaded
+    assert not {"numpy", "fleetwatch.slo.engine", "fleetwatch.slo.account.windows"} & loaded
 
 
 def _imports(path: Path) -> set[str]:
@@ -61,7 +61,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_the_engine_never_parses_exposition_text():
-    for path in sorted(SLO_DIR.glob("*.py")):
+    for path in sorted(SLO_DIR.rglob("*.py")):
         imported = _imports(path)
         assert "fleetwatch.exporters.parser" not in imported, path.name
         assert not any(m.startswith(("fleetwatch.sidecar", "fleetwatch.exporters.server",
@@ -96,3 +96,23 @@ def test_one_latency_sli_list_derived_from_the_schema():
     timeslice = get_args(spec.TimesliceSLI.model_fields["metric"].annotation)
     assert set(latency) == set(sli.LATENCY_METRICS)
     assert set(timeslice) == set(sli.SUMMARY_METRICS)
+
+
+#: The engine's stages in order (fleetwatch/slo/__init__.py): a stage imports only the
+#: stages before it and the shared modules at the package's top.
+STAGES = ["decode", "account", "judge", "capacity", "outputs"]
+
+
+def test_each_stage_imports_only_the_stages_before_it():
+    top = {p.stem for p in SLO_DIR.glob("*.py")} - {"__init__", "engine"}
+    for k, stage in enumerate(STAGES):
+        for path in sorted((SLO_DIR / stage).glob("*.py")):
+            for name in _imports(path):
+                if not name.startswith("fleetwatch.slo."):
+                    continue
+                first = name.split(".")[2]
+                assert first in top or first in STAGES[:k + 1], (path, name)
+    for shared in sorted(top):  # the shared modules import no stage and not the engine
+        for name in _imports(SLO_DIR / f"{shared}.py"):
+            if name.startswith("fleetwatch.slo."):
+                assert name.split(".")[2] in top, (shared, name)

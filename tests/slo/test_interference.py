@@ -1,4 +1,4 @@
-"""Attribution of a burn inside the envelope (fleetwatch.slo.interference): the engine fed
+"""Attribution of a burn inside the envelope (fleetwatch.slo.judge.interference): the engine fed
 Triton expositions of two co-located models and the captured dcgm-exporter exposition of a
 T4, with the GPU-health series a throttling or erroring GPU adds.
 
@@ -239,7 +239,7 @@ def test_a_discovered_placement_replaces_the_declared_one() -> None:
     from collections import deque
 
     from fleetwatch.labels.placement import GPUPlacement, Placement
-    from fleetwatch.slo.interference import Attributor
+    from fleetwatch.slo.judge.interference import Attributor
 
     att = Attributor(parse_slo_file(SLOS))
     assert not att.placement

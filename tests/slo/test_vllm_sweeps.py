@@ -32,7 +32,7 @@ shared in ``tests/support/sweep_checks.py``): capacity at the knee measured from
 envelope at the knee, ``regression`` with it at the top step, and the concurrency
 component of the signal at the top step within 10 % of the client's in-flight
 concurrency ÷ knee (the engine takes the most requests seen running once requests wait
-for the batch limit: `fleetwatch.slo.account.ModelGauges`).
+for the batch limit: `fleetwatch.slo.account.gauges.ModelGauges`).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from fleetwatch.rollout.summary import (
     versions_in_engine,
 )
 from fleetwatch.slo.engine import SLOEngine
-from fleetwatch.slo.report import printable
+from fleetwatch.slo.outputs.report import printable
 from fleetwatch.slo.spec import SLOFile
 
 #: Bad input (unknown model or version, unusable captures): exit 2, one error line.

@@ -6,7 +6,7 @@ not JSON or not an instant vector, ``status: error``, a body larger than
 :data:`MAX_BODY_BYTES`, cut short, or slower than ``timeout`` in total all raise
 :class:`PrometheusError` naming the URL and why. Redirects are followed to http(s) URLs
 only. Foreign text in messages is one line, printable and bounded
-(:func:`fleetwatch.slo.report.detail`).
+(:func:`fleetwatch.slo.outputs.report.detail`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import urllib.parse
 import urllib.request
 from typing import IO, Any
 
-from fleetwatch.slo.report import detail
+from fleetwatch.slo.outputs.report import detail
 
 #: The largest answer read from Prometheus (a report of a big fleet is a few MiB).
 MAX_BODY_BYTES = 64 * 1024 * 1024

@@ -22,7 +22,7 @@ from fleetwatch.page.model import ModelView, PageInput, TargetView
 from fleetwatch.page.render import render_page
 from fleetwatch.sidecar.page_route import thresholds
 from fleetwatch.slo.engine import SLOEngine
-from fleetwatch.slo.status import autoscaling_document, slo_document, strict_json
+from fleetwatch.slo.outputs.status import autoscaling_document, slo_document, strict_json
 
 #: Seconds between two history points (the sidecar's page records every 10 s as well).
 HISTORY_STEP_SECONDS = 10.0

@@ -15,7 +15,7 @@ from pathlib import Path
 from fleetwatch.commands.prometheus import query
 from fleetwatch.page.from_report import PAGE_QUERIES, report_page
 from fleetwatch.page.render import render_page
-from fleetwatch.slo.report import ReportRow
+from fleetwatch.slo.outputs.report import ReportRow
 
 
 def write_page(out: str | Path, base: str, report: list[ReportRow],

@@ -29,8 +29,8 @@ from fleetwatch.exporters.capture import CaptureError, capture_text
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.registry import Registry
 from fleetwatch.slo.engine import SLOEngine
+from fleetwatch.slo.outputs.status import autoscaling_document, slo_document, strict_json
 from fleetwatch.slo.spec import SLOFile
-from fleetwatch.slo.status import autoscaling_document, slo_document, strict_json
 
 if TYPE_CHECKING:
     from fleetwatch.exporters.normalize import Normalized

@@ -7,7 +7,7 @@ Whatever Prometheus answers, the outcome is a report or one clean error line: a
 Prometheus that cannot answer raises :class:`ReportError` (the CLI exits 1, see
 :mod:`.prometheus`); a URL that is not ``http(s)://host[:port]`` or a timeout that is not
 positive raise :class:`ReportInputError` (exit 2). The report itself is built by
-:func:`fleetwatch.slo.report.build_report` (odd samples tolerated, label values printed
+:func:`fleetwatch.slo.outputs.report.build_report` (odd samples tolerated, label values printed
 as text: rich markup and terminal control characters are shown, never interpreted).
 """
 
@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from fleetwatch.commands.prometheus import PrometheusError, query
-from fleetwatch.slo.report import QUERIES, ReportRow, build_report, detail, table
+from fleetwatch.slo.outputs.report import QUERIES, ReportRow, build_report, detail, table
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -90,7 +90,7 @@ def _min_width(header: str, cells: list[str]) -> int:
 
 
 def render_table(report: list[ReportRow], console: Console | None = None) -> None:
-    """Print the report with rich (see :func:`fleetwatch.slo.report.table`) as wide as
+    """Print the report with rich (see :func:`fleetwatch.slo.outputs.report.table`) as wide as
     the terminal: long cells fold (never cut to "…"); when the columns do not fit at
     their :func:`_min_width`, the least needed are left out (:func:`_drop_order`; the
     caption names them), then the widest fold further. Cells are plain text, never rich

@@ -1,6 +1,6 @@
 """The interference-events row: burns inside the envelope the SLO engine attributes to a
 co-located model (``interference``) or to the GPU (``gpu_degraded``), with the evidence the
-engine exports (:mod:`fleetwatch.slo.interference`) and the GPU-health series beside them.
+engine exports (:mod:`fleetwatch.slo.judge.interference`) and the GPU-health series beside them.
 
 One function, :func:`interference_row`, adds the row to a grid; the SLO dashboard calls it
 (it reads only fleetwatch_slo_* and modelserver_gpu_* series, so it can move to the GPU

@@ -75,7 +75,7 @@ def value_map(mapping: dict[int, tuple[str, str]]) -> list[dict[str, Any]]:
 
 
 #: SLO state as one number per model (highest priority wins across replicas); see
-#: :func:`fleetwatch.dashboards.queries.slo_state_code`.
+#: :func:`fleetwatch.dashboards.common.slo_state_code`.
 STATE_CODES = {0: ("no data", GREY), 1: ("ok", GREEN), 2: ("overload", ORANGE),
                3: ("misconfigured", PURPLE), 4: ("interference", BLUE),
                5: ("gpu_degraded", YELLOW), 6: ("regression", RED)}

@@ -19,7 +19,7 @@
   model shares, as models share a GPU: when the LLM's load slows the classic models
   (``ranker``'s p99 grows from ≈ 10 ms alone to 70–180 ms beside vLLM on 2 cores), the
   engine attributes the burn to its neighbour (``interference``, a ticket) instead of
-  paging the ranker's owner for a ``regression`` (`fleetwatch.slo.interference`).
+  paging the ranker's owner for a ``regression`` (`fleetwatch.slo.judge.interference`).
 
 Everything stops after ``duration`` seconds or on Ctrl-C. At the end the demo prints a
 summary (`summary_lines`): each SLO's final state from ``/slo`` (state, burn over each

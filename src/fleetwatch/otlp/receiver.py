@@ -43,7 +43,7 @@ from fleetwatch.exporters.assemble import Part
 from fleetwatch.labels.schema import METRICS_BY_NAME
 from fleetwatch.otlp.config import Forward, TracesConfig
 from fleetwatch.otlp.decode import REASONS, Limits, OTLPDecodeError, decode_request, spans_of
-from fleetwatch.slo.account import Selection
+from fleetwatch.slo.account.ledger import Selection
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import EngineLimits
 from fleetwatch.traces.concurrency import LoadEstimator

@@ -2,7 +2,7 @@
 instant-query answers, mapped to a :class:`~fleetwatch.page.model.PageInput`.
 
 Pure: :mod:`fleetwatch.commands.slo_html` runs :data:`PAGE_QUERIES` and hands the answers
-here with the report rows (:func:`fleetwatch.slo.report.build_report`). Prometheus keeps
+here with the report rows (:func:`fleetwatch.slo.outputs.report.build_report`). Prometheus keeps
 what the sidecars export, not the engine's sentences: a row's explanation names the bands
 burning faster than 1 over the longest window; objectives, SLI kinds and thresholds are
 not exported and are left out; there is no history (an instant query has none). Per-band
@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fleetwatch.page.model import ModelView, PageInput, TargetView, num
-from fleetwatch.slo.judge import worst_state
-from fleetwatch.slo.report import (
+from fleetwatch.slo.judge.states import worst_state
+from fleetwatch.slo.outputs.report import (
     KEY,
     ReportRow,
     Sample,

@@ -2,8 +2,8 @@
 part of it uses.
 
 The ``slos`` and ``autoscaling`` rows are the ``/slo`` and ``/autoscaling`` objects as
-served (:class:`~fleetwatch.slo.status.SLOStatus`,
-:class:`~fleetwatch.slo.autoscaling.ModelSignal`), read key by key with defaults: a key a
+served (:class:`~fleetwatch.slo.outputs.status.SLOStatus`,
+:class:`~fleetwatch.slo.outputs.autoscaling.ModelSignal`), read key by key with defaults: a key a
 newer engine adds (``band_latency``, ``capacity_predicted``) is used when present, a key
 a source cannot give (a Prometheus report has no ``explanation``) is shown as ``-``.
 """
@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from fleetwatch.slo.report import fmt, printable
+from fleetwatch.slo.outputs.report import fmt, printable
 
 #: One ``/slo`` or ``/autoscaling`` row, as JSON gives it.
 Row = Mapping[str, Any]
@@ -95,7 +95,7 @@ def num(value: object) -> float | None:
 
 def number(value: object, pct: bool = False) -> str:
     """A JSON value as cell text: 3 significant digits (or a percentage), ``-`` when it
-    is not a finite number (see :func:`fleetwatch.slo.report.fmt`)."""
+    is not a finite number (see :func:`fleetwatch.slo.outputs.report.fmt`)."""
     return fmt(num(value), pct=pct)
 
 

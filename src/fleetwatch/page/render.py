@@ -26,7 +26,7 @@ from fleetwatch.page.model import (
     number,
     text,
 )
-from fleetwatch.slo.judge import SEVERITY
+from fleetwatch.slo.judge.states import SEVERITY
 
 #: SLO rows drawn as cards (heat map and chart) at most, worst states first: a page of a
 #: large fleet stays small enough to load; the summary table lists every row.
@@ -178,7 +178,7 @@ def _severity(row: Row) -> int:
 def slos_section(slos: Sequence[Row], thresholds: dict[str, float],
                  max_cards: int = MAX_CARDS) -> str:
     """A summary table of every SLO and model, then a card for each of the
-    ``max_cards`` worst (by :data:`~fleetwatch.slo.judge.SEVERITY`, then in order)."""
+    ``max_cards`` worst (by :data:`~fleetwatch.slo.judge.states.SEVERITY`, then in order)."""
     carded = set(sorted(range(len(slos)), key=lambda i: _severity(slos[i]))[:max_cards])
     rows = [[f'<a href="#slo-{i}">{text(r.get("slo"))}</a>' if i in carded else
              text(r.get("slo")), text(model_label(r)),

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 
 from fleetwatch.page.model import HistoryPoint, Row, num, number, text
-from fleetwatch.slo.report import window_order
+from fleetwatch.slo.outputs.report import window_order
 from fleetwatch.slo.state import ALL, band_sort
 
 #: Burn-rate colour steps: (upper bound, fill, text colour) — below 1 the budget lasts.

@@ -7,7 +7,7 @@ import json
 
 from fleetwatch.rollout.compare import BandComparison, Comparison, SLOComparison
 from fleetwatch.rollout.summary import BandSLI
-from fleetwatch.slo.report import printable
+from fleetwatch.slo.outputs.report import printable
 
 
 def _ratio(side: BandSLI | None, interval: tuple[float, float] | None) -> str:
@@ -72,6 +72,6 @@ def render(c: Comparison) -> str:
 
 def to_json(c: Comparison) -> str:
     """Strict JSON of a comparison (no NaN)."""
-    from fleetwatch.slo.status import strict_json
+    from fleetwatch.slo.outputs.status import strict_json
 
     return json.dumps(strict_json(c.to_json()), allow_nan=False, indent=2, sort_keys=True)

@@ -12,7 +12,7 @@ Sources, all pure:
 * :func:`from_engine` — an :class:`~fleetwatch.slo.engine.SLOEngine` (the sidecar's, or
   one fed by ``fleetwatch slo replay``'s reading of captures): cumulative counts since
   the engine started, the latency quantile and its interval from the band's latency
-  histogram (:class:`~fleetwatch.slo.latency.BandLatency`);
+  histogram (:class:`~fleetwatch.slo.capacity.model.BandLatency`);
 * :func:`from_samples` — the instant-query answers of a Prometheus that scrapes the
   sidecars (``fleetwatch_slo_events_total``, ``fleetwatch_slo_good_events_total``,
   ``fleetwatch_slo_band_latency_quantile_seconds``, ``fleetwatch_slo_band_concurrency``):
@@ -33,9 +33,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleetwatch.slo.capacity.model import BandLatency
 from fleetwatch.slo.engine import SLOEngine
-from fleetwatch.slo.latency import BandLatency
-from fleetwatch.slo.report import Sample, sample_labels, sample_value
+from fleetwatch.slo.outputs.report import Sample, sample_labels, sample_value
 from fleetwatch.slo.state import ALL, SLOModelState, band_sort
 
 #: z of a two-sided 95 % interval.

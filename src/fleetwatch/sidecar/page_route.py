@@ -32,7 +32,7 @@ from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.sidecar.slo_routes import Handler
 from fleetwatch.sidecar.slo_worker import EngineWorker
 from fleetwatch.slo.engine import SLOEngine
-from fleetwatch.slo.status import autoscaling_document
+from fleetwatch.slo.outputs.status import autoscaling_document
 
 #: Endpoints the page links to (those the sidecar serves).
 LINKS = (("/metrics", "/metrics"), ("/slo", "/slo"), ("/autoscaling", "/autoscaling"),

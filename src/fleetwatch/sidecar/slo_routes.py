@@ -12,8 +12,8 @@ from fleetwatch.rollout.export import RolloutCollector
 from fleetwatch.sidecar.slo_worker import EngineWorker
 from fleetwatch.sidecar.strictjson import json_response
 from fleetwatch.slo.engine import SLOEngine
-from fleetwatch.slo.export import slo_registry
-from fleetwatch.slo.status import autoscaling_document, slo_document, strict_json
+from fleetwatch.slo.outputs.export import slo_registry
+from fleetwatch.slo.outputs.status import autoscaling_document, slo_document, strict_json
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

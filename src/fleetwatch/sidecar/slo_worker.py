@@ -23,8 +23,8 @@ from prometheus_client import generate_latest
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.rollout.export import RolloutCollector
 from fleetwatch.slo.engine import SLOEngine
-from fleetwatch.slo.export import slo_registry
-from fleetwatch.slo.status import autoscaling_document, slo_document, strict_json
+from fleetwatch.slo.outputs.export import slo_registry
+from fleetwatch.slo.outputs.status import autoscaling_document, slo_document, strict_json
 
 log = logging.getLogger(__name__)
 

@@ -1,42 +1,41 @@
 """The SLO engine: concurrency-conditioned events, burn rates, state, capacity, signals.
 
-Why this module is long: it is the one place the stages meet, and it keeps the caches
-that make an update cheap across them (per-model SLO lists, threshold matches, band
-tables, the states to judge, every state's band rows for capacity, the column views of
-the decoding plans); it accounts an update by one of two paths that must book the same
-(the intervals', and the columns' when every target decoded in one vectorized pass:
-:mod:`.columns`), side by side so that they are read together.
-
 Fed every sidecar snapshot (typed, timestamped: see
-:class:`~fleetwatch.exporters.snapshot.Snapshot`), per SLO and model it:
+:class:`~fleetwatch.exporters.snapshot.Snapshot`), per SLO and model it runs the stages
+of :mod:`fleetwatch.slo` (each subpackage's doc defines its terms):
 
-1. **decodes** the interval since the last snapshot into per-model deltas
-   (:mod:`.decode`: reset-aware, a target down keeps its counters for
-   :attr:`CARRY_SECONDS`), read per SLO for every model of a target at once
-   (:mod:`.columns`) unless a target needed the decoder's series-by-series pass;
-2. **accounts** the interval's events by the concurrency band it ran at into sliding
-   windows and computes burn rates (:mod:`.account`);
-3. **judges** ok / regression / overload / no_data / misconfigured (:mod:`.judge`), and
-   with a placement re-judges a regression as interference or gpu_degraded
-   (:mod:`.interference`);
-4. learns **capacity at SLO** with hysteresis (:mod:`.capacity`);
-5. derives **autoscaling signals** per model (:mod:`.autoscaling`);
-6. answers :meth:`status` (``/slo``), :meth:`autoscaling` (``/autoscaling``) and
-   :meth:`iter_metrics` (``fleetwatch_slo_*``) (:mod:`.status`).
+1. **decodes** the interval since the last snapshot into per-slot deltas
+   (:mod:`fleetwatch.slo.decode`: reset-aware, a target down keeps its counters for
+   :attr:`SLOEngine.CARRY_SECONDS`);
+2. **accounts** the interval's events of every (SLO, model) of a target at once, by the
+   concurrency band it ran at, into sliding windows, and computes burn rates
+   (:mod:`fleetwatch.slo.account`);
+3. **judges** ok / regression / overload / no_data / misconfigured, and with a
+   placement re-judges a regression as interference or gpu_degraded
+   (:mod:`fleetwatch.slo.judge`);
+4. learns **capacity at SLO** with hysteresis (:mod:`fleetwatch.slo.capacity`);
+5. answers :meth:`~SLOEngine.status` (``/slo``), :meth:`~SLOEngine.autoscaling`
+   (``/autoscaling``) and :meth:`~SLOEngine.iter_metrics` (``fleetwatch_slo_*``)
+   (:mod:`fleetwatch.slo.outputs`).
 
-This module wires those stages together and bounds the state (the SLO file's ``limits``):
-a model without data for ``forget_model_after`` seconds is forgotten (states, window rows,
-gauges), an SLO tracks at most ``max_models_per_slo`` models (a further one is counted in
+This module wires the stages together, keeps what they share across updates (the
+per-model SLO entries, band tables, the states to judge, the column views of the
+decoding plans) and bounds the state (the SLO file's ``limits``): a model without data
+for ``forget_model_after`` seconds is forgotten (states, window rows, gauges), an SLO
+tracks at most ``max_models_per_slo`` models (a further one is counted in
 ``fleetwatch_slo_models_refused_total{slo}`` and logged, at most once a minute per SLO:
-``SLO S tracks N models (limits.max_models_per_slo): not tracking model M …``). An
-interval whose events or concurrency are not finite is not accounted (the decoder never
-yields one; this is the last guard), so no bad interval outlives itself.
+``SLO S tracks N models (limits.max_models_per_slo): not tracking model M …``). Events
+that are none or not finite are never booked.
 
-Cost: the judge runs only for the states whose judged inputs changed (new, first events,
-an error set or cleared, a row whose burning flag flipped; :meth:`SLOEngine.mark_changed`
-adds one), capacity for all states at once (:func:`~.capacity.update_capacities`); on the
-column path every (SLO, model) of a target is booked at once (:mod:`.column_book`, its
-per-view columns compiled again when a state or a row is made or forgotten), and the
+Why this module is long: it holds the state the stages share across updates and the
+steps that change it together — making and forgetting states, rows and a model's SLO
+entries also invalidates the compiled column views, the capacity rows and the judge's
+marks — so that each invalidation sits beside what it invalidates.
+
+Only what changed is recomputed: the judge runs for the states whose judged inputs
+changed (new, first events, an error set or cleared, a row whose burning flag flipped;
+:meth:`SLOEngine.mark_changed` adds one), capacity for all states at once; a target's
+columns are compiled again only when a state or a row is made or forgotten, and the
 cumulative events per band are the ledger's per-row counts (a state's ``events``/``good``
 read them: :class:`~.state.RowCounts`).
 """
@@ -44,60 +43,47 @@ read them: :class:`~.state.RowCounts`).
 from __future__ import annotations
 
 import gc
-import logging
 import math
 import time
 from bisect import bisect_left
-from collections import Counter
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.placement import Placement
 from fleetwatch.labels.registry import Registry
-from fleetwatch.slo import autoscaling as _autoscaling
-from fleetwatch.slo import judge as _judge
-from fleetwatch.slo import status as _status
-from fleetwatch.slo.account import Ledger, ModelGauges, Selection, events_of
-from fleetwatch.slo.autoscaling import ModelSignal
-from fleetwatch.slo.band_latency import BandLatency, BandLatencyStore
+from fleetwatch.slo.account.book import (
+    BandTable,
+    Gathered,
+    ModelSLO,
+    TargetSLOs,
+    bookings,
+)
+from fleetwatch.slo.account.bookings import NO_BUCKETS, Bookings, Buckets
+from fleetwatch.slo.account.columns import PlanColumns
+from fleetwatch.slo.account.concurrency import in_system_of
+from fleetwatch.slo.account.gauges import ModelGauges, update_gauges
+from fleetwatch.slo.account.ledger import Ledger, Selection
+from fleetwatch.slo.account.limits import ModelLimit
+from fleetwatch.slo.arrays import BoolArray, FloatArray
 from fleetwatch.slo.bands import band_label
-from fleetwatch.slo.bookings import NO_BUCKETS, Booking, Bookings
-from fleetwatch.slo.capacity import BandRows, update_capacities
-from fleetwatch.slo.column_book import Gathered, GaugeSlots, TargetSLOs, bookings
-from fleetwatch.slo.columns import PlanColumns, supported
-from fleetwatch.slo.concurrency import (
-    Column,
-    estimate_columns,
-    estimate_of,
-    in_system,
-    in_system_of,
-)
-from fleetwatch.slo.decode import (
-    DURATION,
-    QUEUE,
-    Decoded,
-    Decoder,
-    Interval,
-    needed_families,
-)
-from fleetwatch.slo.interference import Attributor
-from fleetwatch.slo.series_plan import Plan
+from fleetwatch.slo.capacity.evidence import BandLatency, BandLatencyStore
+from fleetwatch.slo.capacity.rules import BandRows, update_capacities
+from fleetwatch.slo.decode.decoder import Decoded, Decoder, needed_families
+from fleetwatch.slo.decode.plan import Plan
+from fleetwatch.slo.judge import states as _judge
+from fleetwatch.slo.judge.interference import Attributor
+from fleetwatch.slo.judge.states import judge_marked
+from fleetwatch.slo.outputs import autoscaling as _autoscaling
+from fleetwatch.slo.outputs import status as _status
+from fleetwatch.slo.outputs.autoscaling import ModelSignal
+from fleetwatch.slo.outputs.status import Sample, SLOStatus
 from fleetwatch.slo.sli import LATENCY_METRICS
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ALL, STATES, ModelKey, RowCounts, SLOModelState
-from fleetwatch.slo.status import Sample, SLOStatus
-from fleetwatch.slo.windows import FloatArray
 
 __all__ = ["ALL", "STATES", "ModelKey", "SLOEngine", "SLOModelState"]
-
-log = logging.getLogger("fleetwatch.slo")
-
-#: Seconds between two log lines about models an SLO refuses (the counter counts all).
-REFUSED_LOG_SECONDS = 60.0
 
 
 class SLOEngine:
@@ -106,17 +92,18 @@ class SLOEngine:
 
     Subscribe :meth:`update` to the scraper; read :meth:`status` and :meth:`autoscaling`
     (JSON-ready), or expose :meth:`iter_metrics` through
-    :class:`fleetwatch.slo.export.SLOCollector`. ``buckets``: sub-intervals per sliding
-    window (memory and resolution, see :mod:`.windows`). ``placement``: which models
-    share which GPU (the sidecar's ``placement:``), for co-location interference and GPU
-    health (:mod:`.interference`; without it a burn inside the envelope is a regression).
+    :class:`fleetwatch.slo.outputs.export.SLOCollector`. ``buckets``: sub-intervals per sliding
+    window (memory and resolution, see :mod:`fleetwatch.slo.account.windows`). ``placement``: which
+    models share which GPU (the sidecar's ``placement:``), for co-location interference and GPU
+    health (:mod:`fleetwatch.slo.judge.interference`; without it a burn inside the envelope is a
+    regression).
 
     Attributes read by callers: ``states`` ((SLO name, model) → :class:`SLOModelState`),
     ``concurrency``/``queue_wait``/``kv_usage`` (model → requests / seconds / ratio),
     ``gpu_memory_ratio``, ``last_update`` (Unix seconds of the last accounted snapshot),
     ``update_seconds`` (how long it took), ``windows``, ``window_lengths`` (seconds),
     ``band_latency`` (every band's latency evidence:
-    :class:`~fleetwatch.slo.band_latency.BandLatencyStore`, a row per band's window row).
+    :class:`~fleetwatch.slo.capacity.evidence.BandLatencyStore`, a row per band's window row).
     """
 
     CARRY_SECONDS = Decoder.CARRY_SECONDS
@@ -139,32 +126,24 @@ class SLOEngine:
         self._decoder = Decoder(needed_families(slos))
         self._decoder.CARRY_SECONDS = self.CARRY_SECONDS
         self._selects = Selection(self.registry)
-        # model → its SLOs, each [spec, state key, traces SLI, latency histogram family,
-        # band table, its SLI kind's interval_events (account.events_of), its state once
-        # made (None before, or refused by the limits)]: a
-        # list, so the state is filled in; dropped with the model's states
-        # (_forget_gone), so a kept state is the one in ``states``
-        self._model_slos: dict[ModelKey, list[list[Any]]] = {}
+        # model → its SLOs (their states filled in once made); dropped with the model's
+        # states (_forget_gone), so a kept state is the one in ``states``
+        self._model_slos: dict[ModelKey, list[ModelSLO]] = {}
         self._prev_ts: float | None = None
         self._model_seen: dict[ModelKey, float] = {}  # when each model last had data
         self._trace_seen: dict[ModelKey, float] = {}  # … trace events (add_events)
         self._prev_in_system: dict[ModelKey, float] = {}
         #: model name → last measured cold start (seconds), set by the sidecar
         self.cold_starts: dict[str, float] = {}
-        self._tracked: Counter[str] = Counter()  # SLO name → models tracked
+        self._limit = ModelLimit(slos.limits.max_models_per_slo)
         #: SLO name → models refused by limits.max_models_per_slo (exported counter).
-        self.models_refused: Counter[str] = Counter()
-        self._refused: set[tuple[str, ModelKey]] = set()  # counted once each (bounded)
-        self._refused_logged: dict[str, float] = {}  # SLO name → when last logged
-        # threshold → bucket boundary matches, valid for one decoder bounds_version
-        self._matches: dict[tuple[str, ModelKey, float], float | None] = {}
-        self._matches_version = -1
+        self.models_refused = self._limit.refused
         # SLO name → (band bounds ascending, their labels + "+Inf"): bisect for the band
         # (SLOs with the same bands share one table: an interval's band is found once
         # per model and table)
-        tables: dict[tuple[float, ...], tuple[list[float], list[str]]] = {}
-        self._band_tables: dict[str, tuple[list[float], list[str]]] = {
-            s.name: tables.setdefault(tuple(s.concurrency.bands), (
+        tables: dict[tuple[float, ...], BandTable] = {}
+        self._band_tables: dict[str, BandTable] = {
+            s.name: tables.setdefault(tuple(s.concurrency.bands), BandTable(
                 list(s.concurrency.bands),
                 [band_label(b) for b in [*s.concurrency.bands, math.inf]]))
             for s in slos.slos}
@@ -173,16 +152,14 @@ class SLOEngine:
         # flipped
         self._dirty: set[tuple[str, ModelKey]] = set()
         self._row_owner: dict[int, tuple[str, ModelKey]] = {}
-        self._prev_burning: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self._prev_burning: BoolArray = np.zeros(0, dtype=bool)
         # capacity for all states at once: their band rows (rebuilt when states or rows
         # change); per window-store row of a band its latency evidence (the bands booked
         # in an update are added at once)
         self._band_rows = BandRows()
         self._layout_changed = True
         self.band_latency = BandLatencyStore()
-        # the column path (.columns) when every SLO's events can be read from the
-        # decoder's results; its compiled view of each current plan (by id)
-        self._columns_ok = all(supported(s) for s in slos.slos)
+        # the compiled column view (.columns) of each current plan (by id)
         self._slo_index = {s.name: j for j, s in enumerate(slos.slos)}
         self._views: dict[int, PlanColumns] = {}
         # per view (by id) its SLO columns (.column_book), valid for one layout version:
@@ -202,10 +179,11 @@ class SLOEngine:
 
         The cyclic garbage collector is paused meanwhile (if it was on), as
         :meth:`~fleetwatch.exporters.normalize.Normalizer.normalize` does: an update
-        allocates ~10 short-lived containers per model (intervals, histograms, event
-        tuples), all freed by reference counting before it returns, and the collections
-        that allocation triggers (each older one scanning the whole heap: the engine's
-        states and the snapshots) were a quarter of an update and its slowest ones."""
+        allocates short-lived containers per model (lists, tuples, small arrays), all
+        freed by reference counting before it returns, and the collections their
+        allocation would trigger scan the engine's long-lived states and windows, work
+        that frees nothing (``benchmarks/bench_slo.py`` reports the collector's time
+        inside and outside the updates)."""
         paused = gc.isenabled()
         if paused:
             gc.disable()
@@ -224,17 +202,7 @@ class SLOEngine:
         self.attribution.observe(snap)
         self.gauges.gpu_memory_ratio = decoded.gpu_memory_ratio
         prev_ts, self._prev_ts = self._prev_ts, ts
-        if decoded.columns and self._columns_ok:
-            self._update_columns(ts, prev_ts, decoded)
-        else:
-            intervals = decoded.intervals
-            if prev_ts is not None:
-                self._account(ts, prev_ts, intervals)
-            for mk, iv in intervals.items():
-                self._model_seen[mk] = ts
-                now = in_system(iv)
-                if now is not None:
-                    self._prev_in_system[mk] = now
+        self._account(ts, prev_ts, decoded)
         self._forget_gone(ts)
         self.last_update = ts
         self.update_seconds = time.perf_counter() - t0
@@ -252,9 +220,9 @@ class SLOEngine:
         gone_set = set(gone)
         self._layout_version += 1
         windows = self.ledger.windows
-        for key in [k for k in self.states if k[1] in gone_set]:
+        for key in [(name, mk) for name, mk in self.states if mk in gone_set]:
             st = self.states.pop(key)
-            self._tracked[key[0]] -= 1
+            self._limit.release(st.slo.name)
             self._dirty.discard(key)
             self._layout_changed = True
             for band, row in st.rows.items():
@@ -272,27 +240,13 @@ class SLOEngine:
         for mk in gone:
             self._model_slos.pop(mk, None)
         self._decoder.forget(gone_set)
-        self._refused = {k for k in self._refused if k[1] not in gone_set}
+        self._limit.forget(gone_set)
 
     def _new_state(self, slo: SLOSpec, mk: ModelKey, ts: float) -> SLOModelState | None:
         """A state for a model the SLO selects, or None past limits.max_models_per_slo
-        (counted once per model and logged at most once a minute per SLO)."""
-        limit = self.spec.limits.max_models_per_slo
-        if self._tracked[slo.name] >= limit:
-            key = (slo.name, mk)
-            if key not in self._refused:
-                if len(self._refused) > 10 * limit:
-                    self._refused.clear()  # bounded: a model may be counted again
-                self._refused.add(key)
-                self.models_refused[slo.name] += 1
-            last = self._refused_logged.get(slo.name)
-            if last is None or ts - last >= REFUSED_LOG_SECONDS:
-                self._refused_logged[slo.name] = ts
-                log.warning("SLO %s tracks %d models (limits.max_models_per_slo): not "
-                            "tracking model %s (%d refused so far)", slo.name, limit, mk[0],
-                            self.models_refused[slo.name])
+        (:mod:`fleetwatch.slo.account.limits`)."""
+        if not self._limit.admit(slo.name, mk, ts):
             return None
-        self._tracked[slo.name] += 1
         st = self.states[(slo.name, mk)] = SLOModelState(slo, mk,
                                                          capacity=slo.concurrency.envelope)
         st.events = RowCounts(st.rows, self.ledger, "cum_total")  # counted by the ledger
@@ -307,100 +261,31 @@ class SLOEngine:
         whose judged inputs changed: call this when a stage changes another)."""
         self._dirty.add((st.slo.name, st.model))
 
-    def _entries(self, mk: ModelKey) -> list[list[Any]]:
+    def _entries(self, mk: ModelKey) -> list[ModelSLO]:
         """The model's SLO entries (made on first use, see ``_model_slos``)."""
         slos = self._model_slos.get(mk)
         if slos is None:
             self._layout_version += 1
             slos = self._model_slos[mk] = [
-                [slo, (slo.name, mk), slo.sli.source == "traces",
-                 LATENCY_METRICS[slo.sli.latency.metric] if slo.sli.latency else None,
-                 self._band_tables[slo.name], events_of(slo), None, self._slo_index[slo.name]]
+                ModelSLO(slo, (slo.name, mk), slo.sli.source == "traces",
+                         LATENCY_METRICS[slo.sli.latency.metric] if slo.sli.latency else None,
+                         self._band_tables[slo.name], self._slo_index[slo.name])
                 for slo in self.spec.slos if self._selects(slo, mk)]
         return slos
 
-    def _gauges(self, mk: ModelKey, dt: float, running: float | None,
-                waiting: float | None, duration: tuple[float, float] | None,
-                queue: tuple[float, float] | None, kv: float | None) -> float | None:
-        """A model's interval of ``dt`` seconds into its gauges — the running and waiting
-        gauges at its end, its request-duration and queue histograms' ``(Δcount, Δsum)``
-        (None: no such histogram), its KV-cache usage (None: none) — and its
-        concurrency (requests; None: not measured, or not finite)."""
-        g = self.gauges
-        found = estimate_of(running, waiting, duration, self._prev_in_system.get(mk), dt,
-                            g.concurrency.get(mk))
-        conc = None
-        if found is not None and found[0] - found[0] == 0.0:  # finite: a band
-            conc, g.estimator[mk] = found
-            g.concurrency[mk] = conc
-        if running:
-            running_max = g.running_max
-            if running > running_max.get(mk, 0.0):
-                running_max[mk] = running
-            if waiting:  # requests wait: the slots are full
-                g.batch_limit[mk] = running_max[mk]
-        if queue is not None and queue[0] > 0:
-            g.queue_wait[mk] = queue[1] / queue[0]
-        if kv is not None:
-            g.kv_usage[mk] = kv
-        return conc
-
-    def _state(self, entry: list[Any], mk: ModelKey, ts: float) -> SLOModelState | None:
+    def _state(self, entry: ModelSLO, ts: float) -> SLOModelState | None:
         """The state of a model's SLO entry, made and kept there on first use (None:
         refused by the limits; forgotten with the model)."""
-        st: SLOModelState | None = self.states.get(entry[1]) or self._new_state(entry[0], mk, ts)
-        entry[6] = st
+        _name, mk = entry.key
+        st = self.states.get(entry.key) or self._new_state(entry.slo, mk, ts)
+        entry.state = st
         return st
 
-    def _account(self, ts: float, prev_ts: float,
-                 intervals: dict[ModelKey, Interval]) -> None:
-        booked = Bookings(one_run=True)  # each (SLO, model) books once, at ts
-        bounds = self._decoder.bounds
-        if self._decoder.bounds_version != self._matches_version:
-            self._matches.clear()
-            self._matches_version = self._decoder.bounds_version
-        matches = self._matches
-        seen, dirty = self._model_seen, self._dirty
-        todo: list[Booking] = []
-        add = todo.append
-        for mk, iv in intervals.items():
-            # the model's own interval: since it last had data (a target down stretches it)
-            dt = ts - seen.get(mk, prev_ts)
-            if dt <= 0:
-                continue
-            hists = iv.hists
-            d, q = hists.get(DURATION), hists.get(QUEUE)
-            conc = self._gauges(mk, dt, iv.running_now, iv.waiting_now,
-                                None if d is None else (d.count, d.sum),
-                                None if q is None else (q.count, q.sum), iv.kv_usage)
-            table: tuple[list[float], list[str]] | None = None
-            band = ""
-            for entry in self._model_slos.get(mk) or self._entries(mk):
-                _slo, key, traces, lat_fam, tbl, events, st, _j = entry
-                if st is None:  # the state, kept here once made (forgotten with the model)
-                    st = self._state(entry, mk, ts)
-                    if st is None:
-                        continue
-                if traces:
-                    continue  # judged per request: add_events
-                err = st.error
-                ev = events(st, iv, bounds, matches)  # account.interval_events
-                if st.error != err:
-                    dirty.add(key)
-                if ev is None or conc is None:
-                    continue
-                if tbl is not table:  # the smallest bound ≥ conc, or +Inf
-                    table, band = tbl, tbl[1][bisect_left(tbl[0], conc)]
-                h = hists.get(lat_fam) if lat_fam is not None else None
-                add((st, conc, band, ev[0], ev[1],
-                     h.pairs() if h is not None and h.count > 0 else NO_BUCKETS))
-        self._book(ts, todo, booked)
-        self._add_and_judge(ts, booked)
-
-    def _update_columns(self, ts: float, prev_ts: float | None, decoded: Decoded) -> None:
-        """:meth:`_update` from the decoder's columns (:mod:`.columns`): the bookings,
-        gauges and states :meth:`_account` makes from the intervals, in the same order,
-        without making the intervals (the bookings at once: :mod:`.column_book`)."""
+    def _account(self, ts: float, prev_ts: float | None, decoded: Decoded) -> None:
+        """Account one decoded snapshot (:mod:`fleetwatch.slo.account.columns`): per target its
+        models' gauges and concurrency, the states they need made, and the bookable (SLO,
+        model) pairs, booked at once (:mod:`fleetwatch.slo.account.book`; nothing to book on the
+        first snapshot, which only primes the counters); then judged."""
         views: dict[int, PlanColumns] = {}
         gathered: list[Gathered] = []
         for plan, out, res in decoded.columns:
@@ -432,8 +317,8 @@ class SLOEngine:
 
     def _target(self, view: PlanColumns, ts: float, live: list[bool]) -> TargetSLOs:
         """The view's SLO columns for the current layout: the live models' missing states
-        made (or refused: then tried again every update, as :meth:`_account` does) in
-        model order, then compiled again if that changed the layout."""
+        made (or refused: then tried again every update) in model order, then compiled
+        again if that changed the layout."""
         target = self._targets.get(id(view))
         if target is None or target.view is not view \
                 or target.version != self._layout_version:
@@ -443,8 +328,8 @@ class SLOEngine:
             for mk, alive in zip(view.models, live, strict=True):
                 if alive:
                     for entry in self._model_slos.get(mk) or self._entries(mk):
-                        if entry[6] is None:
-                            self._state(entry, mk, ts)
+                        if entry.state is None:
+                            self._state(entry, ts)
             if target.version != self._layout_version:
                 target = TargetSLOs(view, self._entries, len(self.spec.slos),
                                     self._layout_version)
@@ -454,109 +339,20 @@ class SLOEngine:
     def _columns_todo(self, ts: float, prev_ts: float, view: PlanColumns, out: FloatArray,
                       res: list[float]) -> Gathered:
         """One target's models into their gauges (:meth:`_gauges_columns`), and its
-        bookable (SLO, model) pairs (see :func:`.column_book.bookings`)."""
+        bookable (SLO, model) pairs (see :func:`fleetwatch.slo.account.book.bookings`)."""
         seen = self._model_seen
         live_dt = np.asarray([ts - seen.get(mk, prev_ts) for mk in view.models], dtype=float)
         live = live_dt > 0
         target = self._target(view, ts, live.tolist())
-        concs = self._gauges_columns(view.models, target.gauges, out, live_dt, live)
+        concs = update_gauges(self.gauges, self._prev_in_system, view.models, target.gauges,
+                              out, live_dt, live)
         return target.gather(live, concs, view.events(out), res, self._dirty)
-
-    def _gauges_columns(self, models: list[ModelKey], slots: GaugeSlots, out: FloatArray,
-                        dt: FloatArray, live: npt.NDArray[np.bool_]) -> FloatArray:
-        """:meth:`_gauges` for every model of a target at once (the same values, dicts
-        filled in model order): ``out`` the per-slot results, ``dt`` each model's
-        interval (seconds; not ``live``: not accounted). Returns the concurrencies
-        (requests; NaN: none)."""
-        g = self.gauges
-        ext = np.append(out, 0.0)
-        nan = math.nan
-        before = self._prev_in_system
-        prev_in = [before.get(mk) for mk in models]
-        previous = [g.concurrency.get(mk) for mk in models]
-
-        def column(values: list[float | None]) -> Column:
-            has = np.asarray([v is not None for v in values], dtype=bool)
-            return np.asarray([nan if v is None else v for v in values], dtype=float), has
-
-        running = ext[slots.running]
-        waiting = ext[slots.waiting]
-        conc, names = estimate_columns(
-            (running, slots.running_has), (waiting, slots.waiting_has),
-            ((ext[slots.d_count], slots.d_has), (ext[slots.d_sum], slots.d_has)),
-            column(prev_in), dt, column(previous))
-        with np.errstate(invalid="ignore"):
-            found = live & np.isfinite(conc)
-        at = found.nonzero()[0].tolist()
-        g.estimator.update((models[i], names[i]) for i in at)
-        g.concurrency.update(zip([models[i] for i in at], conc[at].tolist(), strict=True))
-        # the largest running gauge seen, and the slot limit once requests wait
-        busy = (live & slots.running_has & (running != 0.0)).nonzero()[0].tolist()
-        running_max, batch_limit = g.running_max, g.batch_limit
-        waits = (slots.waiting_has & (waiting != 0.0)).tolist()
-        for i, r in zip(busy, running[busy].tolist(), strict=True):
-            mk = models[i]
-            if r > running_max.get(mk, 0.0):
-                running_max[mk] = r
-            if waits[i]:
-                batch_limit[mk] = running_max[mk]
-        qc, qs = ext[slots.q_count], ext[slots.q_sum]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            queued = (live & slots.q_has & (qc > 0)).nonzero()[0]
-            mean_wait = qs[queued] / qc[queued]
-        g.queue_wait.update(zip([models[i] for i in queued.tolist()], mean_wait.tolist(),
-                                strict=True))
-        kv_at = (live & slots.kv_has).nonzero()[0]
-        g.kv_usage.update(zip([models[i] for i in kv_at.tolist()],
-                              ext[slots.kv][kv_at].tolist(), strict=True))
-        return np.where(found, conc, nan)
 
     def _band(self, st: SLOModelState, conc: float) -> str:
         """The band label of ``conc`` in ``st``'s SLO: the smallest bound ≥ it, or
         ``+Inf``."""
-        bounds, labels = self._band_tables[st.slo.name]
-        return labels[bisect_left(bounds, conc)]
-
-    def _book(self, ts: float,
-              todo: Iterable[Booking],
-              booked: Bookings) -> None:
-        """Book, in order, the events of one SLO and model at ``ts`` per item of ``todo``
-        — ``(state, concurrency, band, good, total, buckets)``: into ``band`` (the band of
-        the concurrency) and ``all`` (``buckets``: the interval's latency bucket deltas of
-        a latency SLI, capacity's evidence, observed ``total`` times; else empty) —
-        appended to ``booked``. Events that are none or not finite are never
-        accounted."""
-        dirty, new_row = self._dirty, self._new_row
-        rows_add, goods_add, totals_add = (booked.rows.extend, booked.goods.append,
-                                           booked.totals.append)
-        times_add, bands_add, conc_add = (booked.times.append, booked.bands.append,
-                                          booked.conc.append)
-        buckets_add, counts_add = booked.buckets.append, booked.counts.append
-        inf = math.inf
-        for st, conc, band, good, total, buckets in todo:
-            if not (0.0 < total < inf and 0.0 <= good < inf):
-                continue  # no events, or not finite: never accounted
-            if total < good:  # min(good, total)
-                good = total
-            st_rows = st.rows  # a band's row: made at its first booking
-            if not st_rows:
-                dirty.add((st.slo.name, st.model))  # no_data → judged
-            r, r_all = st_rows.get(band), st_rows.get(ALL)
-            if r is None:
-                r = new_row(st, band, ts)
-                self._layout_version += 1  # the column path's rows (.column_book)
-            if r_all is None:
-                r_all = new_row(st, ALL, ts)
-            rows_add((r, r_all))
-            goods_add(good)
-            totals_add(total)
-            # the band's evidence for capacity: its mean concurrency (every SLI) and, for
-            # a latency SLI, its latency distribution (added in _add_and_judge)
-            times_add(ts)
-            bands_add(r)
-            conc_add(conc)
-            buckets_add(buckets)
-            counts_add(total)
+        table = self._band_tables[st.slo.name]
+        return table.labels[bisect_left(table.bounds, conc)]
 
     def _new_row(self, st: SLOModelState, band: str, ts: float) -> int:
         """The window-store row of a band (or ``all``) booked for the first time, and
@@ -590,23 +386,41 @@ class SLOEngine:
             self._trace_seen[mk] = ts
             st = self.states.get((name, mk)) or self._new_state(slo, mk, ts)
             if st is not None:
-                self._book(ts, [(st, conc, self._band(st, conc), good, total, NO_BUCKETS)],
-                           booked)
+                self._book_event(ts, st, conc, good, total, booked)
         if booked.rows:
             self._add_and_judge(ts, booked)
 
-    def _add_latency(self, booked: Bookings) -> None:
-        """Add the bookings' latency evidence to the store: at once per run of bookings
-        with one time and distinct rows (an interval books each (SLO, model) once; trace
-        events may book a row several times, in order)."""
-        tau = self.spec.capacity.window
-        for run in booked.runs():
-            self.band_latency.add(booked.times[run.start], tau, booked.bands[run],
-                                  booked.buckets[run], booked.counts[run], booked.conc[run])
+    def _book_event(self, ts: float, st: SLOModelState, conc: float, good: float,
+                    total: float, booked: Bookings, buckets: Buckets = NO_BUCKETS) -> None:
+        """Book ``good`` of ``total`` events of ``st`` at ``ts``, at a concurrency of
+        ``conc`` requests, into its band and ``all``, appended to ``booked`` with the
+        band's latency evidence (``buckets``: the latency histogram's bounds and deltas,
+        observed ``total`` times; a trace event has none). Events that are none or not
+        finite are never accounted."""
+        if not (0.0 < total < math.inf and 0.0 <= good < math.inf):
+            return
+        good = min(good, total)
+        if not st.rows:
+            self._dirty.add((st.slo.name, st.model))  # no_data → judged
+        band = self._band(st, conc)
+        r, r_all = st.rows.get(band), st.rows.get(ALL)
+        if r is None:
+            r = self._new_row(st, band, ts)
+            self._layout_version += 1  # a new row: the column views compile again
+        if r_all is None:
+            r_all = self._new_row(st, ALL, ts)
+        booked.rows.extend((r, r_all))
+        booked.goods.append(good)
+        booked.totals.append(total)
+        booked.times.append(ts)
+        booked.bands.append(r)
+        booked.conc.append(conc)
+        booked.buckets.append(buckets)
+        booked.counts.append(total)
 
     def _add_and_judge(self, ts: float, booked: Bookings) -> None:
         """Add the bookings, then judge and update capacity."""
-        self._add_latency(booked)
+        self.band_latency.add_bookings(booked, self.spec.capacity.window)
         ledger, gauges = self.ledger, self.gauges
         ledger.add(ts, booked.rows, np.repeat(np.asarray(booked.goods, dtype=float), 2),
                    np.repeat(np.asarray(booked.totals, dtype=float), 2))
@@ -623,20 +437,8 @@ class SLOEngine:
                 dirty.add(key)
         self._prev_burning = now
         states = self.states
-        attribution = self.attribution
-        attribution.record(ts, states, gauges.concurrency)
-        placement = attribution.placement
-        if placement:
-            for key, st in states.items():
-                # a placed model is re-judged every update: attribution reads other models
-                if key in dirty or placement.gpus_of(st.model[0]):
-                    _judge.judge(st, burning)
-                    attribution.attribute(ts, key, st, ledger)  # regression → interference …
-        else:  # no attribution: the marked states alone (a judgement reads its own state)
-            for key in dirty:
-                marked = states.get(key)
-                if marked is not None:
-                    _judge.judge(marked, burning)
+        self.attribution.record(ts, states, gauges.concurrency)
+        judge_marked(ts, states, dirty, burning, self.attribution, ledger)
         dirty.clear()
         if self._layout_changed:
             self._band_rows.build(list(states.values()))
@@ -649,13 +451,14 @@ class SLOEngine:
     # -- outputs (see the modules named) -------------------------------------------
     def window_sums(self, st: SLOModelState, band: str, window: float,
                     sums: FloatArray | None = None) -> tuple[float, float]:
-        """``(good, total)`` of a band (or ``"all"``) over a window length (seconds)."""
+        """``(good, total)`` of a band (or ``"all"``) over a window length (seconds);
+        ``sums``: a :meth:`~fleetwatch.slo.account.windows.RollingWindows.sums` taken once for many
+        calls."""
         return self.ledger.window_sums(st, band, window, sums)
 
-    def burn(self, st: SLOModelState, band: str, window: float,
-             sums: FloatArray | None = None) -> float:
+    def burn(self, st: SLOModelState, band: str, window: float) -> float:
         """Burn rate of a band (or ``"all"``) over a window length (seconds), as of the
-        last update; NaN without events. ``sums`` is accepted for compatibility."""
+        last update; NaN without events."""
         return self.ledger.burn_rate(st, band, window)
 
     def model_capacity(self, mk: ModelKey) -> float | None:
@@ -668,13 +471,13 @@ class SLOEngine:
 
     def autoscaling(self) -> list[ModelSignal]:
         """One object per model (KEDA metrics-api shape, see
-        :class:`~fleetwatch.slo.autoscaling.ModelSignal`): ``signal`` (the largest
+        :class:`~fleetwatch.slo.outputs.autoscaling.ModelSignal`): ``signal`` (the largest
         component), ``components`` (ratios), ``capacity``, ``concurrency``, ``state``."""
         return _autoscaling.signals(self.spec.autoscaling, self.states, self.gauges,
                                     self.cold_starts)
 
     def status(self) -> list[SLOStatus]:
-        """Per SLO and model (see :class:`~fleetwatch.slo.status.SLOStatus`): state,
+        """Per SLO and model (see :class:`~fleetwatch.slo.outputs.status.SLOStatus`): state,
         budget remaining, burn rates by window and band, capacity, the explanation of
         the state (JSON-ready)."""
         return _status.status(self.ledger, self.states, self.gauges)
@@ -684,8 +487,9 @@ class SLOEngine:
         return _judge.explain(st)
 
     def iter_metrics(self) -> Iterator[Sample]:
-        """``(family, labels, value)`` for every exported series (see :mod:`.export`),
-        and ``fleetwatch_slo_models_refused_total`` per SLO."""
+        """``(family, labels, value)`` for every exported series (see
+        :mod:`fleetwatch.slo.outputs.export`), and ``fleetwatch_slo_models_refused_total`` per
+        SLO."""
         yield from _status.iter_metrics(self.ledger, self.states, self.autoscaling())
         for slo in self.spec.slos:
             yield ("fleetwatch_slo_models_refused_total", {"slo": slo.name},

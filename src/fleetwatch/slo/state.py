@@ -1,8 +1,9 @@
 """What the SLO engine keeps per SLO and model, and the names every stage shares.
 
 Plain data (no numpy): :class:`SLOModelState` is filled by accounting
-(:mod:`.account`), judged (:mod:`.judge`), given a capacity (:mod:`.capacity`) and read
-back by :mod:`.status` and :mod:`.autoscaling`.
+(:mod:`fleetwatch.slo.account.ledger`), judged (:mod:`fleetwatch.slo.judge.states`), given a
+capacity (:mod:`fleetwatch.slo.capacity.rules`) and read back by
+:mod:`fleetwatch.slo.outputs.status` and :mod:`fleetwatch.slo.outputs.autoscaling`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from fleetwatch.slo.bands import band_label
 from fleetwatch.slo.spec import SLOSpec
 
 if TYPE_CHECKING:
-    from fleetwatch.slo.band_latency import BandLatency
+    from fleetwatch.slo.capacity.evidence import BandLatency
 
 #: ``(model, model_version, backend)`` — the identity of a served model.
 ModelKey = tuple[str, str, str]
@@ -34,7 +35,7 @@ class _ByRow(Protocol):
 
 class CumulativeCounts(Protocol):
     """Where an engine keeps the cumulative counts of every window-store row
-    (:class:`~fleetwatch.slo.account.Ledger`): ``good``/``total`` events since start,
+    (:class:`~fleetwatch.slo.account.ledger.Ledger`): ``good``/``total`` events since start,
     indexed by row."""
 
     @property
@@ -74,8 +75,8 @@ class RowCounts(Mapping[str, float]):
 
 @dataclass
 class Neighbour:
-    """Evidence that a co-located model interferes (:mod:`.interference`): its mean
-    concurrency ``before`` the burn began and ``during`` it (requests, summed over its
+    """Evidence that a co-located model interferes (:mod:`fleetwatch.slo.judge.interference`): its
+    mean concurrency ``before`` the burn began and ``during`` it (requests, summed over its
     versions), and the Pearson correlation of this model's per-interval bad-event ratio
     (bands inside the envelope) with the neighbour's concurrency (None: too few intervals,
     or one of them constant)."""
@@ -110,10 +111,10 @@ class SLOModelState:
     ``state`` is one of :data:`STATES`; ``error`` says why it is ``misconfigured``;
     ``capacity`` is the adopted capacity at SLO (concurrent requests per replica, a
     continuous number) and ``capacity_evidence`` where it came from (see
-    :class:`~fleetwatch.slo.capacity.Evidence`), ``capacity_predicted`` the capacity
+    :class:`~fleetwatch.slo.capacity.rules.Evidence`), ``capacity_predicted`` the capacity
     model's last prediction (requests; None without one), ``pending_capacity`` and
     ``pending_count`` the estimate waiting out hysteresis; ``latency`` the per-band
-    evidence (band label → :class:`~fleetwatch.slo.band_latency.BandLatency`, a row of
+    evidence (band label → :class:`~fleetwatch.slo.capacity.evidence.BandLatency`, a row of
     the engine's store: mean concurrency, and the latency distribution of a latency SLI);
     ``burning_bands`` the band labels burning on a window pair at the last update;
     ``rows`` maps a band label (or :data:`ALL`) to its row in the window store;

@@ -8,7 +8,7 @@ the same model (itself included) with occupancy ``[a_j, b_j]``
     L_i = Σ_j |[a_j, b_j] ∩ [s_i, e_i]| / (e_i − s_i)
 
 — the time average of the in-system count over *i*'s lifetime. It is the quantity the
-metric path estimates per interval (:func:`fleetwatch.slo.account.interval_concurrency`):
+metric path estimates per interval (:func:`fleetwatch.slo.account.concurrency.estimate_columns`):
 Little's law Σ request durations ÷ Δt over the scrape interval for Triton (occupancy =
 REQUEST_START → REQUEST_END) and the mean of ``vllm:num_requests_running`` for vLLM
 (occupancy = the running part, after the queue), here over the request's own lifetime

@@ -28,7 +28,7 @@ from fleetwatch.slo.bands import band_label
 from fleetwatch.slo.spec import BurnWindow, SLOFile, SLOSpec
 
 #: The engine states that take a burn inside the envelope away from the model's owner
-#: (:mod:`fleetwatch.slo.interference`; alerts in :mod:`.attribution`).
+#: (:mod:`fleetwatch.slo.judge.interference`; alerts in :mod:`.attribution`).
 ATTRIBUTED_STATES = ("interference", "gpu_degraded")
 
 

@@ -1,14 +1,14 @@
 """Accounting: the events of an interval, attributed to the concurrency band it ran at,
 into sliding windows; burn rates over every window.
 
-Per SLO and model an interval yields Δgood and Δtotal events
-(:func:`interval_events`): latency, histogram bucket ``le = threshold`` vs ``_count``;
-availability, successful vs all requests; time slice, one event, good when the
-interval's quantile or mean ≤ threshold. They are attributed to the **concurrency band**
-of the interval (:mod:`.concurrency`: time-averaged requests in the system, Little's law
-cross-checked with the running + waiting gauges). :class:`Ledger` keeps them per (SLO,
+Per SLO and model an interval yields Δgood and Δtotal events (:mod:`fleetwatch.slo.account.columns`:
+latency, histogram bucket ``le = threshold`` vs ``_count``; availability, successful vs all
+requests; time slice, one event, good when the interval's quantile or mean ≤
+threshold). They are attributed to the **concurrency band**
+of the interval (:mod:`fleetwatch.slo.account.concurrency`: time-averaged requests in the system,
+Little's law cross-checked with the running + waiting gauges). :class:`Ledger` keeps them per (SLO,
 model, band) and overall in
-:class:`~fleetwatch.slo.windows.RollingWindows` (bounded memory) and computes, vectorized,
+:class:`~fleetwatch.slo.account.windows.RollingWindows` (bounded memory) and computes, vectorized,
 the **burn rate** (error rate ÷ error budget, SRE Workbook) of every row and window and
 which rows burn faster than a window pair's threshold on both its windows.
 """
@@ -17,42 +17,16 @@ from __future__ import annotations
 
 import fnmatch
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 import numpy as np
-import numpy.typing as npt
 
 from fleetwatch.labels.registry import Registry
-from fleetwatch.slo.decode import Interval
-from fleetwatch.slo.sli import LATENCY_METRICS, SUMMARY_METRICS, matching_bound, nearest_bounds
+from fleetwatch.slo.account.windows import MAX_RESERVED_BYTES, RollingWindows
+from fleetwatch.slo.arrays import BoolArray, FloatArray
+from fleetwatch.slo.sli import nearest_bounds
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ModelKey, SLOModelState
-from fleetwatch.slo.windows import MAX_RESERVED_BYTES, FloatArray, RollingWindows
-
-BoolArray = npt.NDArray[np.bool_]
-
-
-@dataclass
-class ModelGauges:
-    """Per-model observations of the last interval that had them: ``concurrency``
-    (requests in the system per replica), ``queue_wait`` (mean seconds), ``kv_usage``
-    (ratio 0–1), ``estimator`` (which measured the concurrency: ``"little"``,
-    ``"gauges"`` or ``"previous"``, see :mod:`.concurrency`), ``running_max`` (the
-    largest running gauge seen, requests), ``batch_limit`` (the engine's concurrent-slot
-    limit, requests: ``running_max`` once requests have been seen waiting — running
-    never exceeds the limit, and a sample taken between one request's end and the next
-    one's admission reads a slot less, as 2 of 2 samples of a real-vLLM sweep's top
-    step did: 7 running, 8 waiting at ``--max-num-seqs 8``); and the fleet's
-    ``gpu_memory_ratio`` (0–1, None without GPU series)."""
-
-    concurrency: dict[ModelKey, float] = field(default_factory=dict)
-    estimator: dict[ModelKey, str] = field(default_factory=dict)
-    batch_limit: dict[ModelKey, float] = field(default_factory=dict)
-    running_max: dict[ModelKey, float] = field(default_factory=dict)
-    queue_wait: dict[ModelKey, float] = field(default_factory=dict)
-    kv_usage: dict[ModelKey, float] = field(default_factory=dict)
-    gpu_memory_ratio: float | None = None
 
 
 class Selection:
@@ -78,69 +52,12 @@ class Selection:
 
     def forget(self, models: set[ModelKey]) -> None:
         """Drop the decisions about ``models`` (forgotten by the engine)."""
-        self._cache = {k: v for k, v in self._cache.items() if k[1] not in models}
+        self._cache = {(name, mk): v for (name, mk), v in self._cache.items()
+                       if mk not in models}
 
 
-#: Not a cached match: a match is None or a bound close to the threshold (> 0, spec).
-_UNKNOWN = -1.0
-
-
+#: Per (histogram family, model) the bucket bounds seen (seconds).
 Bounds = dict[tuple[str, ModelKey], set[float]]
-Matches = dict[tuple[str, ModelKey, float], float | None]
-#: ``(state, interval, bounds, matches) → (good, total) or None``: one SLI kind's events.
-EventsOf = Callable[[SLOModelState, Interval, Bounds, "Matches | None"],
-                    "tuple[float, float] | None"]
-
-
-def interval_events(st: SLOModelState, iv: Interval, bounds: Bounds,
-                    matches: Matches | None = None) -> tuple[float, float] | None:
-    """``(good, total)`` events of an interval for one SLO and model, or None when the
-    interval has no evidence for it. A latency threshold that is not a bucket boundary
-    (``bounds``: seconds seen per (family, model)) sets ``st.error`` (naming the nearest
-    boundaries) and yields None; a matching one clears it. ``matches`` caches the
-    boundary matching a threshold per (family, model, threshold): the caller clears it
-    when ``bounds`` change. (:func:`events_of` gives the function of an SLO's SLI kind
-    this calls, for a caller that calls it for many intervals.)"""
-    return events_of(st.slo)(st, iv, bounds, matches)
-
-
-def events_of(slo: SLOSpec) -> EventsOf:
-    """The :func:`interval_events` of ``slo``'s SLI kind (availability, latency or time
-    slice): the same results, without finding the kind per call."""
-    sli = slo.sli
-    if sli.availability:
-        return _availability_events
-    if sli.latency:
-        return _latency_events
-    return _timeslice_events
-
-
-def _availability_events(_st: SLOModelState, iv: Interval, _bounds: Bounds,
-                         _matches: Matches | None) -> tuple[float, float] | None:
-    return iv.good_requests, iv.total_requests
-
-
-def _latency_events(st: SLOModelState, iv: Interval, bounds: Bounds,
-                    matches: Matches | None) -> tuple[float, float] | None:
-    latency = st.slo.sli.latency
-    assert latency is not None
-    fam = LATENCY_METRICS[latency.metric]
-    h = iv.hists.get(fam)
-    if h is None:
-        return None
-    thr = latency.threshold_seconds
-    key = (fam, st.model, thr)
-    match = _UNKNOWN if matches is None else matches.get(key, _UNKNOWN)
-    if match == _UNKNOWN:
-        seen = bounds.get((fam, st.model), set())
-        match = matching_bound(seen, thr)
-        if matches is not None:
-            matches[key] = match
-    if match is None:
-        st.error = threshold_error(fam, st.model, thr, bounds)
-        return None
-    st.error = None
-    return h.bucket(match), h.count
 
 
 def threshold_error(fam: str, mk: ModelKey, thr: float, bounds: Bounds) -> str:
@@ -151,23 +68,6 @@ def threshold_error(fam: str, mk: ModelKey, thr: float, bounds: Bounds) -> str:
         or "none (no buckets)"
     return (f"threshold {thr:g} s is not a bucket boundary of {fam} for model "
             f"{mk[0]}; nearest boundaries: {near}")
-
-
-def _timeslice_events(st: SLOModelState, iv: Interval, _bounds: Bounds,
-                      _matches: Matches | None) -> tuple[float, float] | None:
-    ts = st.slo.sli.timeslice
-    assert ts is not None  # the spec guarantees exactly one SLI kind
-    fam = LATENCY_METRICS[ts.metric]
-    if ts.quantile is None:
-        h = iv.hists.get(fam)
-        if h is None or h.count <= 0:
-            return None
-        return (1.0 if h.sum / h.count <= ts.threshold_seconds else 0.0), 1.0
-    sfam = SUMMARY_METRICS[ts.metric]
-    q = iv.quantiles.get((sfam, ts.quantile))
-    if q is None or iv.summary_counts.get(sfam, 0.0) <= 0 or q != q:
-        return None
-    return (1.0 if q <= ts.threshold_seconds else 0.0), 1.0
 
 
 class Ledger:

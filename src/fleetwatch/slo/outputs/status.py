@@ -3,8 +3,8 @@
 :func:`status` gives one JSON-ready :class:`SLOStatus` per SLO and model;
 :func:`iter_metrics` the ``(family, labels, value)`` of every ``fleetwatch_slo_*`` and
 ``fleetwatch_autoscaling_*`` series (names and label sets as in
-:mod:`fleetwatch.labels.schema`; :mod:`.export` turns them into a collector). Windows are
-written as :func:`~fleetwatch.slo.durations.format_duration` labels (``5m``, ``28d``).
+:mod:`fleetwatch.labels.schema`; :mod:`fleetwatch.slo.outputs.export` turns them into a collector).
+Windows are written as :func:`~fleetwatch.slo.durations.format_duration` labels (``5m``, ``28d``).
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Protocol, TypedDict
 
-from fleetwatch.slo.account import Ledger, ModelGauges
-from fleetwatch.slo.autoscaling import ModelSignal
+from fleetwatch.slo.account.gauges import ModelGauges
+from fleetwatch.slo.account.ledger import Ledger
 from fleetwatch.slo.bands import budget_remaining
 from fleetwatch.slo.durations import format_duration
-from fleetwatch.slo.judge import explain
+from fleetwatch.slo.judge.states import explain
+from fleetwatch.slo.outputs.autoscaling import ModelSignal
 from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState, band_sort
 
 

@@ -4,13 +4,16 @@ through a prometheus_client collector; names, help and label sets come from the 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from fleetwatch.labels.schema import METRICS_BY_NAME
-from fleetwatch.slo.engine import SLOEngine
+
+if TYPE_CHECKING:  # the engine imports the outputs: the collector only calls it
+    from fleetwatch.slo.engine import SLOEngine
 
 SLO_FAMILIES = tuple(n for n in METRICS_BY_NAME
                      if n.startswith(("fleetwatch_slo_", "fleetwatch_autoscaling_")))

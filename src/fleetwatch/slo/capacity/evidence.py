@@ -28,16 +28,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from itertools import chain
 
 import numpy as np
-import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-#: One interval's bucket deltas: (distinct upper bounds ``le``, seconds; observations
-#: ≤ each), both empty without a histogram.
-Buckets = tuple[tuple[float, ...], Sequence[float]]
+from fleetwatch.slo.account.bookings import Bookings, Buckets
+from fleetwatch.slo.arrays import FloatArray, IntArray
 
 #: The weights are renormalized when their exponent ``(t − origin) / τ`` passes this.
 _RENORM = 50.0
@@ -86,6 +83,17 @@ class _Block:
             at = {le: c for c, le in enumerate(self.les)}
             cols = self._cols[les] = np.asarray([at[le] for le in les], dtype=np.int64)
         return cols
+
+
+@dataclass(slots=True)
+class _Group:
+    """The bookings of one block and bucket layout ``les``: their ``rows``, positions
+    ``at`` in the call's lists and bucket ``deltas`` (one per bound of ``les``)."""
+
+    les: tuple[float, ...]
+    rows: list[int] = field(default_factory=list)
+    at: list[int] = field(default_factory=list)
+    deltas: list[Sequence[float]] = field(default_factory=list)
 
 
 class BandLatencyStore:
@@ -165,6 +173,14 @@ class BandLatencyStore:
         blk = self._blocks[b]
         return dict(zip(blk.les, blk.cum[int(self.slot[row])].tolist(), strict=True))
 
+    def add_bookings(self, booked: Bookings, tau: float) -> None:
+        """Add the bookings' latency evidence (``tau``: the capacity window, seconds): at
+        once per run of bookings with one time and distinct rows (an interval books each
+        (SLO, model) once; trace events may book a row several times, in order)."""
+        for run in booked.runs():
+            self.add(booked.times[run.start], tau, booked.bands[run], booked.buckets[run],
+                     booked.counts[run], booked.conc[run])
+
     def add(self, ts: float, tau: float, rows: list[int], buckets: list[Buckets],
             counts: list[float], concurrency: list[float]) -> None:
         """Add one interval ending at ``ts`` (Unix seconds) to each of ``rows`` (distinct):
@@ -205,8 +221,7 @@ class BandLatencyStore:
         # rows of one block with the same interval bounds (one tuple: the decoder hands
         # one on per histogram layout; equal ones of their own are grouped apart, as
         # correct: the rows are distinct) at once: [rows, bounds]
-        groups: dict[tuple[int, int], tuple[tuple[float, ...], list[int], list[int],
-                                            list[Sequence[float]]]] = {}
+        groups: dict[tuple[int, int], _Group] = {}
         place, blocks = self._place, self._blocks
         keyed = [k for k, (key, _d) in enumerate(buckets) if key]
         # each row's block before placing (placing a row moves that row alone): a row
@@ -217,11 +232,12 @@ class BandLatencyStore:
             blk = blocks[b] if b >= 0 and blocks[b].les is key else place(rows[k], key)
             g = groups.get((blk.index, id(key)))
             if g is None:
-                g = groups[(blk.index, id(key))] = (key, [], [], [])
-            g[1].append(rows[k])  # its slot read below: placing others keeps it
-            g[2].append(k)
-            g[3].append(deltas)
-        for (bi, _id), (key, in_rows, ks, values) in groups.items():
+                g = groups[(blk.index, id(key))] = _Group(key)
+            g.rows.append(rows[k])  # its slot read below: placing others keeps it
+            g.at.append(k)
+            g.deltas.append(deltas)
+        for (bi, _id), grp in groups.items():
+            key, in_rows, ks, values = grp.les, grp.rows, grp.at, grp.deltas
             blk = self._blocks[bi]
             width = len(key)  # every row of a group: one value per bound of key
             deltas_of = np.fromiter(chain.from_iterable(values), float,

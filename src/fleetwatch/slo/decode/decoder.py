@@ -20,15 +20,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from itertools import chain
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import numpy as np
-import numpy.typing as npt
 
 from fleetwatch.exporters.snapshot import SeriesKey, Snapshot
 from fleetwatch.labels.schema import METRICS
-from fleetwatch.slo.series_plan import (
+from fleetwatch.slo.arrays import BoolArray, FloatArray
+from fleetwatch.slo.decode.plan import (
     _BUCKET,
     _COUNT,
     _GPU_TOTAL,
@@ -45,8 +46,6 @@ from fleetwatch.slo.series_plan import (
     _SUMMARY_COUNT,
     _WAITING,
     MAX_READERS,
-    Hist,
-    Interval,
     Plan,
     Reader,
 )
@@ -54,13 +53,11 @@ from fleetwatch.slo.sli import LATENCY_METRICS, SUMMARY_METRICS
 from fleetwatch.slo.spec import SLOFile
 from fleetwatch.slo.state import ModelKey
 
-__all__ = ["Decoded", "Decoder", "Hist", "Interval", "needed_families"]
+__all__ = ["Decoded", "Decoder", "TargetColumns", "needed_families"]
 
 if TYPE_CHECKING:
     from fleetwatch.exporters.normalize import Normalized
 
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
 
 REQUESTS = "modelserver_requests_total"
 ACTIVE = "modelserver_requests_active"
@@ -70,41 +67,29 @@ KV = "modelserver_kv_cache_usage_ratio"
 GPU_USED = "modelserver_gpu_memory_used_bytes"
 GPU_TOTAL = "modelserver_gpu_memory_total_bytes"
 
+class TargetColumns(NamedTuple):
+    """One decoded target (or, see :class:`Decoded`, several merged): its :class:`Plan`
+    and the per-slot results (``out``, an array; ``res``, the same as a list)."""
+
+    plan: Plan
+    out: FloatArray
+    res: list[float]
+
+
+@dataclass(slots=True)
 class Decoded:
-    """One snapshot decoded: per model its :class:`Interval` (:attr:`intervals`), and
-    the fleet's GPU-memory usage ratio (``gpu_memory_ratio``: Σ used ÷ Σ total over
-    every target, 0–1; None without GPU series).
+    """One snapshot decoded: ``columns`` per target its :class:`TargetColumns` (read by
+    the engine, :mod:`fleetwatch.slo.account.columns`), and the fleet's GPU-memory usage ratio
+    (``gpu_memory_ratio``: Σ used ÷ Σ total over every target, 0–1; None without GPU
+    series).
 
-    ``columns``: while every target decoded in one vectorized pass, no interval object
-    is made: per target its :class:`Plan` and its per-slot results (``out``, an array,
-    and the same as a list), read by the engine's column path
-    (:mod:`fleetwatch.slo.columns`); :attr:`intervals` makes them on first read."""
+    While every value is valid and no model is served by two targets, a target's
+    columns are its own plan's; otherwise the snapshot is one :class:`TargetColumns` of a
+    plan merged over all its targets (:meth:`Plan.merged`), the invalid values feeding
+    nothing and a model's slots summed over its targets."""
 
-    def __init__(self) -> None:
-        self.columns: list[tuple[Plan, FloatArray, list[float]]] = []
-        self._intervals: dict[ModelKey, Interval] = {}
-        self.gpu_memory_ratio: float | None = None
-
-    @property
-    def intervals(self) -> dict[ModelKey, Interval]:
-        """Model → its interval (in target, then plan order)."""
-        if self.columns:
-            made = self._intervals
-            for plan, _out, res in self.columns:
-                for mk, fields in plan.models.items():
-                    made[mk] = fields.interval(res)
-            self.columns = []
-        return self._intervals
-
-    @property
-    def made(self) -> bool:
-        """Whether an interval was made (by the slow pass, or on reading
-        :attr:`intervals`)."""
-        return bool(self._intervals)
-
-    def has(self, mk: ModelKey) -> bool:
-        """Whether ``mk`` has an interval (made or not yet)."""
-        return mk in self._intervals or any(mk in p.models for p, _o, _r in self.columns)
+    columns: list[TargetColumns] = field(default_factory=list)
+    gpu_memory_ratio: float | None = None
 
 
 def needed_families(slos: SLOFile) -> list[int]:
@@ -137,7 +122,8 @@ def _numbers(n: Normalized, families: list[int],
 
 
 class Decoder:
-    """Turns successive snapshots into per-model :class:`Interval` deltas.
+    """Turns successive snapshots into per-model deltas, as per-slot columns
+    (:class:`Decoded`).
 
     ``CARRY_SECONDS``: how long a series' last cumulative value is kept when its target
     is down (or the series absent or not finite), so that the events of the gap are
@@ -167,11 +153,26 @@ class Decoder:
         ts = snap.timestamp
         decoded = Decoded()
         gpu_used = gpu_total = 0.0
+        parts: list[tuple[Plan, BoolArray, FloatArray]] = []
+        merge = False
         for target, normalized in snap.targets.items():
             if normalized is None:
                 continue
-            u, tot = self._read(target, normalized, decoded, ts)
-            gpu_used, gpu_total = gpu_used + u, gpu_total + tot
+            got = self._read(target, normalized, ts)
+            if got is None:
+                continue
+            plan, valid, contrib, out, all_valid = got
+            merge = merge or not all_valid or any(
+                mk in p.models for p, _v, _c in parts for mk in plan.models)
+            parts.append((plan, valid, contrib))
+            decoded.columns.append(TargetColumns(plan, out, out.tolist()))
+            res = decoded.columns[-1].res
+            gpu_used += res[plan.gpu_used] if plan.gpu_used >= 0 else 0.0
+            gpu_total += res[plan.gpu_total] if plan.gpu_total >= 0 else 0.0
+        if merge:
+            merged = Plan.merged([(p, v) for p, v, _c in parts])
+            out = merged.slot_sums(np.concatenate([c for _p, _v, c in parts])[merged.take])
+            decoded.columns = [TargetColumns(merged, out, out.tolist())]
         self._last_ts = ts
         for target in [t for t, p in self._plans.items()
                        if ts - p.seen > self.CARRY_SECONDS]:
@@ -182,7 +183,7 @@ class Decoder:
 
     def forget(self, models: set[ModelKey]) -> None:
         """Drop the bucket bounds seen for ``models`` (forgotten by the engine)."""
-        for k in [k for k in self.bounds if k[1] in models]:
+        for k in [(fam, mk) for fam, mk in self.bounds if mk in models]:
             del self.bounds[k]
         self.bounds_version += 1
 
@@ -191,30 +192,30 @@ class Decoder:
         name, pairs = key
         labels = dict(pairs)
         if fam_name == GPU_USED:
-            return (_GPU_USED, _NO_MODEL, "", 0.0, "")
+            return Reader(_GPU_USED, _NO_MODEL, "", 0.0, "")
         if fam_name == GPU_TOTAL:
-            return (_GPU_TOTAL, _NO_MODEL, "", 0.0, "")
+            return Reader(_GPU_TOTAL, _NO_MODEL, "", 0.0, "")
         if "model" not in labels:
             return _SKIP_READER
         mk = (labels["model"], labels.get("model_version", ""), labels["backend"])
         if fam_name == REQUESTS:
             code = _REQ_GOOD if labels.get("outcome") == "success" else _REQ_BAD
-            return (code, mk, "", 0.0, "")
+            return Reader(code, mk, "", 0.0, "")
         if fam_name == ACTIVE:
             state = labels.get("state")
             code = _RUNNING if state == "running" else _WAITING if state == "waiting" else _SKIP
-            return (code, mk, "", 0.0, "")
+            return Reader(code, mk, "", 0.0, "")
         if fam_name == KV:
-            return (_KV, mk, "", 0.0, "")
+            return Reader(_KV, mk, "", 0.0, "")
         summary = fam_name.endswith("_summary_seconds")
         if name.endswith("_bucket"):
-            return (_BUCKET, mk, fam_name, float(labels["le"]), "")
+            return Reader(_BUCKET, mk, fam_name, float(labels["le"]), "")
         if name.endswith("_sum"):
-            return (_SKIP if summary else _SUM, mk, fam_name, 0.0, "")
+            return Reader(_SKIP if summary else _SUM, mk, fam_name, 0.0, "")
         if name.endswith("_count"):
-            return (_SUMMARY_COUNT if summary else _COUNT, mk, fam_name, 0.0, "")
+            return Reader(_SUMMARY_COUNT if summary else _COUNT, mk, fam_name, 0.0, "")
         if "quantile" in labels:
-            return (_QUANTILE, mk, fam_name, 0.0, labels["quantile"])
+            return Reader(_QUANTILE, mk, fam_name, 0.0, labels["quantile"])
         return _SKIP_READER
 
     def _plan(self, target: str, n: Normalized, keys: list[list[str]]) -> Plan:
@@ -230,8 +231,8 @@ class Decoder:
                 r = readers_cache.get(prefix)
                 if r is None:
                     r = readers_cache[prefix] = self._reader(fam_name, n.key(prefix))
-                if r[0] == _BUCKET:
-                    self.bounds[(fam_name, r[1])].add(r[3])
+                if r.code == _BUCKET:
+                    self.bounds[(fam_name, r.model)].add(r.le)
                 readers.append(r)
         plan = Plan(keys, readers)
         self.bounds_version += 1
@@ -255,11 +256,12 @@ class Decoder:
         self._plans[target] = plan
         return plan
 
-    def _read(self, target: str, n: Normalized, decoded: Decoded,
-              ts: float) -> tuple[float, float]:
-        """The hot path: every needed series of one target into ``decoded`` (its
-        columns while every target so far took the vectorized pass); returns the
-        target's (GPU memory used, total) in bytes."""
+    def _read(self, target: str, n: Normalized, ts: float
+              ) -> tuple[Plan, BoolArray, FloatArray, FloatArray, bool] | None:
+        """The hot path: every needed series of one target, as ``(plan, valid,
+        contributions, per-slot results, whether all valid)`` (None: no needed series).
+        An invalid value (NaN/±Inf, a negative count) contributes 0.0 and is marked
+        not ``valid`` (a merged plan skips it: :class:`Decoded`)."""
         fams = [n.families[idx] for idx in self.families]
         keys = [list(f) for f in fams]  # the same prefix objects every scrape: fast ==
         plan = self._plans.get(target)
@@ -267,7 +269,7 @@ class Decoder:
             plan = self._plan(target, n, keys)
         plan.seen = ts
         if not plan.n_values:
-            return 0.0, 0.0
+            return None
         values = np.fromiter(_numbers(n, self.families, fams), float, plan.n_values)
         v = values[plan.take]
         counter = plan.counter
@@ -283,74 +285,6 @@ class Decoder:
         plan.prev = np.where(update, v, prev)
         plan.when = np.where(update, ts, plan.when)
         all_valid = bool(valid.all())
-        if not all_valid or ((decoded.columns or decoded.made)
-                             and any(decoded.has(mk) for mk in plan.models)):
-            return self._read_slow(plan, contrib, valid, decoded.intervals)
-        nslots = len(plan.fields)
-        summed = plan.summed
-        out = np.bincount(plan.slot[summed], weights=contrib[summed], minlength=nslots)
-        has2 = plan.has2
-        if has2.any():
-            out += np.bincount(plan.slot2[has2], weights=contrib[has2], minlength=nslots)
-        if plan.kv.any():
-            kv = plan.kv
-            peak = np.zeros(nslots)
-            np.maximum.at(peak, plan.slot[kv], contrib[kv])
-            out[plan.slot[kv]] = peak[plan.slot[kv]]
-        if plan.quantile.any():
-            q = plan.quantile
-            out[plan.slot[q]] = contrib[q]  # the last series wins
-        res = out.tolist()
-        if not decoded.made:  # columns while no target needed the slow pass
-            decoded.columns.append((plan, out.astype(float, copy=False), res))
-        else:
-            intervals = decoded.intervals
-            for mk, fields in plan.models.items():
-                intervals[mk] = fields.interval(res)
-        return (res[plan.gpu_used] if plan.gpu_used >= 0 else 0.0,
-                res[plan.gpu_total] if plan.gpu_total >= 0 else 0.0)
-
-    @staticmethod
-    def _read_slow(plan: Plan, contrib: FloatArray, valid: BoolArray,
-                   intervals: dict[ModelKey, Interval]) -> tuple[float, float]:
-        """Series by series, skipping the values that are not valid (NaN/±Inf, a negative
-        count), and adding into intervals other targets already started."""
-        gpu_used = gpu_total = 0.0
-        fields = plan.fields
-        for code, j, x, ok in zip(plan.code.tolist(), plan.slot.tolist(), contrib.tolist(),
-                                  valid.tolist(), strict=True):
-            if not ok:
-                continue
-            _c, mk, fam, le, quantile = fields[j]
-            if code == _GPU_USED:
-                gpu_used += x
-                continue
-            if code == _GPU_TOTAL:
-                gpu_total += x
-                continue
-            iv = intervals.get(mk)
-            if iv is None:
-                iv = intervals[mk] = Interval()
-            if code == _BUCKET:
-                h = iv.hists[fam]
-                h.buckets[le] = h.buckets.get(le, 0.0) + x
-            elif code == _COUNT:
-                iv.hists[fam].count += x
-            elif code == _SUM:
-                iv.hists[fam].sum += x
-            elif code == _REQ_GOOD:
-                iv.total_requests += x
-                iv.good_requests += x
-            elif code == _REQ_BAD:
-                iv.total_requests += x
-            elif code == _SUMMARY_COUNT:
-                iv.summary_counts[fam] = iv.summary_counts.get(fam, 0.0) + x
-            elif code == _RUNNING:
-                iv.running_now = (iv.running_now or 0.0) + x
-            elif code == _WAITING:
-                iv.waiting_now = (iv.waiting_now or 0.0) + x
-            elif code == _KV:
-                iv.kv_usage = max(iv.kv_usage or 0.0, x)
-            elif code == _QUANTILE:
-                iv.quantiles[(fam, quantile)] = x
-        return gpu_used, gpu_total
+        if not all_valid:
+            contrib = np.where(valid, contrib, 0.0)
+        return plan, valid, contrib, plan.slot_sums(contrib), all_valid

@@ -18,10 +18,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 
 import numpy as np
-import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+from fleetwatch.slo.arrays import FloatArray, IntArray
 
 #: The most address space a caller should reserve for the rings (bytes): 512 MiB.
 MAX_RESERVED_BYTES = 512 * 2**20

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypedDict
 
-from fleetwatch.slo.account import ModelGauges
-from fleetwatch.slo.judge import worst_state
+from fleetwatch.slo.account.gauges import ModelGauges
+from fleetwatch.slo.judge.states import worst_state
 from fleetwatch.slo.spec import AutoscalingSettings
 from fleetwatch.slo.state import ModelKey, SLOModelState
 

@@ -18,6 +18,7 @@ that long (the SLO engine passes its fastest window pair's long window).
 from __future__ import annotations
 
 from collections import deque
+from typing import NamedTuple
 
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.exporters.sources.dcgm import clock_event_reasons
@@ -32,12 +33,19 @@ MAX_EVENTS_PER_GPU = 4096
 MAX_GPUS = 1024
 
 
+class _Seen(NamedTuple):
+    """A GPU's ``conditions`` at the snapshot of ``t`` (Unix seconds)."""
+
+    t: float
+    conditions: frozenset[str]
+
+
 class GPUHealth:
     """Conditions per GPU UUID over the last ``horizon`` seconds."""
 
     def __init__(self, horizon: float) -> None:
         self.horizon = horizon
-        self._events: dict[str, deque[tuple[float, frozenset[str]]]] = {}
+        self._events: dict[str, deque[_Seen]] = {}
         self._xid: dict[str, float] = {}  # gpu_uuid → last XID code seen
         self._seen: dict[str, float] = {}  # gpu_uuid → when last seen
 
@@ -71,7 +79,7 @@ class GPUHealth:
             self._seen[uuid] = ts
             if conds:
                 q = self._events.setdefault(uuid, deque(maxlen=MAX_EVENTS_PER_GPU))
-                q.append((ts, frozenset(conds)))
+                q.append(_Seen(ts, frozenset(conds)))
         self._expire(ts)
 
     def _expire(self, ts: float) -> None:
@@ -81,7 +89,7 @@ class GPUHealth:
             self._events.pop(uuid, None)
             self._xid.pop(uuid, None)
         for q in self._events.values():
-            while q and q[0][0] < horizon:
+            while q and q[0].t < horizon:
                 q.popleft()
 
     def conditions(self, gpu_uuid: str, since: float) -> list[str]:

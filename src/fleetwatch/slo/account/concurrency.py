@@ -25,15 +25,14 @@ without gauges, the gauges alone when Little's law has no completed request. An
 interval too short for Little's law that completed requests (a capture right after a
 load step drained) takes the larger of the gauges and the model's concurrency over its
 previous interval: the requests it completed — and the TTFT events of requests that
-waited — lived mostly before it, and the mean of a full and an empty gauge put them in
-the band of half the load (replaying a live real-vLLM sweep: the drain capture after
-the top step, 16 → 0 in system over 0.18 s, read 8 and made a false ``regression`` in
-band 8). Its mirror, an interval that began with an empty system (a load step from
-idle) and that Little's law cannot measure, takes the gauges at its end: every request in
-it arrived during it, and its events are theirs (the same sweep on a slower machine: the
-capture after the drain read 0, the next one 8 running + 8 waiting, the mean 8 put the
-first tokens of requests that waited for a slot into band 8, and the replay said
-``regression`` with capacity 4). :func:`estimate` also names the estimator used
+waited — lived mostly before it, and the mean of a full and an empty gauge would put
+them in the band of half the load (e.g. a drain from 16 to 0 in the system within a
+fraction of a second reads 8, a band where they did not run). Its mirror, an interval
+that began with an empty system (a load step from idle) and that Little's law cannot
+measure, takes the gauges at its end: every request in it arrived during it, and its
+events are theirs (from 0 to 8 running + 8 waiting, the mean 8 would put the first
+tokens of requests that waited for a slot into band 8). :func:`estimate_columns` also
+names the estimator used
 (``"little"``, ``"gauges"`` or ``"previous"``), which ``/slo`` reports as
 ``concurrency_estimator``.
 
@@ -45,14 +44,19 @@ and ``nv_inference_pending_request_count``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
-import numpy.typing as npt
 
-from fleetwatch.slo.decode import DURATION, Interval
+from fleetwatch.slo.arrays import BoolArray, FloatArray
 
-FloatArray = npt.NDArray[np.float64]
-#: Per model a value and whether it is present (absent: None in :func:`estimate_of`).
-Column = tuple[FloatArray, npt.NDArray[np.bool_]]
+
+class Column(NamedTuple):
+    """Per model a value and whether it is present (an absent value is ignored)."""
+
+    values: FloatArray
+    present: BoolArray
+
 
 #: Little's law on completed requests is trusted only over an interval at least this
 #: many mean latencies long (shorter: the durations of requests that started before the
@@ -64,11 +68,6 @@ GAUGES = "gauges"
 PREVIOUS = "previous"
 
 
-def in_system(iv: Interval) -> float | None:
-    """Running + waiting requests at the end of the interval (None without gauges)."""
-    return in_system_of(iv.running_now, iv.waiting_now)
-
-
 def in_system_of(running: float | None, waiting: float | None) -> float | None:
     """Running + waiting requests from the two gauges (None: the gauge is absent)."""
     if running is None and waiting is None:
@@ -76,75 +75,17 @@ def in_system_of(running: float | None, waiting: float | None) -> float | None:
     return (running or 0.0) + (waiting or 0.0)
 
 
-def little(iv: Interval, dt: float) -> float | None:
-    """Little's law ``ΔΣ durations / Δt`` (requests), None when the interval has no
-    completed request or is shorter than :data:`MIN_INTERVALS_PER_LATENCY` mean
-    latencies."""
-    h = iv.hists.get(DURATION)
-    return None if h is None else _little(h.count, h.sum, dt)
-
-
-def _little(count: float, total: float, dt: float) -> float | None:
-    if count <= 0 or dt <= 0:
-        return None
-    mean_latency = total / count
-    if dt < MIN_INTERVALS_PER_LATENCY * mean_latency:
-        return None
-    return max(total, 0.0) / dt
-
-
-def estimate(iv: Interval, prev_in_system: float | None, dt: float,
-             previous: float | None = None) -> tuple[float, str] | None:
-    """``(concurrency, estimator)`` of an interval of ``dt`` seconds (see the module
-    doc); ``prev_in_system`` is running + waiting at its start (None: unknown, the end
-    value stands for both); ``previous`` the model's concurrency over its previous
-    interval (requests; None: unknown). None without any usable measurement."""
-    h = iv.hists.get(DURATION)
-    return estimate_of(iv.running_now, iv.waiting_now,
-                       None if h is None else (h.count, h.sum), prev_in_system, dt, previous)
-
-
-def estimate_of(running: float | None, waiting: float | None,
-                duration: tuple[float, float] | None, prev_in_system: float | None,
-                dt: float, previous: float | None = None) -> tuple[float, str] | None:
-    """:func:`estimate` from the interval's numbers: the running and waiting gauges at
-    its end (None: absent) and its request-duration histogram's ``(Δcount, Δsum)``
-    (observations, seconds; None: no such histogram)."""
-    gauge_end = in_system_of(running, waiting)
-    gauges = None
-    if gauge_end is not None:
-        start = gauge_end if prev_in_system is None else prev_in_system
-        gauges = (start + gauge_end) / 2.0
-    law = None if duration is None else _little(duration[0], duration[1], dt)
-    if law is None and prev_in_system == 0.0 and gauge_end:
-        # it began empty: every request at its end arrived during it, and the events it
-        # counts (first tokens, completions) are those requests', at the end's load
-        gauges = gauge_end
-    if law is not None and (gauges is None or law >= gauges):
-        return law, LITTLE
-    if (law is None and previous is not None and duration is not None
-            and duration[0] > 0 and dt > 0 and (gauges is None or previous > gauges)):
-        # too short for Little's law: the requests it completed lived mostly before it
-        return previous, PREVIOUS
-    if gauges is not None:
-        return gauges, GAUGES
-    # no gauges and Little's law not trusted: a short interval with completions still
-    # says something (the old behaviour); no completion at all says nothing
-    if duration is not None and dt > 0 and duration[0] > 0:
-        return max(duration[1], 0.0) / dt, LITTLE
-    if duration is not None and dt > 0:
-        return 0.0, LITTLE
-    return None
-
-
 def estimate_columns(running: Column, waiting: Column, duration: tuple[Column, Column],
                      prev_in_system: Column, dt: FloatArray,
                      previous: Column) -> tuple[FloatArray, list[str | None]]:
-    """:func:`estimate_of` for many models at once (the engine's column path), the same
-    floats: each input is ``(values, present)`` per model (a value where ``present`` is
-    False is ignored: None in :func:`estimate_of`); ``duration`` the request-duration
-    histogram's ``(Δcount, Δsum)`` columns, with one presence; ``dt`` seconds. Returns
-    per model the concurrency (requests; NaN: None) and the estimator's name (None)."""
+    """The concurrency of every model's interval (see the module doc): ``running`` and
+    ``waiting`` the gauges at its end (requests), ``duration`` the request-duration
+    histogram's ``(Δcount, Δsum)`` columns (observations, seconds; one presence: the
+    histogram's), ``prev_in_system`` running + waiting at its start (absent: the end
+    value stands for both), ``dt`` its length (seconds), ``previous`` the model's
+    concurrency over its previous interval (requests). Returns per model the
+    concurrency (requests; NaN: no usable measurement) and the estimator's name
+    (``"little"``, ``"gauges"``, ``"previous"``; None: no measurement)."""
     (r, r_has), (w, w_has) = running, waiting
     (dc, d_has), (ds, _) = duration
     (p, p_has), (prev, prev_has) = prev_in_system, previous

@@ -1,17 +1,14 @@
-"""The column path's bookings: every (SLO, model) of one target booked at once.
+"""The book: every (SLO, model) of one target booked at once, with array operations.
 
-:meth:`fleetwatch.slo.engine.SLOEngine._book` checks and books one
-:data:`~.bookings.Booking` at a time — per (SLO, model) a few dict look-ups and list
-appends, a third of an update of 1000 models × 3 SLOs. On the column path
-(:mod:`.columns`) the same bookings are made here with array operations: a
-:class:`TargetSLOs`, compiled once per column view and layout of the engine's states and
-rows (:attr:`TargetSLOs.version`), holds per SLO the positions of the target's models it
-selects, their states, the window-store row of every band of each state and of its
-``all`` row; per update :meth:`TargetSLOs.gather` picks the bookable (SLO, model) pairs
-and their rows, in the order the per-item path books them (model by model, each model's
-SLOs in the SLO file's order), and :func:`bookings` makes the rows a first booking needs
-(through the engine's callback, in that order) and the :class:`~.bookings.Bookings`.
-The numbers are the per-item path's: ``tools/slo_equivalence.py`` compares them exactly.
+A :class:`TargetSLOs`, compiled once per column view (:mod:`fleetwatch.slo.account.columns`) and
+layout of the engine's states and rows (:attr:`TargetSLOs.version`), holds per SLO the positions of
+the target's models it selects, their states, the window-store row of every band of
+each state and of its ``all`` row; per update :meth:`TargetSLOs.gather` picks the
+bookable (SLO, model) pairs and their rows, model by model and each model's SLOs in the
+SLO file's order, and :func:`bookings` makes the rows a first booking needs (through the
+engine's callback, in that order) and the :class:`~fleetwatch.slo.account.bookings.Bookings`. Per
+model and SLO the rules are those of ``tests/slo/oracle.py``, which states them one interval at a
+time (a test requires equal outputs).
 
 Units: events in counts, concurrency in requests, times in Unix seconds.
 """
@@ -20,18 +17,43 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import NamedTuple
 
 import numpy as np
-import numpy.typing as npt
 
-from fleetwatch.slo.bookings import NO_BUCKETS, Bookings
-from fleetwatch.slo.columns import PlanColumns, SLOEvents
+from fleetwatch.slo.account.bookings import NO_BUCKETS, Bookings, Buckets
+from fleetwatch.slo.account.columns import PlanColumns, SLOEvents
+from fleetwatch.slo.arrays import BoolArray, FloatArray, IntArray
+from fleetwatch.slo.decode.plan import HistSlots
+from fleetwatch.slo.spec import SLOSpec
 from fleetwatch.slo.state import ALL, ModelKey, SLOModelState
 
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
+
+class BandTable(NamedTuple):
+    """An SLO's concurrency bands: ``bounds`` ascending (requests) and ``labels`` (the
+    bounds' ``band`` label values, then ``+Inf``). A concurrency's band is the smallest
+    bound ≥ it (``labels[bisect_left(bounds, c)]``). SLOs with the same bands share one
+    table (a model's band is found once per table)."""
+
+    bounds: list[float]
+    labels: list[str]
+
+
+@dataclass(slots=True)
+class ModelSLO:
+    """One SLO that selects one model: ``slo``, ``key`` (SLO name, model), ``traces``
+    (a ``sli.source: traces`` SLO, accounted per request by ``add_events``, not from the
+    decoder), ``latency_family`` (a latency SLI's histogram family, else None), its
+    ``bands``, ``index`` (its position in the SLO file) and ``state`` (None until made,
+    or while refused by ``limits.max_models_per_slo``)."""
+
+    slo: SLOSpec
+    key: tuple[str, ModelKey]
+    traces: bool
+    latency_family: str | None
+    bands: BandTable
+    index: int
+    state: SLOModelState | None = None
 
 
 class _SLOColumn:
@@ -46,13 +68,13 @@ class _SLOColumn:
     __slots__ = ("all_rows", "buckets", "err_at", "errors", "has", "labels", "pos", "rows",
                  "states", "table")
 
-    def __init__(self, view: PlanColumns, j: int, entries: list[list[Any]],
+    def __init__(self, view: PlanColumns, j: int, entries: list[ModelSLO],
                  pos: list[int]) -> None:
         self.pos: IntArray = np.asarray(pos, dtype=np.int64)
-        self.states: list[SLOModelState | None] = [e[6] for e in entries]
+        self.states: list[SLOModelState | None] = [e.state for e in entries]
         self.has: BoolArray = np.asarray([s is not None for s in self.states], dtype=bool)
-        self.table: tuple[list[float], list[str]] = entries[0][4]
-        self.labels = self.table[1]
+        self.table: BandTable = entries[0].bands
+        self.labels = self.table.labels
         rows = np.full((len(entries), len(self.labels)), -1, dtype=np.int64)
         all_rows = np.full(len(entries), -1, dtype=np.int64)
         for k, st in enumerate(self.states):
@@ -61,10 +83,10 @@ class _SLOColumn:
                 rows[k] = [got(label, -1) for label in self.labels]
                 all_rows[k] = got(ALL, -1)
         self.rows, self.all_rows = rows, all_rows
-        lat_fam = entries[0][3]
-        self.buckets: list[Any] | None = None
+        lat_fam = entries[0].latency_family
+        self.buckets: list[HistSlots | None] | None = None
         if lat_fam is not None:
-            per_model = view.buckets_of(lat_fam)
+            per_model = view.hist_of(lat_fam)
             self.buckets = [per_model[i] for i in pos]
         kind = view.kinds[j]
         self.err_at: list[int] = []
@@ -96,13 +118,14 @@ class GaugeSlots:
         self.q_count, self.q_sum, self.q_has = self._pairs(view.queue)
 
     @staticmethod
-    def _pairs(pairs: list[tuple[int, int] | None]) -> tuple[IntArray, IntArray, BoolArray]:
-        return (np.asarray([-1 if h is None else h[0] for h in pairs], dtype=np.int64),
-                np.asarray([-1 if h is None else h[1] for h in pairs], dtype=np.int64),
-                np.asarray([h is not None for h in pairs], dtype=bool))
+    def _pairs(hists: list[HistSlots | None]) -> tuple[IntArray, IntArray, BoolArray]:
+        """Per model a histogram's count and sum slots, and whether it has one."""
+        return (np.asarray([-1 if h is None else h.count_slot for h in hists], dtype=np.int64),
+                np.asarray([-1 if h is None else h.sum_slot for h in hists], dtype=np.int64),
+                np.asarray([h is not None for h in hists], dtype=bool))
 
 
-@dataclass
+@dataclass(slots=True)
 class Gathered:
     """One target's bookable (SLO, model) pairs, in booking order: per pair its SLO's
     column ``cols[c[k]]`` and position ``at[k]`` in it, band index ``band[k]``, rows
@@ -117,30 +140,29 @@ class Gathered:
     goods: FloatArray
     totals: FloatArray
     conc: FloatArray
-    buckets: list[Any]
+    buckets: list[Buckets]
 
 
 class TargetSLOs:
     """The per-SLO columns of one target's view for the engine's SLOs (``nslo``; each
-    model's entries from ``entries``: the engine's ``[spec, key, traces, latency family,
-    band table, events, state, SLO index]``), compiled for the engine's layout
+    model's :class:`ModelSLO` entries from ``entries``), compiled for the engine's layout
     ``version``. ``complete``: every entry of every model has a state (else the engine
     makes or refuses the missing ones before :meth:`gather`, every update)."""
 
-    def __init__(self, view: PlanColumns, entries: Callable[[ModelKey], list[list[Any]]],
+    def __init__(self, view: PlanColumns, entries: Callable[[ModelKey], list[ModelSLO]],
                  nslo: int, version: int) -> None:
         self.view, self.version = view, version
         pos: list[list[int]] = [[] for _ in range(nslo)]
-        ents: list[list[list[Any]]] = [[] for _ in range(nslo)]
+        ents: list[list[ModelSLO]] = [[] for _ in range(nslo)]
         self.complete = True
         for i, mk in enumerate(view.models):
             for entry in entries(mk):
-                if entry[6] is None:
+                if entry.state is None:
                     self.complete = False
-                if entry[2]:
+                if entry.traces:
                     continue  # a traces SLI: judged per request
-                pos[entry[7]].append(i)
-                ents[entry[7]].append(entry)
+                pos[entry.index].append(i)
+                ents[entry.index].append(entry)
         self.columns: list[_SLOColumn | None] = [
             _SLOColumn(view, j, ents[j], pos[j]) if ents[j] else None for j in range(nslo)]
         self.gauges = GaugeSlots(view)
@@ -181,7 +203,7 @@ class TargetSLOs:
         order = np.argsort(np.concatenate(keys), kind="stable")  # model by model
         cols: list[_SLOColumn] = []
         c, at_l, band_l, row_l, all_l, goods_l, totals_l, conc_l = ([] for _ in range(8))
-        buckets: list[Any] = []
+        buckets: list[Buckets] = []
         for n, (j, at, models) in enumerate(parts):
             col = self.columns[j]
             assert col is not None
@@ -191,7 +213,7 @@ class TargetSLOs:
             band_of = bands.get(id(table))
             if band_of is None:  # the smallest bound ≥ conc, or +Inf
                 band_of = bands[id(table)] = np.searchsorted(
-                    np.asarray(table[0], dtype=float), conc, side="left")
+                    np.asarray(table.bounds, dtype=float), conc, side="left")
             b = band_of[models]
             cols.append(col)
             c.append(np.full(len(at), n, dtype=np.int64))
@@ -205,8 +227,9 @@ class TargetSLOs:
             if col.buckets is None:
                 buckets.extend([NO_BUCKETS] * len(at))
             else:
-                hb = col.buckets
-                buckets.extend([(h[0], h[1](res)) for h in (hb[k] for k in at.tolist())])
+                for h in (col.buckets[k] for k in at.tolist()):
+                    assert h is not None  # a booked latency SLI has its histogram
+                    buckets.append((h.les, h.get(res)))
         return Gathered(
             cols, np.concatenate(c)[order], np.concatenate(at_l)[order],
             np.concatenate(band_l)[order], np.concatenate(row_l)[order],
@@ -218,12 +241,12 @@ class TargetSLOs:
 def bookings(ts: float, targets: Iterable[Gathered],
              new_row: Callable[[SLOModelState, str, float], int],
              dirty: set[tuple[str, ModelKey]]) -> Bookings:
-    """The :class:`~.bookings.Bookings` of one update from each target's
+    """The :class:`~fleetwatch.slo.account.bookings.Bookings` of one update from each target's
     :meth:`TargetSLOs.gather` (in the targets' order): the rows a first booking of a band
     needs are made with ``new_row`` (band, then ``all``; a state's first booking marks it
     ``dirty``: no_data → judged), in booking order, and kept in the target's columns (a
-    model's states are in one target's columns only: the column path is taken when no
-    model is served by two targets)."""
+    model is in one target's columns only: a model served by two targets is decoded
+    into one plan merged over them)."""
     booked = Bookings(one_run=True)
     rows, alls, buckets_l, goods, totals, conc = [], [], [], [], [], []
     for g in targets:

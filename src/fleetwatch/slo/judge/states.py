@@ -2,8 +2,8 @@
 
 ``regression`` when a band inside the concurrency envelope burns faster than a window
 pair's threshold on both its windows (page the owner) — re-judged by
-:mod:`.interference` as ``interference`` (a co-located model's load rose: platform
-ticket) or ``gpu_degraded`` (the GPU throttles or errors: platform ticket) —,
+:mod:`fleetwatch.slo.judge.interference` as ``interference`` (a co-located model's load rose:
+platform ticket) or ``gpu_degraded`` (the GPU throttles or errors: platform ticket) —,
 ``overload`` when only bands above the envelope do (scale out), ``ok`` otherwise;
 ``no_data`` before any event, ``misconfigured`` when the SLI cannot be measured (a
 latency threshold that is not a bucket boundary of the source).
@@ -11,7 +11,14 @@ latency threshold that is not a bucket boundary of the source).
 
 from __future__ import annotations
 
-from fleetwatch.slo.state import SLOModelState
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from fleetwatch.slo.state import ModelKey, SLOModelState
+
+if TYPE_CHECKING:
+    from fleetwatch.slo.account.ledger import Ledger
+    from fleetwatch.slo.judge.interference import Attributor
 
 #: Worst first: the state of a model over all its SLOs is the first one present.
 SEVERITY = ("regression", "gpu_degraded", "interference", "overload", "misconfigured", "ok",
@@ -24,7 +31,7 @@ LEARNS_CAPACITY = ("ok", "regression", "overload")
 
 def judge(st: SLOModelState, burning_rows: list[bool]) -> None:
     """Set ``st.state`` and ``st.burning_bands`` from which window-store rows burn
-    (``burning_rows[row]``, see :attr:`fleetwatch.slo.account.Ledger.burning`)."""
+    (``burning_rows[row]``, see :attr:`fleetwatch.slo.account.ledger.Ledger.burning`)."""
     if st.error is not None:
         st.state = "misconfigured"
         return
@@ -41,6 +48,26 @@ def judge(st: SLOModelState, burning_rows: list[bool]) -> None:
         st.state = "overload"
     else:
         st.state = "ok"
+
+
+def judge_marked(ts: float, states: Mapping[tuple[str, ModelKey], SLOModelState],
+                 marked: set[tuple[str, ModelKey]], burning_rows: list[bool],
+                 attribution: Attributor, ledger: Ledger) -> None:
+    """Judge the ``marked`` states (those whose judged inputs changed; a judgement reads
+    its own state alone) at ``ts``; with a placement also every placed model's states,
+    each then attributed (:mod:`fleetwatch.slo.judge.interference`: regression → interference or
+    gpu_degraded), as attribution reads other models."""
+    placement = attribution.placement
+    if placement:
+        for key, st in states.items():
+            if key in marked or placement.gpus_of(st.model[0]):
+                judge(st, burning_rows)
+                attribution.attribute(ts, key, st, ledger)
+        return
+    for key in marked:
+        one = states.get(key)
+        if one is not None:
+            judge(one, burning_rows)
 
 
 def worst_state(states: set[str]) -> str:

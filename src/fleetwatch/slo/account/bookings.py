@@ -1,20 +1,21 @@
 """What one update of the SLO engine books, column by column.
 
 The engine collects an update's bookings — per (SLO, model) whose interval has events:
-its state, concurrency, band, good and total events and the latency evidence — as
-:data:`Booking` items (:meth:`fleetwatch.slo.engine.SLOEngine._book` checks and books
-them), into a :class:`Bookings`: the window-store rows and counts for the ledger, and
-per booking the band's evidence for the capacity model.
+its state, concurrency, band, good and total events and the latency evidence
+(:func:`fleetwatch.slo.account.book.bookings`, and one trace event at a time) — into a
+:class:`Bookings`: the window-store rows and counts for the ledger, and per booking the
+band's evidence for the capacity model.
 
 Units: events in counts, concurrency in requests, times in Unix seconds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
-from fleetwatch.slo.band_latency import Buckets
-from fleetwatch.slo.state import SLOModelState
+#: The latency evidence of one booking: a histogram's bucket bounds (seconds, the tuple
+#: shared by every model of that layout) and their deltas (observations).
+Buckets = tuple[tuple[float, ...], Sequence[float]]
 
 #: The latency evidence of a booking without a histogram (bounds, counts).
 NO_BUCKETS: Buckets = ((), ())
@@ -60,7 +61,3 @@ class Bookings:
             yield slice(start, end)
             start = end
 
-
-#: ``(state, concurrency, band label, good, total, latency bucket deltas)``: the events
-#: of one SLO and model to book (requests, counts; ``NO_BUCKETS`` without a histogram).
-Booking = tuple[SLOModelState, float, str, float, float, Buckets]

@@ -2,7 +2,7 @@
 threshold, for many (SLO, model) at once.
 
 Input per (SLO, model): ``(concurrency, latency quantile)`` points of its trusted bands
-(:mod:`.band_latency`: the band's mean concurrency and the quantile its objective
+(:mod:`fleetwatch.slo.capacity.evidence`: the band's mean concurrency and the quantile its objective
 implies, e.g. p99 for 99 %). :func:`predict_rows` fits quantile against concurrency with
 a monotone (isotonic, pool-adjacent-violators) fit and, when the engine's batch limit is
 known, a queueing form (latency stays at its service time while requests find a free
@@ -10,7 +10,7 @@ slot, then grows with the requests waiting beyond the limit: a flat segment up t
 batch limit, then linear), and interpolates linearly between the last point below the
 threshold and the first above it — one vectorized pass over every row, a loop only over
 point positions (≤ the number of bands). :func:`isotonic` and :func:`predict` are the
-same for one list of points. (:class:`~.band_latency.BandLatency`, the per-band
+same for one list of points. (:class:`~fleetwatch.slo.capacity.evidence.BandLatency`, the per-band
 evidence, is importable from here as before.)
 
 Units: seconds for latency, requests (per replica) for concurrency.
@@ -21,15 +21,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import numpy.typing as npt
 
-from fleetwatch.slo.band_latency import BandLatency
+from fleetwatch.slo.arrays import BoolArray, FloatArray, IntArray
+from fleetwatch.slo.capacity.evidence import BandLatency
 
 __all__ = ["BandLatency", "isotonic", "isotonic_rows", "predict", "predict_rows",
            "round_capacity"]
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 
 def isotonic_rows(ys: FloatArray, m: IntArray) -> FloatArray:
@@ -73,7 +71,7 @@ def isotonic_rows(ys: FloatArray, m: IntArray) -> FloatArray:
     return np.where(pos[None, :] < m[:, None], fitted, 0.0)
 
 
-def predict_rows(xs: FloatArray, ys: FloatArray, valid: npt.NDArray[np.bool_],
+def predict_rows(xs: FloatArray, ys: FloatArray, valid: BoolArray,
                  threshold: FloatArray, batch_limit: FloatArray) -> FloatArray:
     """Per row the concurrency (requests) at which the latency quantile reaches
     ``threshold[i]`` (seconds), from the points ``(xs[i, k], ys[i, k])`` where

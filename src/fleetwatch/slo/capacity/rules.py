@@ -15,9 +15,9 @@ capacity window (``capacity.window``), a band is *trusted* once it has at least
    it: without a model prediction capacity becomes ``min(max(capacity, g), e)`` where
    ``g`` is the highest observed concurrency of a good band below ``e`` (``bands``: burn
    lowers it below the band, good load below raises it up to there); for a latency SLI
-   the capacity model (:mod:`.band_latency`: per-band latency quantile at the
-   objective; :mod:`.latency`: monotone / queueing fit) predicts where the quantile
-   reaches the threshold and capacity becomes that prediction clamped to ``[g, x]`` —
+   the capacity model (:mod:`fleetwatch.slo.capacity.evidence`: per-band latency quantile at the
+   objective; :mod:`fleetwatch.slo.capacity.model`: monotone / queueing fit) predicts where the
+   quantile reaches the threshold and capacity becomes that prediction clamped to ``[g, x]`` —
    between the good band and the burning band's observed concurrency (``model``). The
    model never acts without a burning band, so it can only lower capacity from the
    envelope or place it between good and burning load.
@@ -28,22 +28,24 @@ capacity window (``capacity.window``), a band is *trusted* once it has at least
 A new estimate is adopted only after it held (within :data:`SAME` relative) for
 ``capacity.hysteresis_updates`` consecutive updates. Capacity is a continuous number of
 concurrent requests per replica, rounded to 3 significant digits
-(:func:`~fleetwatch.slo.latency.round_capacity`).
+(:func:`~fleetwatch.slo.capacity.model.round_capacity`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from fleetwatch.slo.band_latency import BandLatencyStore
-from fleetwatch.slo.judge import LEARNS_CAPACITY
-from fleetwatch.slo.latency import predict_rows, round_capacity
+from fleetwatch.slo.arrays import BoolArray, FloatArray, IntArray
+from fleetwatch.slo.capacity.evidence import BandLatencyStore
+from fleetwatch.slo.capacity.model import predict_rows, round_capacity
+from fleetwatch.slo.judge.states import LEARNS_CAPACITY
 from fleetwatch.slo.spec import CapacitySettings
 from fleetwatch.slo.state import SLOModelState
 
@@ -75,21 +77,21 @@ class BandRows:
 
     def __init__(self) -> None:
         self.states: list[SLOModelState] = []
-        self.rows: npt.NDArray[np.int64] = np.zeros((0, 0), dtype=np.int64)
-        self.upper: npt.NDArray[np.float64] = np.zeros((0, 0))
-        self.lower: npt.NDArray[np.float64] = np.zeros((0, 0))
+        self.rows: IntArray = np.zeros((0, 0), dtype=np.int64)
+        self.upper: FloatArray = np.zeros((0, 0))
+        self.lower: FloatArray = np.zeros((0, 0))
         self.model_based: list[bool] = []  # latency SLIs: the capacity model may act
-        self.objective: npt.NDArray[np.float64] = np.zeros(0)  # per state (ratio)
-        self.threshold: npt.NDArray[np.float64] = np.zeros(0)  # latency SLI's (s), NaN
+        self.objective: FloatArray = np.zeros(0)  # per state (ratio)
+        self.threshold: FloatArray = np.zeros(0)  # latency SLI's (s), NaN
         self._at: dict[int, int] = {}  # id(state) → its index
         # per state what the rules read and write (None as NaN, the evidence as its
         # index in EVIDENCE): written back to the states that changed, and only the rules
         # write them, so these stay the states' values between two builds
-        self.capacity: npt.NDArray[np.float64] = np.zeros(0)
-        self.pending: npt.NDArray[np.float64] = np.zeros(0)
-        self.count: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
-        self.evidence: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
-        self.predicted: npt.NDArray[np.float64] = np.zeros(0)
+        self.capacity: FloatArray = np.zeros(0)
+        self.pending: FloatArray = np.zeros(0)
+        self.count: IntArray = np.zeros(0, dtype=np.int64)
+        self.evidence: IntArray = np.zeros(0, dtype=np.int64)
+        self.predicted: FloatArray = np.zeros(0)
 
     def set(self, st: SLOModelState, label: str, row: int) -> bool:
         """Record a new row of a band of an indexed state; False when ``st`` is not
@@ -133,15 +135,15 @@ class BandRows:
 
 
 def update_capacities(index: BandRows, cfg: CapacitySettings,
-                      window_totals: npt.NDArray[np.float64],
-                      window_burn: npt.NDArray[np.float64],
+                      window_totals: FloatArray,
+                      window_burn: FloatArray,
                       latency: BandLatencyStore,
                       batch_limits: dict[tuple[str, str, str], float]) -> None:
     """One update of ``capacity``/``capacity_evidence``/``capacity_predicted`` (and the
     hysteresis) of every state of ``index`` that learns capacity
-    (:data:`~.judge.LEARNS_CAPACITY`; see the module doc), for all states at once:
-    which bands are trusted and burn, the highest observed concurrency of a good band,
-    and the capacity model's fit (:func:`~.latency.predict_rows`) are computed
+    (:data:`~fleetwatch.slo.judge.states.LEARNS_CAPACITY`; see the module doc), for all states at
+    once: which bands are trusted and burn, the highest observed concurrency of a good band,
+    and the capacity model's fit (:func:`~fleetwatch.slo.capacity.model.predict_rows`) are computed
     vectorized, then the rules and hysteresis on the states' arrays in ``index``
     (:func:`_apply_rules`), written back to the states that changed.
 
@@ -194,12 +196,34 @@ def update_capacities(index: BandRows, cfg: CapacitySettings,
         # as g_below, but 0 only without such a band
         g_fit = np.where(below[fit].any(axis=1),
                          np.where(below[fit], x[fit], -math.inf).max(axis=1), 0.0).tolist()
-    _apply_rules(index, cfg, any_trusted, any_burning, lowest_burns, good, g_below, edge, fit,
-                 predicted, g_fit, observed_burning)
+    _apply_rules(index, cfg, _Evidence(any_trusted, any_burning, lowest_burns, good, g_below,
+                                       edge, fit, predicted, g_fit, observed_burning))
 
 
-def _adopt_all(index: BandRows, act: npt.NDArray[np.bool_], value: npt.NDArray[np.float64],
-               cfg: CapacitySettings) -> npt.NDArray[np.bool_]:
+@dataclass(slots=True)
+class _Evidence:
+    """What one update measured per learning state (arrays in ``BandRows`` order):
+    whether any band is ``trusted`` (enough events), any ``burning``, the ``lowest``
+    band burns; ``good`` the highest observed concurrency of a trusted good band,
+    ``g_below`` that below the lowest burning band, ``edge`` that band's lower edge
+    (requests); for the states the capacity model fits (``fit``: their positions) its
+    ``predicted`` capacity, ``g_fit`` (as ``g_below``, 0 only without such a band) and
+    the lowest burning band's ``observed_burning`` concurrency (requests)."""
+
+    any_trusted: BoolArray
+    any_burning: BoolArray
+    lowest: BoolArray
+    good: FloatArray
+    g_below: FloatArray
+    edge: FloatArray
+    fit: IntArray
+    predicted: list[float]
+    g_fit: list[float]
+    observed_burning: list[float]
+
+
+def _adopt_all(index: BandRows, act: BoolArray, value: FloatArray,
+               cfg: CapacitySettings) -> BoolArray:
     """Hysteresis for the states ``act`` at once (their estimates ``value``): a state's
     capacity becomes its estimate once an estimate within :data:`SAME` of it held for
     ``cfg.hysteresis_updates`` consecutive updates (at once when that is 1). Updates
@@ -216,22 +240,20 @@ def _adopt_all(index: BandRows, act: npt.NDArray[np.bool_], value: npt.NDArray[n
     pending[moving] = value[moving]
     reached = moving & (count >= cfg.hysteresis_updates)
     cap[reached] = value[reached]
-    done: npt.NDArray[np.bool_] = held | reached
+    done: BoolArray = held | reached
     pending[done] = math.nan
     count[done] = 0
     return done
 
 
-def _apply_rules(index: BandRows, cfg: CapacitySettings, any_trusted: npt.NDArray[np.bool_],
-                 any_burning: npt.NDArray[np.bool_], lowest: npt.NDArray[np.bool_],
-                 good: npt.NDArray[np.float64], g_below: npt.NDArray[np.float64],
-                 edge: npt.NDArray[np.float64], fit: npt.NDArray[np.int64],
-                 predicted: list[float], g_fit: list[float],
-                 observed_burning: list[float]) -> None:
+def _apply_rules(index: BandRows, cfg: CapacitySettings, ev: _Evidence) -> None:
     """The rules of the module doc for every learning state at once, on ``index``'s
-    arrays, then written back to the states whose capacity, pending estimate, evidence or
-    prediction changed. The roundings are :func:`round_capacity`'s (per state that
-    needs one)."""
+    arrays and the update's evidence ``ev``, then written back to the states whose
+    capacity, pending estimate, evidence or prediction changed. The roundings are
+    :func:`round_capacity`'s (per state that needs one)."""
+    any_trusted, any_burning, lowest = ev.any_trusted, ev.any_burning, ev.lowest
+    good, g_below, edge, fit = ev.good, ev.g_below, ev.edge, ev.fit
+    predicted, g_fit, observed_burning = ev.predicted, ev.g_fit, ev.observed_burning
     states = index.states
     n = len(states)
     learning = np.fromiter((st.state in LEARNS_CAPACITY for st in states), bool, n)

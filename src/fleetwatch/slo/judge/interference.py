@@ -1,14 +1,14 @@
 """Attribution of a burn inside the envelope: the model's fault, its neighbour's, or its GPU's.
 
-The judge (:mod:`.judge`) calls a burn inside the concurrency envelope a ``regression``
+The judge (:mod:`.states`) calls a burn inside the concurrency envelope a ``regression``
 (page the owner). With a placement (which models share which GPU: the sidecar's
 ``placement:``, :class:`~fleetwatch.labels.placement.Placement`) an
 :class:`Attributor` looks closer at each regression of a placed model A, after every
 judgement:
 
 1. **gpu_degraded** — a GPU A runs on had a slowing clocks-event reason or a new XID error
-   (:mod:`.gpu_health`) within the last long window ``L`` of the catalog's fastest window
-   pair: the GPU is blamed, not A nor its neighbours.
+   (:mod:`fleetwatch.slo.judge.gpu_health`) within the last long window ``L`` of the catalog's
+   fastest window pair: the GPU is blamed, not A nor its neighbours.
 2. **interference** — a co-located model B (:meth:`Placement.neighbours`) whose load rose:
    B's mean concurrency *during* the burn (over ``[onset − S, now]``, ``onset`` = the
    first judgement that saw A's regression — kept until A has not burned for ``L``, so a
@@ -21,16 +21,15 @@ judgement:
    the intervals from ``onset − L`` to ``onset + L``: the burn's beginning, where its
    cause shows; with fewer than :data:`MIN_PAIRS` intervals or a constant series r is not
    computed and not required). A burn that goes on while B stays busy keeps that
-   evidence: computed over the burn's later intervals alone (when the samples before the
-   onset had aged out), r no longer saw the change that began it, and a burn of A's that
-   barely moved with B's cycling load went back to a page (the demo's ranker, beside
-   vLLM for 8 minutes, ended ``regression`` in a fresh user's 10-minute run). A is in
+   evidence: computed over the burn's later intervals alone (once the samples before the
+   onset aged out), r would miss the change that began it, and a burn of A's that barely
+   moves with B's cycling load would go back to a page. A is in
    ``interference`` naming every such B (largest rise first): a ticket to the platform
    team, not a page.
 3. Otherwise A stays ``regression``: a slower A with idle neighbours is A's own.
 
-Load is concurrency (requests in the system, :mod:`.concurrency`) summed over B's
-versions; GPU utilization is not used: it cannot tell A's share from B's. The evidence
+Load is concurrency (requests in the system, :mod:`fleetwatch.slo.account.concurrency`) summed over
+B's versions; GPU utilization is not used: it cannot tell A's share from B's. The evidence
 (:class:`~fleetwatch.slo.state.Attribution`: A's burn by band over the pair's windows,
 each B's load before and during, r) is on the state, in ``/slo`` and in
 ``fleetwatch_slo_interference*``/``fleetwatch_slo_gpu_degraded`` (docs/interference.md).
@@ -52,11 +51,13 @@ import math
 import statistics
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.placement import Placement
-from fleetwatch.slo.account import Ledger
-from fleetwatch.slo.gpu_health import GPUHealth
+from fleetwatch.slo.account.ledger import Ledger
+from fleetwatch.slo.judge.gpu_health import GPUHealth
 from fleetwatch.slo.spec import SLOFile
 from fleetwatch.slo.state import Attribution, ModelKey, Neighbour, SLOModelState
 
@@ -77,7 +78,32 @@ GPU_DEGRADED = "gpu_degraded"
 _Key = tuple[str, ModelKey]
 
 
-def _mean(samples: deque[tuple[float, float]], lo: float, hi: float) -> float | None:
+class _Load(NamedTuple):
+    """A model's summed concurrency (requests) over its placed replicas at ``t``."""
+
+    t: float
+    load: float
+
+
+class _Inside(NamedTuple):
+    """A state's cumulative ``total`` and ``good`` events inside its envelope at ``t``."""
+
+    t: float
+    total: float
+    good: float
+
+
+@dataclass(slots=True)
+class _Onset:
+    """A burn being judged: when it began (``since``, Unix seconds), each neighbour's
+    mean load before it (None: unknown), and the ``last`` judgement that saw it."""
+
+    since: float
+    before: dict[str, float | None]
+    last: float
+
+
+def _mean(samples: deque[_Load], lo: float, hi: float) -> float | None:
     vals = [v for t, v in samples if lo <= t <= hi]
     return sum(vals) / len(vals) if vals else None
 
@@ -103,11 +129,10 @@ class Attributor:
         fastest = min(slos.windows, key=lambda w: (w.long, w.short))
         self.long, self.short = float(fastest.long), float(fastest.short)
         self.gpus = GPUHealth(2 * self.long)
-        self._load: dict[str, deque[tuple[float, float]]] = {}
-        self._inside: dict[_Key, deque[tuple[float, float, float]]] = {}
-        #: (SLO, model) → (onset, neighbour → its mean load before the onset or None,
-        #: last judgement in regression)
-        self._onset: dict[_Key, tuple[float, dict[str, float | None], float]] = {}
+        self._load: dict[str, deque[_Load]] = {}
+        self._inside: dict[_Key, deque[_Inside]] = {}
+        #: (SLO, model) → its burn's onset
+        self._onset: dict[_Key, _Onset] = {}
 
     def set_placement(self, placement: Placement) -> None:
         """Replace the placement (the sidecar's discovered placement overlaid on the
@@ -141,7 +166,7 @@ class Attributor:
         self._record_inside(ts, key, st)
         if st.state != "regression":
             onset = self._onset.get(key)
-            if onset is not None and ts - onset[2] > self.long:
+            if onset is not None and ts - onset.last > self.long:
                 del self._onset[key]  # a new burn after a long window is a new onset
             st.attribution = None
             return
@@ -164,9 +189,9 @@ class Attributor:
                 loads[mk[0]] = loads.get(mk[0], 0.0) + c
         for name, c in loads.items():
             q = self._load.setdefault(name, deque(maxlen=MAX_SAMPLES))
-            if q and q[-1][0] == ts:
+            if q and q[-1].t == ts:
                 q.pop()
-            q.append((ts, c))
+            q.append(_Load(ts, c))
 
     def _record_inside(self, ts: float, key: _Key, st: SLOModelState) -> None:
         env = st.slo.concurrency.envelope
@@ -174,20 +199,20 @@ class Attributor:
         total = sum(st.events.get(b, 0.0) for b in inside)
         good = sum(st.good.get(b, 0.0) for b in inside)
         q = self._inside.setdefault(key, deque(maxlen=MAX_SAMPLES))
-        if q and q[-1][0] == ts:
+        if q and q[-1].t == ts:
             q.pop()
-        q.append((ts, total, good))
+        q.append(_Inside(ts, total, good))
 
     def _bad_ratios(self, key: _Key, since: float, until: float) -> dict[float, float]:
         """Time → bad ratio of each interval with inside-envelope events ending in
         ``[since, until]``."""
         out: dict[float, float] = {}
         prev = None
-        for t, total, good in self._inside.get(key, ()):
-            if prev is not None and since <= t <= until and total > prev[0]:
-                dt, dg = total - prev[0], good - prev[1]
-                out[t] = min(max(1.0 - dg / dt, 0.0), 1.0)
-            prev = (total, good)
+        for now in self._inside.get(key, ()):
+            if prev is not None and since <= now.t <= until and now.total > prev.total:
+                dt, dg = now.total - prev.total, now.good - prev.good
+                out[now.t] = min(max(1.0 - dg / dt, 0.0), 1.0)
+            prev = now
         return out
 
     # -- the decision -----------------------------------------------------------------
@@ -201,9 +226,9 @@ class Attributor:
                 q = self._load.get(b)
                 before[b] = (_mean(q, ts - self.long, ts - self.short - 1e-9)
                              if q else None)
-            onset = (ts, before, ts)
-        self._onset[key] = (onset[0], onset[1], ts)
-        since, before_load, _ = onset
+            onset = self._onset[key] = _Onset(ts, before, ts)
+        onset.last = ts
+        since, before_load = onset.since, onset.before
         env = st.slo.concurrency.envelope
         burn = {label: {w: ledger.burn_rate(st, label, w) for w in (self.long, self.short)}
                 for b, label in st.band_bounds() if b <= env and label in st.burning_bands}
@@ -222,7 +247,8 @@ class Attributor:
                 continue
             loads = dict(q) if q else {}
             pairs = [(r, loads[t]) for t, r in sorted(bad.items()) if t in loads]
-            r = _correlation([p[0] for p in pairs], [p[1] for p in pairs])
+            r = _correlation([bad_ratio for bad_ratio, _load in pairs],
+                             [load for _bad, load in pairs])
             if r is not None and r < MIN_CORRELATION:
                 continue
             found.append(Neighbour(b, base, during, r))
@@ -236,16 +262,16 @@ class Attributor:
         # being judged: its correlation is over the intervals from onset − L to
         # onset + L, and a burn longer than L must not lose them
         horizon = min([ts - 2 * self.long]
-                      + [o[0] - self.long for k, o in self._onset.items() if k in states])
+                      + [o.since - self.long for k, o in self._onset.items() if k in states])
         for name in list(self._load):
             lq = self._load[name]
-            while lq and lq[0][0] < horizon:
+            while lq and lq[0].t < horizon:
                 lq.popleft()
             if not lq:
                 del self._load[name]
         for key in list(self._inside):
             iq = self._inside[key]
-            while iq and iq[0][0] < horizon:
+            while iq and iq[0].t < horizon:
                 iq.popleft()
             if not iq or key not in states:
                 del self._inside[key]

@@ -1,0 +1,19 @@
+"""Stage 2, account: each interval's events per SLO, in the band of its concurrency.
+
+Terms:
+
+* *concurrency* (:mod:`.concurrency`): an interval's time-averaged requests in the
+  system (Little's law cross-checked with the running + waiting gauges);
+* *columns* (:mod:`.columns`): the events of every model of a target for one SLO, as
+  arrays read from the decoder's per-slot results, compiled per plan as a *view*;
+* *booking*: one (SLO, model)'s good and total events of an interval, into its band's
+  row and its ``all`` row, with the band's latency evidence for capacity
+  (:mod:`.bookings`); the *book* (:mod:`.book`) makes an update's bookings for every
+  (SLO, model) of a target at once;
+* *ledger* (:mod:`.ledger`): every row's events over every window length
+  (:mod:`.windows`: fixed-memory sliding windows), the *burn rate* per row and window
+  (error rate ÷ error budget) and which rows *burn* (faster than a window pair's
+  threshold on both windows); also which models an SLO *selects*;
+* *gauges* (:mod:`.gauges`): per model what its last interval with data said (its
+  concurrency, the concurrent-slot limit, queue wait, KV-cache usage).
+"""

@@ -1,0 +1,60 @@
+"""The SLO file's ``limits.max_models_per_slo``: how many models each SLO tracks.
+
+A model past an SLO's limit gets no state for it: it is counted once in
+``fleetwatch_slo_models_refused_total{slo}`` (:attr:`ModelLimit.refused`) and logged, at
+most once a minute per SLO (``SLO S tracks N models (limits.max_models_per_slo): not
+tracking model M …``); it is tried again at every update, and tracked once a tracked
+model is forgotten.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+from fleetwatch.slo.state import ModelKey
+
+log = logging.getLogger("fleetwatch.slo")
+
+#: Seconds between two log lines about models an SLO refuses (the counter counts all).
+REFUSED_LOG_SECONDS = 60.0
+
+
+class ModelLimit:
+    """Models tracked per SLO, at most ``limit`` each."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._tracked: Counter[str] = Counter()  # SLO name → models tracked
+        #: SLO name → models refused (the exported counter).
+        self.refused: Counter[str] = Counter()
+        self._counted: set[tuple[str, ModelKey]] = set()  # counted once each (bounded)
+        self._logged: dict[str, float] = {}  # SLO name → when last logged
+
+    def admit(self, slo: str, mk: ModelKey, ts: float) -> bool:
+        """Whether SLO ``slo`` may track model ``mk`` (then it counts as tracked); a
+        refusal at ``ts`` (Unix seconds) is counted and logged as the module doc says."""
+        if self._tracked[slo] < self.limit:
+            self._tracked[slo] += 1
+            return True
+        key = (slo, mk)
+        if key not in self._counted:
+            if len(self._counted) > 10 * self.limit:
+                self._counted.clear()  # bounded: a model may be counted again
+            self._counted.add(key)
+            self.refused[slo] += 1
+        last = self._logged.get(slo)
+        if last is None or ts - last >= REFUSED_LOG_SECONDS:
+            self._logged[slo] = ts
+            log.warning("SLO %s tracks %d models (limits.max_models_per_slo): not "
+                        "tracking model %s (%d refused so far)", slo, self.limit, mk[0],
+                        self.refused[slo])
+        return False
+
+    def release(self, slo: str) -> None:
+        """One model of SLO ``slo`` is no longer tracked (forgotten)."""
+        self._tracked[slo] -= 1
+
+    def forget(self, models: set[ModelKey]) -> None:
+        """Forget the refusals of ``models`` (counted again if refused again)."""
+        self._counted = {(slo, mk) for slo, mk in self._counted if mk not in models}
