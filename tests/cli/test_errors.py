@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from fleetwatch.labels.schema import METRICS, SELF_METRICS
+from tests.support.helpers import ROOT
 
 CLI = [sys.executable, "-m", "fleetwatch.cli"]
 
@@ -118,8 +119,7 @@ def test_capture_text_bounds_and_names_what_is_wrong():
         capture_text(gzip.compress(b"\xff\xfe"))
 
 
-EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        "examples")
+EXAMPLES = str(ROOT / "examples")
 GENERATORS = {
     "rules": ["--registry", f"{EXAMPLES}/models.yaml", "--slos", f"{EXAMPLES}/slos.yaml"],
     "dashboards": ["--registry", f"{EXAMPLES}/models.yaml", "--slos", f"{EXAMPLES}/slos.yaml"],
@@ -166,7 +166,7 @@ def test_demo_without_the_triton_extra_is_one_line_of_advice():
 def test_an_output_file_that_is_a_directory_is_exit_1_naming_it(tmp_path):
     """--out and --html name files: a directory there is an output that cannot be written
     (exit 1, one line naming it), not click's usage error (exit 2)."""
-    from tests.support.helpers import ROOT
+
 
     captures = [str(p) for p in sorted(
         (ROOT / "tests" / "data" / "vllm-sweep" / "captures").glob("*.prom"))[:3]]
