@@ -1,6 +1,6 @@
 """Benchmark of the SLO engine: update time and memory for 1000 models × 3 SLOs × 8 bands.
 
-    ./dev bench-slo        (or: python benchmarks/bench_slo.py [--updates N])
+    python benchmarks/bench_slo.py [--updates N]   (also run by ``./dev bench``)
 
 Each update is one sidecar snapshot of ``--models`` (default 1000) vLLM models (TTFT
 histogram, requests by

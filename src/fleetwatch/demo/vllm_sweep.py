@@ -12,7 +12,7 @@ Files written to ``out_dir``:
 * ``captures/NNNN-<unix_ms>.prom``: the body of each ``/metrics`` response (text 0.0.4);
   ``NNNN`` counts from 0000, ``unix_ms`` is the Unix time in milliseconds when the
   response arrived;
-* ``requests.jsonl``: one `fleetwatch.demo.llm_load.LLMResult` per line (times in
+* ``requests.jsonl``: one `fleetwatch.clients.openai.LLMResult` per line (times in
   seconds, ``step`` = the concurrency as text);
 * ``steps.json``: per step: ``concurrency``, ``start_capture``/``end_capture`` (the
   capture file names that bound it), ``t_start``/``t_end`` (Unix seconds) and

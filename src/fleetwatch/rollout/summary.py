@@ -12,7 +12,7 @@ Sources, all pure:
 * :func:`from_engine` — an :class:`~fleetwatch.slo.engine.SLOEngine` (the sidecar's, or
   one fed by ``fleetwatch slo replay``'s reading of captures): cumulative counts since
   the engine started, the latency quantile and its interval from the band's latency
-  histogram (:class:`~fleetwatch.slo.capacity.model.BandLatency`);
+  histogram (:class:`~fleetwatch.slo.capacity.evidence.BandLatency`);
 * :func:`from_samples` — the instant-query answers of a Prometheus that scrapes the
   sidecars (``fleetwatch_slo_events_total``, ``fleetwatch_slo_good_events_total``,
   ``fleetwatch_slo_band_latency_quantile_seconds``, ``fleetwatch_slo_band_concurrency``):
