@@ -118,8 +118,8 @@ def test_capture_text_bounds_and_names_what_is_wrong():
         capture_text(gzip.compress(b"\xff\xfe"))
 
 
-EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        "examples")
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "examples")
 GENERATORS = {
     "rules": ["--registry", f"{EXAMPLES}/models.yaml", "--slos", f"{EXAMPLES}/slos.yaml"],
     "dashboards": ["--registry", f"{EXAMPLES}/models.yaml", "--slos", f"{EXAMPLES}/slos.yaml"],
