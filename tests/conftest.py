@@ -23,7 +23,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("unit"):
-        unit_mode.install_guard()
+        unit_mode.activate()
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

@@ -35,6 +35,7 @@ from fleetwatch.labels.schema import METRICS_BY_NAME
 from fleetwatch.sidecar.strictjson import dumps
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import parse_slo_file
+from tests.support import unit_mode
 from tests.support.hostile import promtool_errors
 
 FAMILIES = ["nv_inference_request_success", "nv_inference_request_failure",
@@ -115,13 +116,13 @@ def _check_rendered(text: str) -> None:
         assert all(a[1] <= b[1] for a, b in itertools.pairwise(bs)), (key, bs)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=unit_mode.examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(max_size=300))
 def test_parser_never_raises(text):
     parse_exposition(text)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=unit_mode.examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(expositions(), st.sampled_from(sorted(TABLES)), st.booleans())
 def test_normalizer_output_is_always_valid(text, kind, passthrough):
     n = Normalizer(TABLES[kind], passthrough=passthrough)
@@ -161,7 +162,7 @@ def vllm_scrape(draw: st.DrawFn) -> str:
             f'vllm:time_to_first_token_seconds_count{{model_name="m"}} {v[5]}\n')
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=unit_mode.examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(vllm_scrape(), min_size=2, max_size=12))
 def test_slo_engine_counts_never_decrease_nor_go_non_finite(scrapes):
     n = Normalizer(TABLES["vllm"])

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from fleetwatch.exporters.normalize import Normalized, Normalizer, value_of
 from fleetwatch.exporters.render import render
 from fleetwatch.exporters.sources import TABLES, detect_kind
+from tests.support import unit_mode
 from tests.support.helpers import FIXTURES, fixture_files
 
 #: (source kind, capture) of every real capture whose source has a table
@@ -135,7 +136,7 @@ def _check_sequence(kind: str, name: str, passthrough: bool,
 SAME_SERIES = ["value", "values", "reset", "comment", "revert", "invalidate"]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=unit_mode.examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(CAPTURES), st.booleans(),
        st.lists(mutation(SAME_SERIES), min_size=1, max_size=10))
 def test_a_normalizer_that_saw_earlier_bodies_gives_what_a_fresh_one_gives(capture,
@@ -152,7 +153,7 @@ def _series(n: Normalized) -> str:
                  sorted(n.models), sorted(n.invalid_samples.items()), n.refused))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=unit_mode.examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(CAPTURES), st.lists(mutation(), min_size=1, max_size=10))
 def test_after_new_removed_renamed_and_moved_series_the_same_series_and_values(capture,
                                                                                steps):

@@ -20,6 +20,7 @@ from fleetwatch.exporters.parser import (
     render_labels,
     split_key,
 )
+from tests.support import unit_mode
 from tests.support.helpers import fixture_files
 
 
@@ -112,7 +113,7 @@ label_names = st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,10}", fullmatch=True).filt
     lambda n: not n.startswith("__"))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=unit_mode.examples(300), deadline=None)
 @given(st.dictionaries(label_names, label_values, max_size=5),
        st.floats(allow_nan=False) | st.sampled_from([math.inf, -math.inf]))
 def test_render_then_parse_round_trips_and_matches_reference(labels, value):
@@ -132,7 +133,7 @@ _LINES = st.one_of(
                      'g{ a = "1" , } +Inf', "m 1 # {trace=\"t\"} 2", "# EOF", "\ufeffm 1"]))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=unit_mode.examples(300), deadline=None)
 @given(st.one_of(st.text(max_size=200), st.lists(_LINES, max_size=12).map("\n".join)))
 def test_never_raises_on_arbitrary_text(text):
     """Whatever the text: every line is accounted for (a sample, a comment, or skipped and

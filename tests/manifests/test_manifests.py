@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from regen_manifests_golden import CONFIGS, GOLDEN, SETTINGS, golden_files  # noqa: E402
 
+from tests.support import unit_mode  # noqa: E402
 from tests.support.k8s_schemas import errors  # noqa: E402
 
 EX = ROOT / "examples"
@@ -413,7 +414,7 @@ def _deployments(draw):
         scale_down_stabilization_seconds=draw(st.integers(0, 3600)))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=unit_mode.examples(40), deadline=None)
 @given(dep=_deployments(), trigger=st.sampled_from(["prometheus", "metrics-api"]))
 def test_any_valid_deployment_gives_valid_objects(dep, trigger):
     s = Settings(trigger=trigger)

@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+from tests.support import unit_mode
 from tests.support.helpers import ROOT
 from tests.support.unit_mode import refused
 
@@ -63,3 +64,10 @@ def test_a_unit_run_fails_a_test_that_starts_a_server_or_is_marked_for_an_engine
     assert "3 failed, 1 passed" in out or "2 failed, 1 passed, 1 error" in out, out
     assert "prometheus is a server" in out and "vLLM's API server is an engine" in out, out
     assert "is marked triton" in out, out
+
+
+def test_hypothesis_examples_are_the_full_count_outside_the_unit_run(monkeypatch):
+    monkeypatch.setattr(unit_mode, "_unit_run", False)
+    assert [unit_mode.examples(n) for n in (10, 60, 150, 300)] == [10, 60, 150, 300]
+    monkeypatch.setattr(unit_mode, "_unit_run", True)
+    assert [unit_mode.examples(n) for n in (10, 60, 150, 300)] == [10, 20, 30, 60]

@@ -16,6 +16,10 @@ what the unit run does not install:
   the tests' interpreter exits at once: that is how the harness's error path is tested.
   Command-line tools such as ``promtool`` and ``amtool`` are allowed: they check files
   and exit.
+
+The unit run also runs each hypothesis property with fewer examples (`examples`, and the
+``unit`` profile for a property without its own count): the whole suite (``./dev test``)
+runs every property with its full count, so the unit run is a quicker subset of it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 #: Programs that run an engine or a server (basename of the command's first argument).
 SERVER_PROGRAMS = frozenset({
@@ -40,6 +45,13 @@ VLLM_ENTRYPOINT = "vllm.entrypoints"
 ENGINE_MARKERS = ("triton", "vllm", "soak")
 
 E2E = Path(__file__).resolve().parents[1] / "e2e"
+
+#: The unit run's hypothesis examples: the whole suite's count divided by this, and at
+#: least `UNIT_MIN_EXAMPLES` (the ``unit`` profile's count).
+UNIT_EXAMPLES_DIVISOR = 5
+UNIT_MIN_EXAMPLES = 20
+
+_unit_run = False
 
 
 class EngineInUnitMode(AssertionError):
@@ -67,6 +79,27 @@ def refused(args: Any) -> str | None:
     if any(VLLM_ENTRYPOINT in a for a in argv) and not _this_interpreter(argv[0]):
         return "vLLM's API server is an engine"
     return None
+
+
+def activate() -> None:
+    """Enter the unit mode for the rest of the process (from ``pytest_configure``, before
+    the test modules are imported): the `install_guard` guard, fewer hypothesis examples
+    (`examples`; the ``unit`` profile for a property without its own count)."""
+    global _unit_run
+    _unit_run = True
+    install_guard()
+    settings.register_profile("unit", max_examples=UNIT_MIN_EXAMPLES)
+    settings.load_profile("unit")
+
+
+def examples(full: int) -> int:
+    """The ``max_examples`` of a hypothesis property that the whole suite runs with
+    ``full`` examples: ``full`` there, ``full // UNIT_EXAMPLES_DIVISOR`` (at least
+    `UNIT_MIN_EXAMPLES`, at most ``full``) in the unit run. Evaluated when a test module
+    is imported, which is after ``pytest_configure``."""
+    if not _unit_run:
+        return full
+    return min(full, max(UNIT_MIN_EXAMPLES, full // UNIT_EXAMPLES_DIVISOR))
 
 
 def install_guard() -> None:
