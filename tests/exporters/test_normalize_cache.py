@@ -136,7 +136,8 @@ def _check_sequence(kind: str, name: str, passthrough: bool,
 SAME_SERIES = ["value", "values", "reset", "comment", "revert", "invalidate"]
 
 
-@settings(max_examples=unit_mode.examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=unit_mode.examples(150), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(CAPTURES), st.booleans(),
        st.lists(mutation(SAME_SERIES), min_size=1, max_size=10))
 def test_a_normalizer_that_saw_earlier_bodies_gives_what_a_fresh_one_gives(capture,
@@ -153,7 +154,8 @@ def _series(n: Normalized) -> str:
                  sorted(n.models), sorted(n.invalid_samples.items()), n.refused))
 
 
-@settings(max_examples=unit_mode.examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=unit_mode.examples(150), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(CAPTURES), st.lists(mutation(), min_size=1, max_size=10))
 def test_after_new_removed_renamed_and_moved_series_the_same_series_and_values(capture,
                                                                                steps):
@@ -188,6 +190,24 @@ def test_a_series_whose_partner_is_gone_is_written_as_a_sum():
     _check_sequence("dcgm", "dcgm/dcgm-exporter-2026-ericsson-T4-loaded-no-help-type.prom",
                     True, [("value", 0, 0, "0"), ("new", 0, 0, "0"), ("reset", 0, 0, "0"),
                            ("drop", 1646, 0, "0")])
+
+
+@pytest.mark.xfail(strict=True, reason="known: a series whose duplicated line turns "
+                   "non-finite is withdrawn by a normalizer that compiled it from the two "
+                   "lines, while a fresh one takes the other line's value (the last wins)")
+def test_a_duplicated_line_turned_nan_is_read_as_a_fresh_normalizer_reads_it():
+    first = (FIXTURES / TRITON_GPU_UUID).read_text().split("\n")
+    seasoned, lines = Normalizer(TABLES["triton"]), first
+    for step in [("value", 0, 0, "0"), ("value", 0, 0, "0"), ("duplicate", 0, 0, "0"),
+                 ("churn", 0, 0, "0"), ("value", 0, 0, "NaN")]:
+        lines = _mutate(lines, first, step)
+        text = "\n".join(lines)
+        fresh = Normalizer(TABLES["triton"])
+        assert _series(seasoned.normalize(text)) == _series(fresh.normalize(text)), step
+
+
+#: A Triton capture whose per-GPU series are summed over ``gpu_uuid``
+TRITON_GPU_UUID = "triton/triton-2021-prometheus-docs-pr1953-gpu_uuid-two-versions-partial.prom"
 
 
 #: Triton 2.51's per-model counters: with every duration counter there, no family is
