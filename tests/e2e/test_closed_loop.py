@@ -153,7 +153,7 @@ class Replica:
     def capacity(self) -> float:
         """The replica's capacity at SLO (requests; 0 before it has one)."""
         return next((st.capacity for (_, mk), st in self.engine.states.items()
-                     if mk[1] == VERSION), 0.0)
+                     if mk.model_version == VERSION), 0.0)
 
 
 class Load:

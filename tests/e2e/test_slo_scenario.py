@@ -113,7 +113,7 @@ def _st(engine, version, slo=SLO):
 def _evidence(engine, version, slo=SLO):
     """Where the adopted capacity came from: "bands" (learned), "envelope", "kept"."""
     return next(st.capacity_evidence for (name, mk), st in engine.states.items()
-                if name == slo and mk[1] == version)
+                if name == slo and mk.model_version == version)
 
 
 #: A step's requests count as meeting the objective from the client's side when this

@@ -179,7 +179,7 @@ def test_triton_spans_equal_tritons_own_duration_counter(sidecar: Sidecar,
                             version=v)
                    for v in ("1", "2"))
         spans = [h for (fam, mk), h in hists.items()
-                 if fam == "modelserver_request_duration_seconds" and mk[0] == model]
+                 if fam == "modelserver_request_duration_seconds" and mk.model == model]
         span_sum = sum(h.sum for h in spans)
         print(f"\n{model}: Σ span e2e {span_sum * 1e6:.0f} µs, Triton Δ {d_us:.0f} µs, "
               f"{abs(span_sum * 1e6 - d_us) / d_us:.3%}")

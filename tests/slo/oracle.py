@@ -178,20 +178,21 @@ class ItemEngine(SLOEngine):
                 if dt <= 0:
                     continue
                 conc = self._gauges(mk, dt, iv)
-                for entry in self._model_slos.get(mk) or self._entries(mk):
+                for entry in self._layout.entries(mk):
                     st = entry.state or self._state(entry, ts)
                     if st is None or entry.traces:
                         continue
                     err = st.error
                     ev = interval_events(st, iv, bounds)
                     if st.error != err:
-                        self._dirty.add(entry.key)
+                        self._marks.dirty.add(entry.key)
                     if ev is None or conc is None:
                         continue
                     h = iv.hists.get(entry.latency_family or "")
                     buckets = (h.bounds, h.values) if h is not None and h.count > 0 \
                         else NO_BUCKETS
-                    self._book_event(ts, st, conc, ev[0], ev[1], booked, buckets)
+                    self._traces.book_one(ts, st, (conc, ev[0], ev[1]), booked, self._new_row,
+                                          self._marks.dirty, buckets)
             self._add_and_judge(ts, booked)
         for mk, iv in intervals.items():
             self._model_seen[mk] = ts

@@ -23,6 +23,7 @@ from fleetwatch.slo.capacity.evidence import BandLatencyStore
 from fleetwatch.slo.capacity.model import BandLatency, isotonic, predict
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import load_slo_file, parse_slo_file
+from fleetwatch.slo.state import ModelKey
 
 DEMO = Path(__file__).resolve().parents[2] / "src" / "fleetwatch" / "demo"
 BOUNDS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64)
@@ -441,7 +442,7 @@ def test_trace_events_booking_one_band_twice_at_one_time_both_count_in_its_evide
             "metric": "request", "threshold_seconds": 1.0}},
         "objectives": [{"target": 0.9}], "timeWindow": [{"duration": "1d"}],
         "concurrency": {"envelope": 4}}]}))
-    mk = ("m", "", "python")
+    mk = ModelKey("m", "", "python")
     engine.add_events([("e2e", mk, 1000.0, 1.0, 3.0, 4.0), ("e2e", mk, 1000.0, 1.0, 1.0, 2.0),
                        ("e2e", mk, 1000.0, 3.0, 5.0, 5.0)])
     st = engine.states[("e2e", mk)]

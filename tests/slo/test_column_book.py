@@ -113,7 +113,7 @@ def test_the_engine_books_what_the_per_item_oracle_books(max_models):
     for i, snap in enumerate(_snapshots()):
         columns.update(snap)
         items.update(snap)
-        merged += any(not v.plan.keys for v in columns._views.values())  # Plan.merged
+        merged += any(not v.plan.keys for v in columns._layout._views.values())  # Plan.merged
         states.append({st.state for st in columns.states.values()
                        if st.slo.name == "ttft-300ms"})
         assert _outputs(columns) == _outputs(items), f"update {i}"

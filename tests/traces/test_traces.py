@@ -200,7 +200,7 @@ def test_goodput_and_any_threshold_latency_slis_from_traces() -> None:
     tri = [s for i, ms in enumerate((10, 20, 14)) for s in triton_request(100 + i, e2e_ms=ms)]
     rec.ingest(body(tri), "application/x-protobuf", now=100.0)
     rec.tick(now=101.0)
-    st = {(k[0], k[1][0]): v for k, v in engine.states.items()}
+    st = {(k[0], k[1].model): v for k, v in engine.states.items()}
     # goodput: both ttft ≤ 0.2 and tpot ≤ 0.05: requests 0 (0.05), 3 (one token), 4 (0.064 no)
     assert (st["good", "llm"].good["all"], st["good", "llm"].events["all"]) == (2, 5)
     assert st["ttft-137ms", "llm"].good["all"] == 3  # 0.1, 0.1, 0.136 ≤ 0.137 < 0.19

@@ -95,8 +95,8 @@ def from_engine(engine: SLOEngine, model: str, version: str,
     """Every SLO the engine tracks on ``model`` at ``version`` (and ``backend`` when
     given), sorted by SLO name: counts since the engine started."""
     return from_states([st for (_, mk), st in sorted(engine.states.items())
-                        if mk[0] == model and mk[1] == version
-                        and (backend is None or mk[2] == backend)])
+                        if mk.model == model and mk.model_version == version
+                        and (backend is None or mk.backend == backend)])
 
 
 #: ``(state, band label) → (good, total)``: the counts a summary takes (default: the
@@ -129,13 +129,14 @@ def from_states(states: Sequence[SLOModelState],
                 low, high = quantile_interval(bl, q, total)
                 conc = bl.concurrency()
             bands[band] = BandSLI(band, good, total, lat, low, high, conc)
-        out.append(SLOSummary(name, mk[0], mk[1], mk[2], st.slo.sli.kind, q, bands))
+        out.append(SLOSummary(name, mk.model, mk.model_version, mk.backend, st.slo.sli.kind,
+                              q, bands))
     return out
 
 
 def versions_in_engine(engine: SLOEngine, model: str) -> list[tuple[str, str]]:
     """``(model_version, backend)`` of every version of ``model`` the engine tracks."""
-    return sorted({(mk[1], mk[2]) for _, mk in engine.states if mk[0] == model})
+    return sorted({(mk.model_version, mk.backend) for _, mk in engine.states if mk.model == model})
 
 
 #: The instant queries :func:`from_samples` reads, by field (``{model}`` filled in, a

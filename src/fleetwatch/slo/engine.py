@@ -18,19 +18,15 @@ of :mod:`fleetwatch.slo` (each subpackage's doc defines its terms):
    (``/autoscaling``) and :meth:`~SLOEngine.iter_metrics` (``fleetwatch_slo_*``)
    (:mod:`fleetwatch.slo.outputs`).
 
-This module wires the stages together, keeps what they share across updates (the
-per-model SLO entries, band tables, the states to judge, the column views of the
-decoding plans) and bounds the state (the SLO file's ``limits``): a model without data
-for ``forget_model_after`` seconds is forgotten (states, window rows, gauges), an SLO
-tracks at most ``max_models_per_slo`` models (a further one is counted in
-``fleetwatch_slo_models_refused_total{slo}`` and logged, at most once a minute per SLO:
+This module wires the stages together and keeps the states they share across updates
+(the per-model SLO entries and column views: :mod:`fleetwatch.slo.account.layout`; the
+states to judge: :mod:`fleetwatch.slo.judge.marks`). It bounds the state (the SLO file's
+``limits``): a model without data for ``forget_model_after`` seconds is forgotten
+(states, window rows, gauges), an SLO tracks at most ``max_models_per_slo`` models (a
+further one is counted in ``fleetwatch_slo_models_refused_total{slo}`` and logged, at
+most once a minute per SLO:
 ``SLO S tracks N models (limits.max_models_per_slo): not tracking model M …``). Events
 that are none or not finite are never booked.
-
-Why this module is long: it holds the state the stages share across updates and the
-steps that change it together — making and forgetting states, rows and a model's SLO
-entries also invalidates the compiled column views, the capacity rows and the judge's
-marks — so that each invalidation sits beside what it invalidates.
 
 Only what changed is recomputed: the judge runs for the states whose judged inputs
 changed (new, first events, an error set or cleared, a row whose burning flag flipped;
@@ -43,9 +39,7 @@ read them: :class:`~.state.RowCounts`).
 from __future__ import annotations
 
 import gc
-import math
 import time
-from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -53,33 +47,27 @@ import numpy as np
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.placement import Placement
 from fleetwatch.labels.registry import Registry
-from fleetwatch.slo.account.book import (
-    BandTable,
-    Gathered,
-    ModelSLO,
-    TargetSLOs,
-    bookings,
-)
-from fleetwatch.slo.account.bookings import NO_BUCKETS, Bookings, Buckets
+from fleetwatch.slo.account.book import Gathered, ModelSLO, bookings
+from fleetwatch.slo.account.bookings import Bookings
 from fleetwatch.slo.account.columns import PlanColumns
 from fleetwatch.slo.account.concurrency import in_system_of
 from fleetwatch.slo.account.gauges import ModelGauges, update_gauges
+from fleetwatch.slo.account.layout import Layout
 from fleetwatch.slo.account.ledger import Ledger, Selection
 from fleetwatch.slo.account.limits import ModelLimit
-from fleetwatch.slo.arrays import BoolArray, FloatArray
-from fleetwatch.slo.bands import band_label
+from fleetwatch.slo.account.trace_book import TraceBook, TraceEvent
+from fleetwatch.slo.arrays import FloatArray
 from fleetwatch.slo.capacity.evidence import BandLatency, BandLatencyStore
 from fleetwatch.slo.capacity.rules import BandRows, update_capacities
 from fleetwatch.slo.decode.decoder import Decoded, Decoder, needed_families
-from fleetwatch.slo.decode.plan import Plan
 from fleetwatch.slo.judge import states as _judge
 from fleetwatch.slo.judge.interference import Attributor
+from fleetwatch.slo.judge.marks import Marks
 from fleetwatch.slo.judge.states import judge_marked
 from fleetwatch.slo.outputs import autoscaling as _autoscaling
 from fleetwatch.slo.outputs import status as _status
 from fleetwatch.slo.outputs.autoscaling import ModelSignal
 from fleetwatch.slo.outputs.status import Sample, SLOStatus
-from fleetwatch.slo.sli import LATENCY_METRICS
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ALL, STATES, ModelKey, RowCounts, SLOModelState
 
@@ -126,46 +114,23 @@ class SLOEngine:
         self._decoder = Decoder(needed_families(slos))
         self._decoder.CARRY_SECONDS = self.CARRY_SECONDS
         self._selects = Selection(self.registry)
-        # model → its SLOs (their states filled in once made); dropped with the model's
-        # states (_forget_gone), so a kept state is the one in ``states``
-        self._model_slos: dict[ModelKey, list[ModelSLO]] = {}
+        self._layout = Layout(slos.slos, self._selects)
+        self._traces = TraceBook(self._layout)
+        self._marks = Marks()
         self._prev_ts: float | None = None
         self._model_seen: dict[ModelKey, float] = {}  # when each model last had data
-        self._trace_seen: dict[ModelKey, float] = {}  # … trace events (add_events)
         self._prev_in_system: dict[ModelKey, float] = {}
         #: model name → last measured cold start (seconds), set by the sidecar
         self.cold_starts: dict[str, float] = {}
         self._limit = ModelLimit(slos.limits.max_models_per_slo)
         #: SLO name → models refused by limits.max_models_per_slo (exported counter).
         self.models_refused = self._limit.refused
-        # SLO name → (band bounds ascending, their labels + "+Inf"): bisect for the band
-        # (SLOs with the same bands share one table: an interval's band is found once
-        # per model and table)
-        tables: dict[tuple[float, ...], BandTable] = {}
-        self._band_tables: dict[str, BandTable] = {
-            s.name: tables.setdefault(tuple(s.concurrency.bands), BandTable(
-                list(s.concurrency.bands),
-                [band_label(b) for b in [*s.concurrency.bands, math.inf]]))
-            for s in slos.slos}
-        # judged only when something the judge reads changed: the states marked here
-        # (new, first events, error changed) and the owners of rows whose burning flag
-        # flipped
-        self._dirty: set[tuple[str, ModelKey]] = set()
-        self._row_owner: dict[int, tuple[str, ModelKey]] = {}
-        self._prev_burning: BoolArray = np.zeros(0, dtype=bool)
         # capacity for all states at once: their band rows (rebuilt when states or rows
         # change); per window-store row of a band its latency evidence (the bands booked
         # in an update are added at once)
         self._band_rows = BandRows()
         self._layout_changed = True
         self.band_latency = BandLatencyStore()
-        # the compiled column view (.columns) of each current plan (by id)
-        self._slo_index = {s.name: j for j, s in enumerate(slos.slos)}
-        self._views: dict[int, PlanColumns] = {}
-        # per view (by id) its SLO columns (.column_book), valid for one layout version:
-        # bumped whenever a state or a row is made or forgotten, or a model's SLOs listed
-        self._targets: dict[int, TargetSLOs] = {}
-        self._layout_version = 0
 
     @property
     def gpu_memory_ratio(self) -> float | None:
@@ -208,9 +173,11 @@ class SLOEngine:
         self.update_seconds = time.perf_counter() - t0
 
     def _forget_gone(self, ts: float) -> None:
-        """Forget the models without data for ``limits.forget_model_after`` seconds."""
+        """Forget the models without data (metrics or trace events) for
+        ``limits.forget_model_after`` seconds: their states, window rows, gauges and what
+        every stage keeps per model."""
         horizon = ts - self.spec.limits.forget_model_after
-        traced = self._trace_seen
+        traced = self._traces.seen
         gone = [mk for mk, seen in self._model_seen.items()
                 if seen < horizon and traced.get(mk, seen) < horizon]
         if traced:  # trace-only models: the same timer
@@ -218,67 +185,54 @@ class SLOEngine:
         if not gone:
             return
         gone_set = set(gone)
-        self._layout_version += 1
-        windows = self.ledger.windows
+        marks, windows = self._marks, self.ledger.windows
         for key in [(name, mk) for name, mk in self.states if mk in gone_set]:
             st = self.states.pop(key)
             self._limit.release(st.slo.name)
-            self._dirty.discard(key)
+            marks.dirty.discard(key)
             self._layout_changed = True
             for band, row in st.rows.items():
                 windows.release((st.slo.name, st.model, band))
-                self._row_owner.pop(row, None)
+                marks.owner.pop(row, None)
                 self.band_latency.reset(row, 0.0)
-        for mk in gone:
-            self._model_seen.pop(mk, None)
-            traced.pop(mk, None)
-            g = self.gauges
-            for d in (self._prev_in_system, g.concurrency, g.estimator, g.batch_limit,
-                      g.running_max, g.queue_wait, g.kv_usage):
+        g = self.gauges
+        for d in (self._model_seen, self._prev_in_system, g.concurrency, g.estimator,
+                  g.batch_limit, g.running_max, g.queue_wait, g.kv_usage):
+            for mk in gone:
                 d.pop(mk, None)
+        self._traces.forget(gone_set)
         self._selects.forget(gone_set)
-        for mk in gone:
-            self._model_slos.pop(mk, None)
+        self._layout.forget(gone_set)
         self._decoder.forget(gone_set)
         self._limit.forget(gone_set)
 
     def _new_state(self, slo: SLOSpec, mk: ModelKey, ts: float) -> SLOModelState | None:
-        """A state for a model the SLO selects, or None past limits.max_models_per_slo
-        (:mod:`fleetwatch.slo.account.limits`)."""
+        """The state of a model the SLO selects, made if missing (None past
+        limits.max_models_per_slo: :mod:`fleetwatch.slo.account.limits`)."""
+        st = self.states.get((slo.name, mk))
+        if st is not None:
+            return st
         if not self._limit.admit(slo.name, mk, ts):
             return None
         st = self.states[(slo.name, mk)] = SLOModelState(slo, mk,
                                                          capacity=slo.concurrency.envelope)
         st.events = RowCounts(st.rows, self.ledger, "cum_total")  # counted by the ledger
         st.good = RowCounts(st.rows, self.ledger, "cum_good")
-        self._dirty.add((slo.name, mk))
+        self._marks.dirty.add((slo.name, mk))
         self._layout_changed = True
-        self._layout_version += 1
+        self._layout.changed()
         return st
 
     def mark_changed(self, st: SLOModelState) -> None:
         """Have the next update judge ``st`` again (the engine judges only the states
         whose judged inputs changed: call this when a stage changes another)."""
-        self._dirty.add((st.slo.name, st.model))
-
-    def _entries(self, mk: ModelKey) -> list[ModelSLO]:
-        """The model's SLO entries (made on first use, see ``_model_slos``)."""
-        slos = self._model_slos.get(mk)
-        if slos is None:
-            self._layout_version += 1
-            slos = self._model_slos[mk] = [
-                ModelSLO(slo, (slo.name, mk), slo.sli.source == "traces",
-                         LATENCY_METRICS[slo.sli.latency.metric] if slo.sli.latency else None,
-                         self._band_tables[slo.name], self._slo_index[slo.name])
-                for slo in self.spec.slos if self._selects(slo, mk)]
-        return slos
+        self._marks.dirty.add((st.slo.name, st.model))
 
     def _state(self, entry: ModelSLO, ts: float) -> SLOModelState | None:
         """The state of a model's SLO entry, made and kept there on first use (None:
         refused by the limits; forgotten with the model)."""
         _name, mk = entry.key
-        st = self.states.get(entry.key) or self._new_state(entry.slo, mk, ts)
-        entry.state = st
+        st = entry.state = self._new_state(entry.slo, mk, ts)
         return st
 
     def _account(self, ts: float, prev_ts: float | None, decoded: Decoded) -> None:
@@ -289,14 +243,12 @@ class SLOEngine:
         views: dict[int, PlanColumns] = {}
         gathered: list[Gathered] = []
         for plan, out, res in decoded.columns:
-            view = views[id(plan)] = self._view(plan)
+            view = views[id(plan)] = self._layout.view(plan, self._decoder)
             if prev_ts is not None:
                 gathered.append(self._columns_todo(ts, prev_ts, view, out, res))
-        self._views = views
-        current = {id(v) for v in views.values()}  # the views' columns (by id)
-        self._targets = {k: t for k, t in self._targets.items() if k in current}
+        self._layout.keep(views)
         if prev_ts is not None:
-            self._add_and_judge(ts, bookings(ts, gathered, self._new_row, self._dirty))
+            self._add_and_judge(ts, bookings(ts, gathered, self._new_row, self._marks.dirty))
         seen, prev_in_system = self._model_seen, self._prev_in_system
         for plan, _out, res in decoded.columns:
             view = views[id(plan)]
@@ -306,59 +258,23 @@ class SLOEngine:
                 if now is not None:
                     prev_in_system[mk] = now
 
-    def _view(self, plan: Plan) -> PlanColumns:
-        """The column view of a decoding plan (compiled again when the plan or the bucket
-        bounds seen changed)."""
-        view = self._views.get(id(plan))
-        version = self._decoder.bounds_version
-        if view is None or view.plan is not plan or view.version != version:
-            view = PlanColumns(plan, self.spec.slos, self._decoder.bounds, version)
-        return view
-
-    def _target(self, view: PlanColumns, ts: float, live: list[bool]) -> TargetSLOs:
-        """The view's SLO columns for the current layout: the live models' missing states
-        made (or refused: then tried again every update) in model order, then compiled
-        again if that changed the layout."""
-        target = self._targets.get(id(view))
-        if target is None or target.view is not view \
-                or target.version != self._layout_version:
-            target = TargetSLOs(view, self._entries, len(self.spec.slos),
-                                self._layout_version)
-        if not target.complete:
-            for mk, alive in zip(view.models, live, strict=True):
-                if alive:
-                    for entry in self._model_slos.get(mk) or self._entries(mk):
-                        if entry.state is None:
-                            self._state(entry, ts)
-            if target.version != self._layout_version:
-                target = TargetSLOs(view, self._entries, len(self.spec.slos),
-                                    self._layout_version)
-        self._targets[id(view)] = target
-        return target
-
     def _columns_todo(self, ts: float, prev_ts: float, view: PlanColumns, out: FloatArray,
                       res: list[float]) -> Gathered:
-        """One target's models into their gauges (:meth:`_gauges_columns`), and its
-        bookable (SLO, model) pairs (see :func:`fleetwatch.slo.account.book.bookings`)."""
+        """One target's models into their gauges, and its bookable (SLO, model) pairs
+        (see :func:`fleetwatch.slo.account.book.bookings`)."""
         seen = self._model_seen
         live_dt = np.asarray([ts - seen.get(mk, prev_ts) for mk in view.models], dtype=float)
         live = live_dt > 0
-        target = self._target(view, ts, live.tolist())
+        target = self._layout.target(view, live.tolist(), lambda e: self._state(e, ts))
         concs = update_gauges(self.gauges, self._prev_in_system, view.models, target.gauges,
                               out, live_dt, live)
-        return target.gather(live, concs, view.events(out), res, self._dirty)
-
-    def _band(self, st: SLOModelState, conc: float) -> str:
-        """The band label of ``conc`` in ``st``'s SLO: the smallest bound ≥ it, or
-        ``+Inf``."""
-        table = self._band_tables[st.slo.name]
-        return table.labels[bisect_left(table.bounds, conc)]
+        return target.gather(live, concs, view.events(out), res, self._marks.dirty)
 
     def _new_row(self, st: SLOModelState, band: str, ts: float) -> int:
         """The window-store row of a band (or ``all``) booked for the first time, and
         its (empty) latency evidence from ``ts`` on."""
         r = self.ledger.row(st, band)
-        self._row_owner[r] = (st.slo.name, st.model)
+        self._marks.owner[r] = (st.slo.name, st.model)
         self.band_latency.reset(r, ts)
         if band != ALL:
             st.latency[band] = BandLatency(self.band_latency, r)
@@ -366,80 +282,28 @@ class SLOEngine:
                 self._layout_changed = True
         return r
 
-    def add_events(self, events: Iterable[tuple[str, ModelKey, float, float, float, float]],
-                   ) -> None:
+    def add_events(self, events: Iterable[TraceEvent]) -> None:
         """Account already-judged events of ``sli.source: traces`` SLOs — ``(SLO name,
         model key, Unix seconds, concurrency, good, total)`` (:func:`fleetwatch.traces.judge.
         judge`) — each into the band of its concurrency like an interval's metric events,
-        then judge. An unknown SLO, one not selecting the model or past its model limit,
-        and a concurrency that is not finite are skipped; times before the last accounted
-        one count at it (the windows do not go back)."""
-        by_name = {s.name: s for s in self.spec.slos}
-        booked = Bookings(one_run=False)  # a row may be booked several times
-        ts = self.last_update or 0.0
-        for name, mk, t, conc, good, total in events:
-            slo = by_name.get(name)
-            if slo is None or slo.sli.source != "traces" or not self._selects(slo, mk) \
-                    or not math.isfinite(conc) or not math.isfinite(t):
-                continue
-            ts = max(ts, t)
-            self._trace_seen[mk] = ts
-            st = self.states.get((name, mk)) or self._new_state(slo, mk, ts)
-            if st is not None:
-                self._book_event(ts, st, conc, good, total, booked)
+        then judge (:class:`~fleetwatch.slo.account.trace_book.TraceBook` says what is
+        skipped; times before the last accounted one count at it)."""
+        booked, ts = self._traces.book(events, self.last_update or 0.0, self._new_state,
+                                       self._new_row, self._marks.dirty)
         if booked.rows:
             self._add_and_judge(ts, booked)
-
-    def _book_event(self, ts: float, st: SLOModelState, conc: float, good: float,
-                    total: float, booked: Bookings, buckets: Buckets = NO_BUCKETS) -> None:
-        """Book ``good`` of ``total`` events of ``st`` at ``ts``, at a concurrency of
-        ``conc`` requests, into its band and ``all``, appended to ``booked`` with the
-        band's latency evidence (``buckets``: the latency histogram's bounds and deltas,
-        observed ``total`` times; a trace event has none). Events that are none or not
-        finite are never accounted."""
-        if not (0.0 < total < math.inf and 0.0 <= good < math.inf):
-            return
-        good = min(good, total)
-        if not st.rows:
-            self._dirty.add((st.slo.name, st.model))  # no_data → judged
-        band = self._band(st, conc)
-        r, r_all = st.rows.get(band), st.rows.get(ALL)
-        if r is None:
-            r = self._new_row(st, band, ts)
-            self._layout_version += 1  # a new row: the column views compile again
-        if r_all is None:
-            r_all = self._new_row(st, ALL, ts)
-        booked.rows.extend((r, r_all))
-        booked.goods.append(good)
-        booked.totals.append(total)
-        booked.times.append(ts)
-        booked.bands.append(r)
-        booked.conc.append(conc)
-        booked.buckets.append(buckets)
-        booked.counts.append(total)
 
     def _add_and_judge(self, ts: float, booked: Bookings) -> None:
         """Add the bookings, then judge and update capacity."""
         self.band_latency.add_bookings(booked, self.spec.capacity.window)
-        ledger, gauges = self.ledger, self.gauges
+        ledger, gauges, states = self.ledger, self.gauges, self.states
         ledger.add(ts, booked.rows, np.repeat(np.asarray(booked.goods, dtype=float), 2),
                    np.repeat(np.asarray(booked.totals, dtype=float), 2))
         now = ledger.burning
-        burning = now.tolist()
-        prev = self._prev_burning
-        if len(prev) < len(now):
-            prev = np.concatenate([prev, np.zeros(len(now) - len(prev), dtype=bool)])
-        dirty = self._dirty
-        owner = self._row_owner
-        for r in (now != prev[:len(now)]).nonzero()[0].tolist():
-            key = owner.get(r)
-            if key is not None:
-                dirty.add(key)
-        self._prev_burning = now
-        states = self.states
+        self._marks.flipped(now)
         self.attribution.record(ts, states, gauges.concurrency)
-        judge_marked(ts, states, dirty, burning, self.attribution, ledger)
-        dirty.clear()
+        judge_marked(ts, states, self._marks.dirty, now.tolist(), self.attribution, ledger)
+        self._marks.dirty.clear()
         if self._layout_changed:
             self._band_rows.build(list(states.values()))
             self._layout_changed = False

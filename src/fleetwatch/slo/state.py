@@ -12,7 +12,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from fleetwatch.slo.bands import band_label
 from fleetwatch.slo.spec import SLOSpec
@@ -20,8 +20,18 @@ from fleetwatch.slo.spec import SLOSpec
 if TYPE_CHECKING:
     from fleetwatch.slo.capacity.evidence import BandLatency
 
-#: ``(model, model_version, backend)`` — the identity of a served model.
-ModelKey = tuple[str, str, str]
+
+
+class ModelKey(NamedTuple):
+    """The identity of a served model: its ``model``, ``model_version`` and ``backend``
+    labels in the normalized schema (``model_version`` is "" when the server reports
+    none). Equal to, and hashed as, the plain tuple of the three."""
+
+    model: str
+    model_version: str
+    backend: str
+
+
 #: Every value of the ``state`` label, in exposition order.
 STATES = ("ok", "regression", "interference", "gpu_degraded", "overload", "no_data",
           "misconfigured")

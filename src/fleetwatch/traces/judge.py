@@ -15,19 +15,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from fleetwatch.slo.spec import SLOFile, SLOSpec
+from fleetwatch.slo.state import ModelKey
 from fleetwatch.traces.facts import RequestFacts
 
-ModelId = tuple[str, str, str]
 #: ``(SLO name, model key, Unix seconds, concurrency, good, total)`` — what
 #: :meth:`fleetwatch.slo.engine.SLOEngine.add_events` accounts.
-TraceEvent = tuple[str, ModelId, float, float, float, float]
-Selects = Callable[[SLOSpec, ModelId], bool]
+TraceEvent = tuple[str, ModelKey, float, float, float, float]
+Selects = Callable[[SLOSpec, ModelKey], bool]
 
 
-def model_key(f: RequestFacts) -> ModelId:
+def model_key(f: RequestFacts) -> ModelKey:
     """``(model, model_version, backend)`` of a request, as the normalized schema labels
     it."""
-    return (f.model, f.model_version, f.backend)
+    return ModelKey(f.model, f.model_version, f.backend)
 
 
 def is_good(f: RequestFacts, slo: SLOSpec) -> bool | None:

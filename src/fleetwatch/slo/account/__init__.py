@@ -15,5 +15,9 @@ Terms:
   (error rate ÷ error budget) and which rows *burn* (faster than a window pair's
   threshold on both windows); also which models an SLO *selects*;
 * *gauges* (:mod:`.gauges`): per model what its last interval with data said (its
-  concurrency, the concurrent-slot limit, queue wait, KV-cache usage).
+  concurrency, the concurrent-slot limit, queue wait, KV-cache usage);
+* *layout* (:mod:`.layout`): each model's SLO entries and the column views compiled
+  for the current states and rows;
+* *trace events* (:mod:`.trace_book`): already-judged events of ``sli.source: traces``
+  SLOs, booked one at a time.
 """

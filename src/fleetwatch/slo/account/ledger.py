@@ -42,8 +42,8 @@ class Selection:
         hit = self._cache.get(key)
         if hit is None:
             sel = slo.selector
-            entry = self.registry.lookup(mk[0], mk[1])
-            hit = ((not sel.models or any(fnmatch.fnmatchcase(mk[0], g) for g in sel.models))
+            entry = self.registry.lookup(mk.model, mk.model_version)
+            hit = ((not sel.models or any(fnmatch.fnmatchcase(mk.model, g) for g in sel.models))
                    and (not sel.teams or (entry is not None and entry.team in sel.teams))
                    and (not sel.latency_tiers
                         or (entry is not None and entry.latency_tier in sel.latency_tiers)))
@@ -67,7 +67,7 @@ def threshold_error(fam: str, mk: ModelKey, thr: float, bounds: Bounds) -> str:
     near = ", ".join(format(b, "g") for b in nearest_bounds(seen, thr, 2)) \
         or "none (no buckets)"
     return (f"threshold {thr:g} s is not a bucket boundary of {fam} for model "
-            f"{mk[0]}; nearest boundaries: {near}")
+            f"{mk.model}; nearest boundaries: {near}")
 
 
 class Ledger:

@@ -47,7 +47,7 @@ class ModelLimit:
         if last is None or ts - last >= REFUSED_LOG_SECONDS:
             self._logged[slo] = ts
             log.warning("SLO %s tracks %d models (limits.max_models_per_slo): not "
-                        "tracking model %s (%d refused so far)", slo, self.limit, mk[0],
+                        "tracking model %s (%d refused so far)", slo, self.limit, mk.model,
                         self.refused[slo])
         return False
 

@@ -47,7 +47,7 @@ from fleetwatch.slo.capacity.evidence import BandLatencyStore
 from fleetwatch.slo.capacity.model import predict_rows, round_capacity
 from fleetwatch.slo.judge.states import LEARNS_CAPACITY
 from fleetwatch.slo.spec import CapacitySettings
-from fleetwatch.slo.state import SLOModelState
+from fleetwatch.slo.state import ModelKey, SLOModelState
 
 #: Two estimates within this relative difference are the same estimate (hysteresis).
 SAME = 0.05
@@ -138,7 +138,7 @@ def update_capacities(index: BandRows, cfg: CapacitySettings,
                       window_totals: FloatArray,
                       window_burn: FloatArray,
                       latency: BandLatencyStore,
-                      batch_limits: dict[tuple[str, str, str], float]) -> None:
+                      batch_limits: dict[ModelKey, float]) -> None:
     """One update of ``capacity``/``capacity_evidence``/``capacity_predicted`` (and the
     hysteresis) of every state of ``index`` that learns capacity
     (:data:`~fleetwatch.slo.judge.states.LEARNS_CAPACITY`; see the module doc), for all states at

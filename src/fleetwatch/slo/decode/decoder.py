@@ -197,7 +197,7 @@ class Decoder:
             return Reader(_GPU_TOTAL, _NO_MODEL, "", 0.0, "")
         if "model" not in labels:
             return _SKIP_READER
-        mk = (labels["model"], labels.get("model_version", ""), labels["backend"])
+        mk = ModelKey(labels["model"], labels.get("model_version", ""), labels["backend"])
         if fam_name == REQUESTS:
             code = _REQ_GOOD if labels.get("outcome") == "success" else _REQ_BAD
             return Reader(code, mk, "", 0.0, "")

@@ -27,7 +27,7 @@ _SKIP, _RUNNING, _KV, _QUANTILE, _GPU_USED, _GPU_TOTAL, _WAITING = range(7)
 _COUNTERS = 10
 _BUCKET, _COUNT, _SUM, _REQ_GOOD, _REQ_BAD, _SUMMARY_COUNT = range(10, 16)
 
-_NO_MODEL: ModelKey = ("", "", "")
+_NO_MODEL = ModelKey("", "", "")
 
 
 class Reader(NamedTuple):

@@ -9,5 +9,7 @@ Terms:
 * *interference* (:mod:`.interference`): a regression of a model whose GPU neighbours'
   load rose as its burn began, correlated with its bad ratio; *gpu_degraded*: a
   regression on a GPU with a slowing condition (:mod:`.gpu_health`: clock events, XID
-  errors from dcgm-exporter).
+  errors from dcgm-exporter);
+* *marks* (:mod:`.marks`): the states judged at an update, those whose judged inputs
+  changed.
 """

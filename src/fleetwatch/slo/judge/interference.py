@@ -161,7 +161,7 @@ class Attributor:
     def attribute(self, ts: float, key: _Key, st: SLOModelState, ledger: Ledger) -> None:
         """Re-judge one judged state: a ``regression`` of a placed model may become
         ``interference`` or ``gpu_degraded`` (sets ``st.state`` and ``st.attribution``)."""
-        if not self.placement or not self.placement.gpus_of(st.model[0]):
+        if not self.placement or not self.placement.gpus_of(st.model.model):
             return
         self._record_inside(ts, key, st)
         if st.state != "regression":
@@ -185,8 +185,8 @@ class Attributor:
     def _record_loads(self, ts: float, concurrency: Mapping[ModelKey, float]) -> None:
         loads: dict[str, float] = {}
         for mk, c in concurrency.items():
-            if self.placement.gpus_of(mk[0]) and math.isfinite(c):
-                loads[mk[0]] = loads.get(mk[0], 0.0) + c
+            if self.placement.gpus_of(mk.model) and math.isfinite(c):
+                loads[mk.model] = loads.get(mk.model, 0.0) + c
         for name, c in loads.items():
             q = self._load.setdefault(name, deque(maxlen=MAX_SAMPLES))
             if q and q[-1].t == ts:
@@ -218,7 +218,7 @@ class Attributor:
     # -- the decision -----------------------------------------------------------------
     def _attribute(self, ts: float, key: _Key, st: SLOModelState,
                    ledger: Ledger) -> Attribution | None:
-        model = st.model[0]
+        model = st.model.model
         onset = self._onset.get(key)
         if onset is None:
             before = {}

@@ -60,7 +60,7 @@ def judge_marked(ts: float, states: Mapping[tuple[str, ModelKey], SLOModelState]
     placement = attribution.placement
     if placement:
         for key, st in states.items():
-            if key in marked or placement.gpus_of(st.model[0]):
+            if key in marked or placement.gpus_of(st.model.model):
                 judge(st, burning_rows)
                 attribution.attribute(ts, key, st, ledger)
         return

@@ -80,11 +80,11 @@ def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
         if gauges.gpu_memory_ratio is not None:
             comps["gpu_memory"] = gauges.gpu_memory_ratio / targets.gpu_memory_usage_ratio
         out.append({
-            "model": mk[0], "model_version": mk[1], "backend": mk[2],
+            "model": mk.model, "model_version": mk.model_version, "backend": mk.backend,
             "signal": max(comps.values()) if comps else 0.0,
             "components": comps, "capacity": cap, "concurrency": conc,
             "state": worst_state({st.state for st in own}),
-            "cold_start_seconds": cold_starts.get(mk[0]),
-            "min_replicas": min_replicas(targets, cold_starts.get(mk[0])),
+            "cold_start_seconds": cold_starts.get(mk.model),
+            "min_replicas": min_replicas(targets, cold_starts.get(mk.model)),
         })
     return out

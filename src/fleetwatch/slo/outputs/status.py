@@ -143,7 +143,8 @@ def status(ledger: Ledger, states: States, gauges: ModelGauges) -> list[SLOStatu
                 for w in ledger.window_lengths}
         g, t = ledger.window_sums(st, ALL, slo.period_seconds, sums)
         out.append({
-            "slo": name, "model": mk[0], "model_version": mk[1], "backend": mk[2],
+            "slo": name, "model": mk.model, "model_version": mk.model_version,
+            "backend": mk.backend,
             "objective": slo.objective, "sli": slo.sli.kind,
             "sli_source": slo.sli.source, "sampling": slo.sli.sampling,
             "state": st.state, "explanation": explain(st),
@@ -168,7 +169,8 @@ def iter_metrics(ledger: Ledger, states: States,
     model the concurrency, autoscaling signal and components."""
     sums = ledger.windows.sums()
     for (name, mk), st in sorted(states.items()):
-        base = {"slo": name, "model": mk[0], "model_version": mk[1], "backend": mk[2]}
+        base = {"slo": name, "model": mk.model, "model_version": mk.model_version,
+                "backend": mk.backend}
         for band in sorted(st.events, key=band_sort):
             lab = {**base, "band": band}
             yield "fleetwatch_slo_events_total", lab, st.events[band]
