@@ -46,11 +46,12 @@ from fleetwatch.otlp.decode import REASONS, Limits, OTLPDecodeError, decode_requ
 from fleetwatch.slo.account.ledger import Selection
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import EngineLimits
+from fleetwatch.slo.state import TraceEvent
 from fleetwatch.traces.concurrency import LoadEstimator
 from fleetwatch.traces.facts import RequestFacts
 from fleetwatch.traces.histograms import TraceHistograms, overlay
 from fleetwatch.traces.join import TraceJoiner
-from fleetwatch.traces.judge import TraceEvent, judge
+from fleetwatch.traces.judge import judge
 
 log = logging.getLogger("fleetwatch.otlp")
 

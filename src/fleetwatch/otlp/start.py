@@ -11,8 +11,8 @@ from fleetwatch.exporters.assemble import Part
 from fleetwatch.otlp.config import MetricsExport, TracesConfig
 from fleetwatch.otlp.receiver import TraceReceiver, receiver_metrics, run_receiver
 from fleetwatch.slo.engine import SLOEngine
+from fleetwatch.slo.state import TraceEvent
 from fleetwatch.traces.facts import RequestFacts
-from fleetwatch.traces.judge import TraceEvent
 
 if TYPE_CHECKING:
     from fleetwatch.otlp.metrics_export import MetricsExporter

@@ -25,12 +25,10 @@ from fleetwatch.rollout.export import RolloutCollector
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.outputs.export import slo_registry
 from fleetwatch.slo.outputs.status import autoscaling_document, slo_document, strict_json
-from fleetwatch.slo.state import ModelKey
+from fleetwatch.slo.state import TraceEvent
 
 log = logging.getLogger(__name__)
 
-#: ``(SLO name, model key, Unix seconds, concurrency, good, total)``: a judged trace event.
-TraceEvent = tuple[str, ModelKey, float, float, float, float]
 #: Judged trace events that may wait for the engine thread.
 MAX_EVENTS = 100_000
 

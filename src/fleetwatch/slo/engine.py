@@ -55,7 +55,7 @@ from fleetwatch.slo.account.gauges import ModelGauges, update_gauges
 from fleetwatch.slo.account.layout import Layout
 from fleetwatch.slo.account.ledger import Ledger, Selection
 from fleetwatch.slo.account.limits import ModelLimit
-from fleetwatch.slo.account.trace_book import TraceBook, TraceEvent
+from fleetwatch.slo.account.trace_book import TraceBook
 from fleetwatch.slo.arrays import FloatArray
 from fleetwatch.slo.capacity.evidence import BandLatency, BandLatencyStore
 from fleetwatch.slo.capacity.rules import BandRows, update_capacities
@@ -69,7 +69,7 @@ from fleetwatch.slo.outputs import status as _status
 from fleetwatch.slo.outputs.autoscaling import ModelSignal
 from fleetwatch.slo.outputs.status import Sample, SLOStatus
 from fleetwatch.slo.spec import SLOFile, SLOSpec
-from fleetwatch.slo.state import ALL, STATES, ModelKey, RowCounts, SLOModelState
+from fleetwatch.slo.state import ALL, STATES, ModelKey, RowCounts, SLOModelState, TraceEvent
 
 __all__ = ["ALL", "STATES", "ModelKey", "SLOEngine", "SLOModelState"]
 

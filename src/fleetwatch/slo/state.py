@@ -32,6 +32,21 @@ class ModelKey(NamedTuple):
     backend: str
 
 
+class TraceEvent(NamedTuple):
+    """One finished request's event for a traces SLO: ``slo`` (its name), ``model``,
+    ``time`` (Unix seconds the request ended), ``concurrency`` (requests in the system
+    over its lifetime), ``good`` and ``total`` (events: the SLO's sampling weight, good 0
+    when the request missed an objective). Made by :func:`fleetwatch.traces.judge.judge`,
+    booked by :meth:`fleetwatch.slo.engine.SLOEngine.add_events`."""
+
+    slo: str
+    model: ModelKey
+    time: float
+    concurrency: float
+    good: float
+    total: float
+
+
 #: Every value of the ``state`` label, in exposition order.
 STATES = ("ok", "regression", "interference", "gpu_degraded", "overload", "no_data",
           "misconfigured")

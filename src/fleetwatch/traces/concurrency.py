@@ -29,13 +29,12 @@ from __future__ import annotations
 import bisect
 from collections import deque
 
+from fleetwatch.slo.state import ModelKey
 from fleetwatch.traces.facts import RequestFacts
 
-ModelId = tuple[str, str, str]
 
-
-def _key(f: RequestFacts) -> ModelId:
-    return (f.model, f.model_version, f.backend)
+def _key(f: RequestFacts) -> ModelKey:
+    return ModelKey(f.model, f.model_version, f.backend)
 
 
 class LoadEstimator:
@@ -47,10 +46,10 @@ class LoadEstimator:
         self.horizon_s = horizon_s
         self.max_intervals = max_intervals
         # per model: occupancies sorted by end (ends, and (end, start) pairs)
-        self._ends: dict[ModelId, list[float]] = {}
-        self._occ: dict[ModelId, list[tuple[float, float]]] = {}
+        self._ends: dict[ModelKey, list[float]] = {}
+        self._occ: dict[ModelKey, list[tuple[float, float]]] = {}
         self._waiting: deque[tuple[float, RequestFacts]] = deque()
-        self._seen: dict[ModelId, float] = {}  # per model: when its last request came
+        self._seen: dict[ModelKey, float] = {}  # per model: when its last request came
 
     def add(self, facts: list[RequestFacts], now: float) -> list[RequestFacts]:
         """Record finished requests (``now``: the caller's Unix seconds); return the

@@ -26,6 +26,7 @@ from fleetwatch.exporters.parser import (
     split_sample_line,
 )
 from fleetwatch.labels.text import LabelPairs, render_labels
+from fleetwatch.slo.state import ModelKey
 from fleetwatch.traces.facts import RequestFacts
 
 #: The one boundary set of trace histograms, seconds (1-2-5 steps, 1 ms … 60 s).
@@ -37,7 +38,6 @@ TTFT = "modelserver_time_to_first_token_seconds"
 TPOT = "modelserver_time_per_output_token_seconds"
 #: Normalized family → the fact it is made of (``RequestFacts.metric`` short name).
 FAMILIES = {REQUEST: "request", QUEUE: "queue", TTFT: "ttft", TPOT: "tpot"}
-ModelId = tuple[str, str, str]
 
 
 @dataclass
@@ -76,9 +76,9 @@ class TraceHistograms:
                  sources: Iterable[str] = ("triton",)) -> None:
         self.families = tuple(families)
         self.sources = frozenset(sources)
-        self.hists: dict[tuple[str, ModelId], Histogram] = {}
+        self.hists: dict[tuple[str, ModelKey], Histogram] = {}
         #: model → when its last request was added (Unix seconds, :meth:`forget`)
-        self.seen: dict[ModelId, float] = {}
+        self.seen: dict[ModelKey, float] = {}
 
     def add(self, facts: Iterable[RequestFacts], now: float | None = None) -> None:
         """Observe every request's values (``now``: the caller's Unix seconds, when they
@@ -86,14 +86,14 @@ class TraceHistograms:
         for f in facts:
             if f.source not in self.sources:
                 continue
-            mk = (f.model, f.model_version, f.backend)
+            mk = ModelKey(f.model, f.model_version, f.backend)
             self.seen[mk] = f.end_unix_s if now is None else now
             for fam in self.families:
                 v = f.metric(FAMILIES[fam])
                 if v is not None:
                     self.hists.setdefault((fam, mk), Histogram()).observe(v)
 
-    def forget(self, horizon: float) -> list[ModelId]:
+    def forget(self, horizon: float) -> list[ModelKey]:
         """Drop the histograms of the models whose last request was added before
         ``horizon`` (Unix seconds; the engine's ``limits.forget_model_after`` timer);
         return them."""
@@ -104,11 +104,11 @@ class TraceHistograms:
                 self.hists.pop((fam, mk), None)
         return gone
 
-    def models(self, family: str) -> set[ModelId]:
+    def models(self, family: str) -> set[ModelKey]:
         """The models with a histogram of ``family``."""
         return {mk for fam, mk in self.hists if fam == family}
 
-    def lines(self, family: str, mk: ModelId, labels: LabelPairs) -> list[str]:
+    def lines(self, family: str, mk: ModelKey, labels: LabelPairs) -> list[str]:
         """The sample lines of one model's histogram with the series' ``labels``."""
         h = self.hists[(family, mk)]
         out = []
@@ -125,16 +125,17 @@ class TraceHistograms:
         for fam in self.families:
             lines: list[str] = []
             for mk in sorted(self.models(fam)):
-                labels = (("model", mk[0]), ("model_version", mk[1]), ("backend", mk[2]))
+                labels = (("model", mk.model), ("model_version", mk.model_version),
+                          ("backend", mk.backend))
                 lines += self.lines(fam, mk, labels)
             if lines:
                 out.append(Family(fam, "histogram", f"{fam} from traces (seconds).", lines))
         return out
 
 
-def _model_of(labels: LabelPairs) -> ModelId:
+def _model_of(labels: LabelPairs) -> ModelKey:
     d = dict(labels)
-    return (d.get("model", ""), d.get("model_version", ""), d.get("backend", ""))
+    return ModelKey(d.get("model", ""), d.get("model_version", ""), d.get("backend", ""))
 
 
 def overlay(part: Part, hists: TraceHistograms) -> Part:
@@ -150,7 +151,7 @@ def overlay(part: Part, hists: TraceHistograms) -> Part:
         done.add(fam.name)
         traced = hists.models(fam.name)
         kept: list[str] = []
-        seen: dict[ModelId, LabelPairs] = {}
+        seen: dict[ModelKey, LabelPairs] = {}
         for line in fam.lines:
             split = split_sample_line(line)
             try:
@@ -164,8 +165,8 @@ def overlay(part: Part, hists: TraceHistograms) -> Part:
             else:
                 kept.append(line)
         for mk in sorted(traced):
-            labels = seen.get(mk) or (("model", mk[0]), ("model_version", mk[1]),
-                                      ("backend", mk[2]))
+            labels = seen.get(mk) or (("model", mk.model), ("model_version", mk.model_version),
+                                      ("backend", mk.backend))
             kept += hists.lines(fam.name, mk, labels)
         families.append(Family(fam.name, fam.type, fam.help, kept))
     families += [f for f in hists.families_text() if f.name not in done]

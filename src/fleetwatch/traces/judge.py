@@ -15,12 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from fleetwatch.slo.spec import SLOFile, SLOSpec
-from fleetwatch.slo.state import ModelKey
+from fleetwatch.slo.state import ModelKey, TraceEvent
 from fleetwatch.traces.facts import RequestFacts
 
-#: ``(SLO name, model key, Unix seconds, concurrency, good, total)`` — what
-#: :meth:`fleetwatch.slo.engine.SLOEngine.add_events` accounts.
-TraceEvent = tuple[str, ModelKey, float, float, float, float]
 Selects = Callable[[SLOSpec, ModelKey], bool]
 
 
@@ -59,6 +56,6 @@ def judge(facts: Iterable[RequestFacts], slos: SLOFile, selects: Selects) -> lis
             if good is None:
                 continue
             n = float(slo.sli.sampling)
-            out.append((slo.name, mk, f.end_unix_s, f.concurrency or 0.0,
-                        n if good else 0.0, n))
+            out.append(TraceEvent(slo.name, mk, f.end_unix_s, f.concurrency or 0.0,
+                                  n if good else 0.0, n))
     return out

@@ -17,10 +17,8 @@ from collections.abc import Callable, Iterable
 from fleetwatch.slo.account.bookings import NO_BUCKETS, Bookings, Buckets
 from fleetwatch.slo.account.layout import Layout
 from fleetwatch.slo.spec import SLOSpec
-from fleetwatch.slo.state import ALL, ModelKey, SLOModelState
+from fleetwatch.slo.state import ALL, ModelKey, SLOModelState, TraceEvent
 
-#: ``(SLO name, model key, Unix seconds, concurrency, good, total)``.
-TraceEvent = tuple[str, ModelKey, float, float, float, float]
 #: The state of an SLO on a model at a time, made if missing (None: refused).
 StateOf = Callable[[SLOSpec, ModelKey, float], SLOModelState | None]
 #: The window-store row of a state's band (or ``all``) booked for the first time.
