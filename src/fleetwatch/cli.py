@@ -26,8 +26,8 @@ from fleetwatch.sidecar.config import ConfigError, load_config
 @click.group()
 @click.version_option(__version__, prog_name="fleetwatch")
 def main() -> None:
-    """fleetwatch: one metric schema, SLOs and autoscaling signals for Triton, vLLM and
-    dcgm-exporter."""
+    """fleetwatch: one metric schema, SLOs and autoscaling signals for Triton, vLLM,
+    SGLang and dcgm-exporter."""
 
 
 @main.command()

@@ -159,7 +159,8 @@ def test_demo_without_the_triton_extra_is_one_line_of_advice():
                           "0"], capture_output=True, text=True, timeout=60)
     assert clean_failure(res, 1).splitlines() == [
         "fleetwatch: error: the 'pytriton' package is not installed; install the 'triton' "
-        "extra (pip install 'fleetwatch[triton]', which pins nvidia-pytriton==0.7.0)"]
+        "extra (pip install '.[triton]' from a clone, which pins nvidia-pytriton==0.7.0, "
+        "or ./dev demo)"]
     assert res.stdout == ""
 
 

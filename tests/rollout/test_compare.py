@@ -163,6 +163,7 @@ def test_sidecar_verdict_per_candidate_against_the_oldest_version():
     from fleetwatch.rollout.export import RolloutCollector, live_pairs
     from fleetwatch.slo.engine import SLOEngine, SLOModelState
     from fleetwatch.slo.spec import parse_slo_file
+    from fleetwatch.slo.state import ModelKey
 
     spec = parse_slo_file({"slos": [{
         "name": "avail", "sli": {"availability": {}}, "objectives": [{"target": 0.99}],
@@ -171,7 +172,7 @@ def test_sidecar_verdict_per_candidate_against_the_oldest_version():
     rows, goods, totals = [], [], []
     for model, version, good in (("m", "10", 900), ("m", "2", 1000), ("m", "3", 1000),
                                  ("solo", "1", 1000)):
-        st = SLOModelState(spec.slos[0], (model, version, "triton"))
+        st = SLOModelState(spec.slos[0], ModelKey(model, version, "triton"))
         for band in ("1", "all"):
             st.events[band], st.good[band] = 5000, 5000  # since start: not what is compared
             rows.append(engine.ledger.row(st, band))

@@ -76,14 +76,16 @@ def find_triton_installation() -> TritonInstallation:
     """Locate tritonserver, the Python backend and the matching stub in the installed wheel.
 
     Raises:
-        TritonStartError: ``pytriton`` is not installed (``pip install 'fleetwatch[triton]'``), a
-            file is missing, or the wheel has no stub for the running Python version.
+        TritonStartError: ``pytriton`` is not installed (``pip install '.[triton]'`` from a
+            clone, or ``./dev demo``), a file is missing, or the wheel has no stub for the
+            running Python version.
     """
     spec = importlib.util.find_spec("pytriton")
     if spec is None or not spec.submodule_search_locations:
         raise TritonStartError(
             "the 'pytriton' package is not installed; install the 'triton' extra "
-            "(pip install 'fleetwatch[triton]', which pins nvidia-pytriton==0.7.0)"
+            "(pip install '.[triton]' from a clone, which pins nvidia-pytriton==0.7.0, "
+            "or ./dev demo)"
         )
     package = Path(next(iter(spec.submodule_search_locations))).resolve()
     root = package / "tritonserver"
