@@ -238,12 +238,14 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
         if not result.passthrough:  # nothing came out: bad input, not a result
             _fail(message)
         click.echo(message, err=True)
-    if (result.series_count == 0 and source != "auto" and not result.passthrough
-            and not result.invalid_samples):
+    if result.series_count == 0 and source != "auto" and not result.passthrough:
+        # no series: bad input, unless the source's own samples were all refused (then
+        # the refusals above are the answer)
         detected = detect_kind(text)
-        hint = f" (it looks like {detected}: --source {detected})" \
-            if detected not in (source, "unknown") else ""
-        _fail(f"{file}: no {source} series in this exposition{hint}")
+        other = detected not in (source, "unknown")
+        if other or not result.invalid_samples:
+            hint = f" (it looks like {detected}: --source {detected})" if other else ""
+            _fail(f"{file}: no {source} series in this exposition{hint}")
 
 
 @main.command()

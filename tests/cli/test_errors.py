@@ -187,3 +187,19 @@ def test_an_output_file_that_is_a_directory_is_exit_1_naming_it(tmp_path):
         err = clean_failure(run(*args), 1)
         line = next(x for x in err.splitlines() if x.startswith("fleetwatch: error: "))
         assert str(d) in line and "cannot write" in line, (args[0], err)
+
+
+VLLM_CAPTURE = ROOT / "tests/fixtures/expositions/vllm/v0.32.0-cpu-real-engine-tiny-llm-under-load.prom"
+
+
+@pytest.mark.parametrize("source", ["triton", "dcgm", "sglang"])
+def test_normalize_with_another_source_than_the_capture_is_exit_2_naming_the_right_one(source):
+    """A vLLM capture normalized as another source gives no series: one error line that
+    names the source it looks like, whether the wrong table refused samples (Triton's
+    per-model rules refuse vLLM's lines for lack of a ``model`` label) or not."""
+    res = run("normalize", "--source", source, str(VLLM_CAPTURE))
+    assert res.stdout == ""
+    assert f"no {source} series in this exposition (it looks like vllm: --source vllm)" \
+        in clean_failure(res, 2)
+    ok = run("normalize", "--source", "vllm", str(VLLM_CAPTURE))
+    assert ok.returncode == 0 and "modelserver_requests_active" in ok.stdout
