@@ -76,9 +76,8 @@ def find_triton_installation() -> TritonInstallation:
     """Locate tritonserver, the Python backend and the matching stub in the installed wheel.
 
     Raises:
-        TritonStartError: ``pytriton`` is not installed (``pip install '.[triton]'`` from a
-            clone, or ``./dev demo``), a file is missing, or the wheel has no stub for the
-            running Python version.
+        TritonStartError: ``pytriton`` is not installed (the ``triton`` extra), a file is
+            missing, or the wheel has no stub for the running Python version.
     """
     spec = importlib.util.find_spec("pytriton")
     if spec is None or not spec.submodule_search_locations:
