@@ -9,7 +9,6 @@ Prometheus template (``{{ … }}`` in a team or owner stays text).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from fleetwatch.alerts.generate import (
     load_inputs,
 )
 from fleetwatch.files import write_tree as write_files
+from tests.support.helpers import tool
 
 #: Values that have broken (or could break) a generator: quoting, escapes, newlines, braces,
 #: PromQL matcher operators, templates, YAML syntax, unicode, globs, PromQL keywords.
@@ -49,14 +49,6 @@ HOSTILE = [
     "%percent @at `tick`",
     "$labels.model",
 ]
-
-
-def tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"{name} not found on PATH: install Debian's prometheus and "
-                    "prometheus-alertmanager packages (.ci/run does)", pytrace=False)
-    return path
 
 
 def run(*cmd: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -27,18 +27,10 @@ from fleetwatch.alerts.generate import (
     build_rules,
     load_inputs,
 )
-from tests.support.helpers import GOLDEN, ROOT
+from tests.support.helpers import GOLDEN, ROOT, tool
 
 ALERTS = GOLDEN / "alerts"
 EXAMPLES = ROOT / "examples"
-
-
-def tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"{name} not found on PATH: install Debian's prometheus and "
-                    "prometheus-alertmanager packages (.ci/run does)", pytrace=False)
-    return path
 
 
 def run(*cmd: str, cwd=None) -> subprocess.CompletedProcess:

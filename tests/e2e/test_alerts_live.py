@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import shutil
 import socket
 import subprocess
 import threading
@@ -41,19 +40,11 @@ from fleetwatch.labels.registry import load_registry
 from fleetwatch.sidecar.config import parse_config
 from fleetwatch.sidecar.server import run_sidecar
 from fleetwatch.slo.spec import parse_slo_file
-from tests.support.helpers import ROOT
+from tests.support.helpers import ROOT, tool
 
 REGISTRY = load_registry(ROOT / "tests" / "data" / "registry.yaml")
 RECEIVERS = ("search-pager", "search-tickets", "genai-pager", "genai-tickets",
              "platform-pager", "platform-tickets")
-
-
-def tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"{name} not found on PATH: install Debian's prometheus and "
-                    "prometheus-alertmanager packages (.ci/run does)", pytrace=False)
-    return path
 
 
 def free_port() -> int:

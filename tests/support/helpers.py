@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import threading
 import time
@@ -10,6 +11,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "expositions"
@@ -277,3 +280,13 @@ def wait_until(pred, what: str, seconds: float = 30.0):  # type: ignore[no-untyp
             return got
         time.sleep(0.25)
     pytest.fail(f"{what}: not within {seconds:g} s")
+
+
+def tool(name: str) -> str:
+    """The path of a Debian-packaged tool the test needs (promtool, amtool); the test fails,
+    naming the packages, when it is missing."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} not found on PATH: install Debian's prometheus and "
+                    "prometheus-alertmanager packages (.ci/run does)", pytrace=False)
+    return path
