@@ -192,7 +192,7 @@ class VLLMServer(ServerProcess):
         prefix_caching: bool = True,
         num_gpu_blocks_override: int | None = None,
         kv_cache_space_gib: int = 1,
-        start_timeout_s: float = 180.0,
+        start_timeout_s: float = 600.0,
         stop_timeout_s: float = 15.0,
         workdir: str | os.PathLike[str] | None = None,
         keep_workdir: bool = False,
@@ -276,6 +276,12 @@ class VLLMServer(ServerProcess):
             "TRANSFORMERS_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
             "PYTHONUNBUFFERED": "1",
+            # vLLM's CPU backend pins its engine to core 0 by default ("auto" reserves the
+            # last core for the API server), so two servers on one small machine (the demo
+            # beside the tests, or two replicas) fight for one core while another idles.
+            # One unpinned compute thread lets the kernel spread the engines over the cores.
+            "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+            "OMP_NUM_THREADS": "1",
         })
         if self._workdir is not None:
             env["TMPDIR"] = str(self._workdir / "tmp")
