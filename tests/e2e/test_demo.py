@@ -48,7 +48,9 @@ def test_demo_serves_classic_models_and_the_llm_then_stops():
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         base = None
-        deadline = time.monotonic() + 150
+        # The demo's own start bounds (vLLM's and Triton's) decide a slow start's failure,
+        # and the demo then exits (caught below); this only stops a hung demo.
+        deadline = time.monotonic() + 1200
         assert proc.stdout is not None
         while base is None and time.monotonic() < deadline:
             line = proc.stdout.readline()

@@ -102,7 +102,16 @@ def _run(server: TritonServer):
 @pytest.fixture(scope="module")
 def scenario():
     with TritonServer(models=["slo_sim"]) as server:
-        yield _run(server)
+        engine, results = _run(server)
+        # Mostly failed requests mean Triton stopped serving (e.g. its Python-backend stub
+        # died): say so with its log instead of asserting on an empty step.
+        failed = [r for key in ("v1", "v2") for r in results.get(key, ())
+                  if r.failed > r.requests]
+        if failed:
+            pytest.fail(f"Triton failed requests during the scenario "
+                        f"({[(r.concurrency, r.failed, r.errors[:2]) for r in failed]}); "
+                        f"Triton log:\n{server.log_tail()}")
+        yield engine, results
 
 
 def _st(engine, version, slo=SLO):

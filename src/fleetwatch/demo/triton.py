@@ -147,7 +147,7 @@ class TritonServer(ServerProcess):
         *,
         summary_latencies: bool = True,
         metrics_interval_ms: int = 1000,
-        start_timeout_s: float = 60.0,
+        start_timeout_s: float = 300.0,
         stop_timeout_s: float = 15.0,
         exit_timeout_s: int = 5,
         workdir: str | os.PathLike[str] | None = None,
