@@ -96,3 +96,5 @@ def test_mapping_compresses_time_and_scales_and_clamps_tokens() -> None:
         TraceMapping(time_compression=0.5)
     with pytest.raises(ValueError, match="token_scale"):
         TraceMapping(token_scale=0.0)
+    own = map_trace(reqs, TraceMapping(token_scale=0.1, output_token_scale=1.0))
+    assert [(r.input_tokens, r.output_tokens) for r in own] == [(100, 10), (800, 1), (1, 400)]
