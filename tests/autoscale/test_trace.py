@@ -18,15 +18,6 @@ from fleetwatch.autoscale.trace import (
     segment,
     write_mooncake_jsonl,
 )
-from tests.support.helpers import ROOT
-
-AZURE = ROOT / "tests" / "data" / "workloads" / "AzureLLMInferenceTrace_code.csv"
-
-
-@pytest.fixture(scope="module")
-def azure() -> list[Request]:
-    with AZURE.open(encoding="utf-8") as f:
-        return read_azure_csv(f)
 
 
 def test_azure_trace_has_every_request_over_57_minutes(azure: list[Request]) -> None:

@@ -218,10 +218,11 @@ def _scale(sim: _Sim, t: float, desired: int) -> None:
 
 
 def simulate(requests: Sequence[Request], model: ReplicaModel, cfg: FleetConfig,
-             controller: Controller) -> FleetRun:
+             controller: Controller, horizon: float = 0.0) -> FleetRun:
     """Replay ``requests`` (sorted by arrival, replay seconds) through the fleet, asking
     ``controller`` for the desired replicas every ``cfg.interval_seconds``; see the
-    module docstring. Runs until every request is served or dropped."""
+    module docstring. Runs until ``horizon`` (seconds: the end of the traffic's period,
+    quiet time included) and until every request is served or dropped."""
     n = len(requests)
     sim = _Sim(requests, model, cfg, ttft=[math.nan] * n, itl=[math.nan] * n,
                dropped=[False] * n,
@@ -247,7 +248,7 @@ def simulate(requests: Sequence[Request], model: ReplicaModel, cfg: FleetConfig,
             rep = sim.reps[a]
             if rep.gone is None and not rep.draining:
                 rep.ready, rep.last = True, t
-        elif nxt < n or sim.in_flight:
+        elif nxt < n or sim.in_flight or t < horizon:
             live = [r for r in sim.reps if r.gone is None and not r.draining]
             ready = [r for r in live if r.ready]
             for r in sim.reps:
@@ -261,7 +262,7 @@ def simulate(requests: Sequence[Request], model: ReplicaModel, cfg: FleetConfig,
             timeline.append((t, desired, sum(1 for r in sim.reps if r.ready and r.gone is None
                                              and not r.draining)))
             sim.push(t + cfg.interval_seconds, _TICK, 0)
-    end = max(end, requests[-1].arrival if n else 0.0)
+    end = max(end, horizon, requests[-1].arrival if n else 0.0)
     rs = sum((r.gone if r.gone is not None else end) - r.created for r in sim.reps)
     return FleetRun(sim.ttft, sim.itl, sim.dropped, timeline, events, rs, end)
 

@@ -46,7 +46,8 @@ class ReplayConfig:
     capacity at SLO (requests per replica); ``min_replicas``/``max_replicas``;
     ``behavior``, ``sync_period_seconds`` and ``wva_lookback_seconds`` in production
     seconds (the cold start is the replica model's); ``static_replicas`` (None: sized for
-    the peak)."""
+    the peak); ``duration_seconds``: the traffic's period in trace seconds, quiet end
+    included (None: until the last arrival) — replica-seconds count until then."""
 
     mapping: TraceMapping
     ttft_seconds: float
@@ -59,6 +60,13 @@ class ReplayConfig:
     sync_period_seconds: float = 15.0
     wva_lookback_seconds: float = 60.0
     static_replicas: int | None = None
+    duration_seconds: float | None = None
+
+    @property
+    def horizon(self) -> float:
+        """The replay's horizon in replay seconds (0: until the last request)."""
+        d = self.duration_seconds
+        return 0.0 if d is None else self.mapping.seconds(d)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,13 +122,14 @@ def run_policy(requests: Sequence[Request], model: ReplicaModel, cfg: ReplayConf
         def fixed(now: float, samples: Sequence[ReplicaSample], current: int,
                   ready: int) -> int:
             return static_replicas
-        return simulate(requests, model, _fleet_config(cfg, model, static_replicas), fixed)
+        return simulate(requests, model, _fleet_config(cfg, model, static_replicas), fixed,
+                        cfg.horizon)
     hpa = _hpa_controller(policy, cfg)
 
     def decide(now: float, samples: Sequence[ReplicaSample], current: int, ready: int) -> int:
         return hpa.step(now, current, ready, policy.metric(samples, current))
     start = initial_replicas(requests, model, cfg)
-    return simulate(requests, model, _fleet_config(cfg, model, start), decide)
+    return simulate(requests, model, _fleet_config(cfg, model, start), decide, cfg.horizon)
 
 
 def initial_replicas(requests: Sequence[Request], model: ReplicaModel, cfg: ReplayConfig,
@@ -226,5 +235,5 @@ def replay_policies(requests: Sequence[Request], model: ReplicaModel, cfg: Repla
     for p in policies:
         run = static_run if p is static else run_policy(requests, model, cfg, p, size)
         results.append(summarize(requests, run, cfg, p, static_run.replica_seconds))
-    span = requests[-1].arrival if requests else 0.0
+    span = max(cfg.horizon, requests[-1].arrival if requests else 0.0)
     return ReplayResult(len(requests), span, cfg.mapping, size, tuple(results))

@@ -24,12 +24,11 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from fleetwatch.autoscale.policies import POLICIES, policy
-from fleetwatch.autoscale.replay import ReplayConfig, ReplayResult, replay_policies
-from fleetwatch.autoscale.replica import FitError, ReplicaModel
 from fleetwatch.autoscale.trace import (
     AZURE_HEADER,
     Request,
@@ -41,9 +40,12 @@ from fleetwatch.autoscale.trace import (
     segment,
 )
 from fleetwatch.commands.common import fail, registry_or_fail, slo_file_or_fail
-from fleetwatch.commands.slo_replay import ReplayInputError, document, replay
-from fleetwatch.labels.registry import Registry
-from fleetwatch.slo.spec import SLOFile, SLOSpec, parse_slo_file
+
+if TYPE_CHECKING:  # the twin needs numpy (the SLO engine); the CLI imports this module
+    from fleetwatch.autoscale.replay import ReplayResult
+    from fleetwatch.autoscale.replica import ReplicaModel
+    from fleetwatch.labels.registry import Registry
+    from fleetwatch.slo.spec import SLOFile, SLOSpec
 
 EXAMPLE = """\b
 Example, on the trace and the real-vLLM sweep in the repository:
@@ -94,6 +96,8 @@ def ttft_slo(slos: SLOFile, rows: Sequence[dict[str, object]], model: str) -> SL
 
 def fit_slos(spec: SLOSpec, model: str) -> SLOFile:
     """Two median-latency SLOs (TTFT, ITL) on ``model`` over ``spec``'s bands."""
+    from fleetwatch.slo.spec import parse_slo_file
+
     bands = {"envelope": spec.concurrency.envelope, "bands": spec.concurrency.bands}
     def one(name: str, metric: str) -> dict[str, object]:
         return {"name": name, "selector": {"models": [model]},
@@ -108,7 +112,7 @@ def _final(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
            ) -> tuple[dict[str, object], dict[str, float]]:
     """The ``/slo`` document after the last capture and sums of the last capture's
     ``modelserver_*`` samples by metric name (per model where the sample has one)."""
-    from fleetwatch.commands.slo_replay import normalizer_for
+    from fleetwatch.commands.slo_replay import ReplayInputError, document, normalizer_for, replay
 
     last = None
     try:
@@ -131,6 +135,8 @@ def _final(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
 def fit(slos: SLOFile, registry: Registry | None, paths: Sequence[Path], model: str | None,
         cold_start: float) -> tuple[ReplicaModel, SLOSpec, float, str]:
     """The replica model, the user's TTFT SLO, the learned capacity and the model name."""
+    from fleetwatch.autoscale.replica import FitError, ReplicaModel
+
     doc, sums = _final(slos, registry, paths)
     rows = [r for r in doc.get("slos", []) if isinstance(r, dict)]  # type: ignore[attr-defined]
     names = sorted({str(r.get("model")) for r in rows})
@@ -249,6 +255,8 @@ def replay_command(trace: str, slos_path: str, registry_path: str | None,
     their ratio to a static pool sized for the peak, scale events, reversals, time back
     under the SLO after the largest burst, dropped requests. Click's option list is
     long because every knob of the mapping and the fleet is the user's."""
+    from fleetwatch.autoscale.replay import ReplayConfig, replay_policies
+
     slos = slo_file_or_fail(slos_path)
     registry = registry_or_fail(registry_path, "--registry") if registry_path else None
     requests = read_trace(Path(trace))
@@ -267,7 +275,8 @@ def replay_command(trace: str, slos_path: str, registry_path: str | None,
     cfg = ReplayConfig(mapping=mapping, ttft_seconds=spec.sli.latency.threshold_seconds,
                        itl_seconds=itl_seconds, objective=spec.objective, capacity=capacity,
                        max_replicas=max_replicas,
-                       static_replicas=static_replicas)
+                       static_replicas=static_replicas,
+                       duration_seconds=seg[1] if seg is not None else requests[-1].arrival)
     chosen = [policy(n) for n in policy_names] or list(POLICIES)
     result = replay_policies(map_trace(requests, mapping), replica, cfg, chosen,
                              policy("static"))
