@@ -45,7 +45,9 @@ class FleetConfig:
     decisions (the HPA's sync period), ``cold_start_seconds``, ``wva_lookback_seconds``
     (WVA's ``max_over_time`` range), ``capacity`` (fleetwatch's capacity at SLO,
     requests per replica), the signal's ``queue_wait_target`` (seconds) and
-    ``kv_target`` (ratio), ``max_waiting`` (a replica's queue bound), ``initial_replicas``."""
+    ``kv_target`` (ratio), ``signal_floor`` (the sidecar's cold-start floor,
+    ``min_replicas`` of the samples), ``max_waiting`` (a replica's queue bound),
+    ``initial_replicas``."""
 
     interval_seconds: float
     cold_start_seconds: float
@@ -53,6 +55,7 @@ class FleetConfig:
     capacity: float
     queue_wait_target: float = 0.5
     kv_target: float = 0.9
+    signal_floor: int = 1
     max_waiting: int = 1000
     initial_replicas: int = 1
 
@@ -206,7 +209,8 @@ class _Sim:
         s = ReplicaSample(waiting=float(len(rep.waiting)), running=float(rep.running),
                           kv_usage=kv, signal=signal, utilization=min(1.0, rep.busy / iv),
                           waiting_peak=max(p[1] for p in rep.peaks),
-                          kv_usage_peak=max(p[2] for p in rep.peaks))
+                          kv_usage_peak=max(p[2] for p in rep.peaks),
+                          min_replicas=cfg.signal_floor)
         rep.area = rep.busy = rep.qwait_sum = 0.0
         rep.qwait_n = 0
         return s
