@@ -120,6 +120,42 @@ class RollingWindows:
         flat[at.ravel()] += np.broadcast_to(acc, (n_w, *acc.shape)).ravel()
         self._sums[touched] += acc[:, None, :]
 
+    def bucket_counts(self, row: int) -> dict[float, list[tuple[int, float, float]]]:
+        """Per window length (seconds) the non-empty buckets of ``row`` in its ring:
+        ``(bucket, good, total)``, ``bucket`` the absolute bucket index ``⌊t / (W /
+        buckets)⌋`` of the events' time ``t`` (what :meth:`load` takes back)."""
+        out: dict[float, list[tuple[int, float, float]]] = {}
+        for w, length in enumerate(self.windows.tolist()):
+            last = int(self._last[w])
+            if last < 0:
+                continue
+            got = []
+            for k in range(last - self.buckets + 1, last + 1):
+                g, t = self._data[w, k % self.buckets, row].tolist()
+                if g or t:
+                    got.append((k, g, t))
+            out[length] = got
+        return out
+
+    def load(self, row: int, length: float, counts: Sequence[tuple[int, float, float]],
+             t: float) -> int:
+        """Add recovered ``(bucket, good, total)`` counts (absolute bucket indices, see
+        :meth:`bucket_counts`) to ``row``'s ring of the window ``length`` (seconds), after
+        moving every window to time ``t``; buckets outside the ring as of ``t``, or in a
+        window this store does not keep, are skipped. Returns the buckets loaded."""
+        w = self.index.get(float(length))
+        if w is None:
+            return 0
+        self.advance(t)
+        last = int(self._last[w])
+        loaded = 0
+        for k, g, tot in counts:
+            if last - self.buckets < k <= last:
+                self._data[w, k % self.buckets, row] += (g, tot)
+                self._sums[row, w] += (g, tot)
+                loaded += 1
+        return loaded
+
     def sums(self) -> FloatArray:
         """``[rows, windows, 2]`` good/total sums (a view: copy before keeping it; a
         released row reads 0)."""
