@@ -244,10 +244,12 @@ async def recover(cfg: SidecarConfig, engine: SLOEngine, now: float) -> Recovere
             engine.restore(rec)
         return rec if fleet else None
     rec.fleet = fleet
-    where = (f"snapshot {Path(cfg.state_dir or '') / SNAPSHOT_FILE} (saved "
-             f"{now - rec.saved:.0f} s ago" if rec.source == "snapshot"
-             else f"Prometheus {rc.prometheus} (")
-    log.info("SLO state recovered from %s, %d states, %d fleet capacities)%s", where,
+    if rec.source == "snapshot":
+        where = f"snapshot {Path(cfg.state_dir or '') / SNAPSHOT_FILE}"
+        age = f"saved {now - rec.saved:.0f} s ago, "
+    else:
+        where, age = f"Prometheus {rc.prometheus}", ""
+    log.info("SLO state recovered from %s (%s%d states, %d fleet capacities)%s", where, age,
              len(rec.states), len(fleet), f"; {'; '.join(why)}" if why else "")
     engine.restore(rec)
     return rec

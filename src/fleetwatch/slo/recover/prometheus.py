@@ -204,13 +204,13 @@ def rebuild(answers: Answers, lengths: Sequence[float], buckets: int,
     _evidence(bands, answers, capacity_window, buckets)
     capacity = _per_state(answers.instant.get(CAPACITY, []))
     predicted = _per_state(answers.instant.get(PREDICTED, []))
+    # a state the sidecar exported (its capacity), with the bands it had events in
+    for key, cap in capacity.items():
+        rec.states[key] = StateRecord(cap, "kept", predicted.get(key))
     for (slo, mk, band), br in bands.items():
-        cap = capacity.get((slo, mk))
-        if cap is None:
-            continue  # no capacity: not a state the sidecar exported whole
-        st = rec.states.setdefault((slo, mk), StateRecord(cap, "kept",
-                                                          predicted.get((slo, mk))))
-        st.bands[band] = br
+        st = rec.states.get((slo, mk))
+        if st is not None:  # else not a state the sidecar exported whole
+            st.bands[band] = br
     return rec
 
 
