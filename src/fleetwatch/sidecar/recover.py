@@ -182,7 +182,7 @@ async def _answers(base: str, match: dict[str, str], engine: SLOEngine,
         calls: list[tuple[str, float | None, Any]] = []
         for metric in prom.INSTANT:
             calls.append((metric, None, _api(session, base, "query",
-                                             {"query": prom.own(metric, match), **at})))
+                                             {"query": prom.own_last(metric, match), **at})))
         for q in prom.window_queries(engine.window_lengths, engine.ledger.windows.buckets,
                                      now):
             for metric in (prom.EVENTS, prom.GOOD):

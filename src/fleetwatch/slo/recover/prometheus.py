@@ -12,7 +12,9 @@ before, and 0 before the first). The instant values are the cumulative counts, s
 restarted sidecar's counters go on from where they were. Resolution: an edge reads the
 last scrape before it, so a bucket holds its events within one scrape interval.
 
-Capacity from ``fleetwatch_slo_capacity_concurrency`` (and
+The instant values are the last within :data:`LOOKBACK` (``last_over_time``): the stopped
+sidecar's series are stale by the time it restarts. Capacity from
+``fleetwatch_slo_capacity_concurrency`` (and
 ``fleetwatch_slo_capacity_predicted_concurrency``); its evidence string is ``kept`` until
 the engine's next update derives it again from the recovered windows. A band's latency
 evidence is rebuilt from ``fleetwatch_slo_band_concurrency`` and
@@ -51,6 +53,9 @@ FLEET_CAPACITY = "slo_model:fleetwatch_slo_capacity_concurrency:min"
 #: The instant queries of a recovery (besides the ranges of :func:`window_queries`).
 INSTANT = (EVENTS, GOOD, CAPACITY, PREDICTED, BAND_CONCURRENCY, BAND_QUANTILE)
 
+#: How far back the last values of a stopped sidecar are looked for: one that stopped longer
+#: ago starts from the fleet (and its windows start empty).
+LOOKBACK = "1h"
 #: ``(slo, model, band)`` of a series.
 SeriesKey = tuple[str, ModelKey, str]
 
@@ -81,8 +86,17 @@ class Answers:
 
 
 def own(metric: str, match: Mapping[str, str]) -> str:
-    """The selector of this sidecar's own series of ``metric``."""
+    """The selector of this sidecar's own series of ``metric`` (range queries: at an edge
+    after the sidecar stopped, Prometheus' staleness marker answers nothing, and the
+    edge before is carried)."""
     return sel(metric, match)
+
+
+def own_last(metric: str, match: Mapping[str, str]) -> str:
+    """This sidecar's last value of ``metric`` within :data:`LOOKBACK` (instant queries:
+    a plain selector answers nothing once the stopped sidecar's series were marked
+    stale, which a range selection skips)."""
+    return f"last_over_time({sel(metric, match)}[{LOOKBACK}])"
 
 
 def window_queries(lengths: Sequence[float], buckets: int, now: float) -> list[WindowQuery]:
