@@ -219,8 +219,8 @@ def rebuild(answers: Answers, lengths: Sequence[float], buckets: int,
     capacity = _per_state(answers.instant.get(CAPACITY, []))
     predicted = _per_state(answers.instant.get(PREDICTED, []))
     # a state the sidecar exported (its capacity), with the bands it had events in
-    for key, cap in capacity.items():
-        rec.states[key] = StateRecord(cap, "kept", predicted.get(key))
+    for at, cap in capacity.items():
+        rec.states[at] = StateRecord(cap, "kept", predicted.get(at))
     for (slo, mk, band), br in bands.items():
         st = rec.states.get((slo, mk))
         if st is not None:  # else not a state the sidecar exported whole
