@@ -120,21 +120,28 @@ class RollingWindows:
         flat[at.ravel()] += np.broadcast_to(acc, (n_w, *acc.shape)).ravel()
         self._sums[touched] += acc[:, None, :]
 
-    def bucket_counts(self, row: int) -> dict[float, list[tuple[int, float, float]]]:
-        """Per window length (seconds) the non-empty buckets of ``row`` in its ring:
-        ``(bucket, good, total)``, ``bucket`` the absolute bucket index ``⌊t / (W /
-        buckets)⌋`` of the events' time ``t`` (what :meth:`load` takes back)."""
-        out: dict[float, list[tuple[int, float, float]]] = {}
+    def bucket_counts(self, rows: Sequence[int]
+                      ) -> list[dict[float, list[tuple[int, float, float]]]]:
+        """Per row of ``rows``, per window length (seconds), its non-empty buckets in its
+        ring: ``(bucket, good, total)``, ``bucket`` the absolute bucket index ``⌊t / (W /
+        buckets)⌋`` of the events' time ``t`` (what :meth:`load` takes back). One pass per
+        window over every row; Python work only per non-empty bucket."""
+        out: list[dict[float, list[tuple[int, float, float]]]] = [{} for _ in rows]
+        at = np.asarray(rows, dtype=np.int64)
         for w, length in enumerate(self.windows.tolist()):
             last = int(self._last[w])
             if last < 0:
                 continue
-            got = []
-            for k in range(last - self.buckets + 1, last + 1):
-                g, t = self._data[w, k % self.buckets, row].tolist()
-                if g or t:
-                    got.append((k, g, t))
-            out[length] = got
+            ks = np.arange(last - self.buckets + 1, last + 1)
+            ring = self._data[w][ks % self.buckets][:, at]  # [bucket, row, good/total]
+            for got in out:
+                got[length] = []
+            b, i = np.nonzero(ring.any(axis=2))
+            order = np.lexsort((b, i))  # by row, then bucket (ascending time)
+            b, i = b[order], i[order]
+            vals = ring[b, i].tolist()
+            for k, r, (g, t) in zip(ks[b].tolist(), i.tolist(), vals, strict=True):
+                out[r][length].append((k, g, t))
         return out
 
     def load(self, row: int, length: float, counts: Sequence[tuple[int, float, float]],

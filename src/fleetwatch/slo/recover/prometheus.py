@@ -15,8 +15,9 @@ last scrape before it, so a bucket holds its events within one scrape interval.
 The instant values are the last within :data:`LOOKBACK` (``last_over_time``): the stopped
 sidecar's series are stale by the time it restarts. Capacity from
 ``fleetwatch_slo_capacity_concurrency`` (and
-``fleetwatch_slo_capacity_predicted_concurrency``); its evidence string is ``kept`` until
-the engine's next update derives it again from the recovered windows. A band's latency
+``fleetwatch_slo_capacity_predicted_concurrency``); its evidence string is not exported, so
+it reads ``kept`` (``envelope`` for a capacity at the envelope) until the engine's next
+update derives it again from the recovered windows. A band's latency
 evidence is rebuilt from ``fleetwatch_slo_band_concurrency`` and
 ``fleetwatch_slo_band_latency_quantile_seconds``: the weighted observations are the
 band's events over the capacity window, each bucket's weighted by ``exp(−age / τ)`` (τ the
@@ -220,7 +221,7 @@ def rebuild(answers: Answers, lengths: Sequence[float], buckets: int,
     predicted = _per_state(answers.instant.get(PREDICTED, []))
     # a state the sidecar exported (its capacity), with the bands it had events in
     for at, cap in capacity.items():
-        rec.states[at] = StateRecord(cap, "kept", predicted.get(at))
+        rec.states[at] = StateRecord(cap, "", predicted.get(at))
     for (slo, mk, band), br in bands.items():
         st = rec.states.get((slo, mk))
         if st is not None:  # else not a state the sidecar exported whole

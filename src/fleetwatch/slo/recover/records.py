@@ -54,11 +54,12 @@ class BandRecord:
 @dataclass(slots=True)
 class StateRecord:
     """One (SLO, model) state: its capacity at SLO (requests), the evidence string
-    (``capacity_evidence``), the capacity model's prediction, the hysteresis' pending
+    (``capacity_evidence``; "" when unknown: then ``kept``, or ``envelope`` for a capacity
+    at the envelope), the capacity model's prediction, the hysteresis' pending
     estimate and count, and its bands (label → :class:`BandRecord`)."""
 
     capacity: float
-    capacity_evidence: str = "kept"
+    capacity_evidence: str = ""
     capacity_predicted: float | None = None
     pending_capacity: float | None = None
     pending_count: int = 0
@@ -84,6 +85,8 @@ def capture(states: Mapping[StateKey, SLOModelState], ledger: Ledger,
     ``saved`` (Unix seconds): a ``snapshot`` recovery without fleet capacities."""
     windows = ledger.windows
     out = Recovered("snapshot", saved, windows.buckets)
+    rows = [r for st in states.values() for r in st.rows.values()]
+    counts = iter(windows.bucket_counts(rows))
     for key, st in states.items():
         bands: dict[str, BandRecord] = {}
         for band, r in st.rows.items():
@@ -92,7 +95,7 @@ def capture(states: Mapping[StateKey, SLOModelState], ledger: Ledger,
                 ev = BandEvidence(float(latency.origin[r]), float(latency.count[r]),
                                   float(latency.conc[r]), latency.bucket_counts(r))
             bands[band] = BandRecord(float(ledger.cum_good[r]), float(ledger.cum_total[r]),
-                                     windows.bucket_counts(r), ev)
+                                     next(counts), ev)
         out.states[key] = StateRecord(st.capacity, st.capacity_evidence,
                                       st.capacity_predicted, st.pending_capacity,
                                       st.pending_count, bands)
@@ -128,9 +131,11 @@ def apply(rec: Recovered, st: SLOModelState, ts: float,
         ev = br.evidence
         if ev is not None and band != ALL:
             latency.load(r, ev.origin, ev.count, ev.conc, ev.buckets)
-    st.capacity = record.capacity
     if record.capacity_evidence in EVIDENCE:
         st.capacity_evidence = record.capacity_evidence
+    elif record.capacity != st.capacity:  # unknown: kept, unless still the envelope
+        st.capacity_evidence = "kept"
+    st.capacity = record.capacity
     st.capacity_predicted = record.capacity_predicted
     st.pending_capacity, st.pending_count = record.pending_capacity, record.pending_count
     st.recovered_from = rec.source
