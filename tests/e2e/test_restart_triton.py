@@ -388,3 +388,4 @@ def test_sigterm_drains_then_saves_the_state_and_exits_0(module):
     assert a.proc.wait(60) == 0
     assert path.stat().st_mtime >= t0  # the snapshot written at shutdown
     assert os.path.getsize(path) > 0
+    assert f"SLO state saved to {a.state_dir}" in a.log.read_text()

@@ -120,17 +120,20 @@ class SnapshotWriter:
         if time.monotonic() - self._last >= self.interval:
             self.save(engine)
 
-    def save(self, engine: SLOEngine) -> None:
-        """Write the snapshot now (a failure is logged at most once a minute)."""
+    def save(self, engine: SLOEngine) -> Path | None:
+        """Write the snapshot now; its path, or None when the write failed (logged at most
+        once a minute)."""
         self._last = time.monotonic()
         try:
-            write_snapshot(self.state_dir, engine.snapshot())
-            self.saved += 1
+            path = write_snapshot(self.state_dir, engine.snapshot())
         except OSError as exc:
             if self._last - self._last_error >= 60:
                 self._last_error = self._last
                 log.error("cannot write the SLO state snapshot to %s: %s", self.state_dir,
                           exc.strerror or exc)
+            return None
+        self.saved += 1
+        return path
 
 
 def own_match(match: dict[str, str]) -> dict[str, str]:
@@ -235,6 +238,9 @@ async def recover(cfg: SidecarConfig, engine: SLOEngine, now: float) -> Recovere
         except asyncio.TimeoutError:
             why.append(f"Prometheus at {rc.prometheus} did not answer within "
                        f"slo.recover.timeout_seconds ({rc.timeout_seconds:g} s)")
+        except Exception as exc:  # a bug must not stop the start: cold, and say it
+            log.exception("SLO state recovery from Prometheus failed")
+            why.append(f"recovery from Prometheus failed: {type(exc).__name__}")
     if rec is None:
         log.info("SLO state starts cold%s: %s",
                  f" ({len(fleet)} fleet capacities from Prometheus)" if fleet else "",

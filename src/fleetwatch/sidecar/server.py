@@ -218,8 +218,9 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
                 await asyncio.gather(*otlp_tasks)
             if worker is not None:
                 worker.stop()
-                if writer is not None:  # the engine's thread has ended: consistent
-                    writer.save(worker.engine)
+                if writer is not None and writer.save(worker.engine) is not None:
+                    # the engine's thread has ended: the state is consistent
+                    log.info("SLO state saved to %s", writer.state_dir)
             gpu_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await gpu_task
