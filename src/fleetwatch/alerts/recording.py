@@ -48,7 +48,7 @@ from typing import Literal
 
 from fleetwatch.alerts.numbers import error_budget, num, window
 from fleetwatch.promql import agg, rate, ratio_of_rates, sel, string
-from fleetwatch.slo.recover.prometheus import FLEET_CAPACITY  # read by new replicas
+from fleetwatch.slo.recover.names import FLEET_CAPACITY  # read by new replicas
 from fleetwatch.slo.sli import LATENCY_HISTOGRAMS  # latency histograms with recorded stats
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 

@@ -40,17 +40,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetwatch.promql import sel
+from fleetwatch.slo.recover.names import (
+    BAND_CONCURRENCY,
+    BAND_QUANTILE,
+    CAPACITY,
+    EVENTS,
+    FLEET_CAPACITY,
+    GOOD,
+    PREDICTED,
+)
 from fleetwatch.slo.recover.records import BandEvidence, BandRecord, Recovered, StateRecord
 from fleetwatch.slo.state import ALL, ModelKey
 
-EVENTS = "fleetwatch_slo_events_total"
-GOOD = "fleetwatch_slo_good_events_total"
-CAPACITY = "fleetwatch_slo_capacity_concurrency"
-PREDICTED = "fleetwatch_slo_capacity_predicted_concurrency"
-BAND_CONCURRENCY = "fleetwatch_slo_band_concurrency"
-BAND_QUANTILE = "fleetwatch_slo_band_latency_quantile_seconds"
-#: The recorded fleet capacity per (SLO, model): the smallest over the replicas.
-FLEET_CAPACITY = "slo_model:fleetwatch_slo_capacity_concurrency:min"
+__all__ = ["BAND_CONCURRENCY", "BAND_QUANTILE", "CAPACITY", "EVENTS", "FLEET_CAPACITY",
+           "GOOD", "INSTANT", "PREDICTED", "Answers", "WindowQuery", "bucket_counts", "own",
+           "own_last", "rebuild", "window_queries"]
+
 #: The instant queries of a recovery (besides the ranges of :func:`window_queries`).
 INSTANT = (EVENTS, GOOD, CAPACITY, PREDICTED, BAND_CONCURRENCY, BAND_QUANTILE)
 
