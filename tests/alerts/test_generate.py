@@ -77,6 +77,7 @@ CONTRACT = {
     "team_model:fleetwatch_quota_model_usage:sum", "team_model:fleetwatch_quota_model_limit:max",
     "model_rollout:fleetwatch_rollout_verdict:max",
     "slo_model:fleetwatch_slo_error_budget_remaining:ratio",
+    "slo_model:fleetwatch_slo_capacity_concurrency:min",  # the fleet capacity (slo.recover)
     *(f"model:{m}:{s}" for m in (
         "modelserver_request_duration_seconds", "modelserver_queue_duration_seconds",
         "modelserver_time_to_first_token_seconds", "modelserver_inter_token_latency_seconds",

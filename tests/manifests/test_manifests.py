@@ -428,3 +428,36 @@ def test_any_valid_deployment_gives_valid_objects(dep, trigger):
         q = so["spec"]["triggers"][0]["metadata"]["query"]
         assert q.startswith('sum(model:fleetwatch_autoscaling_signal:sum{model="')
         assert promql.string(dep.model) in q
+
+
+def test_the_pod_spec_matches_the_sidecars_shutdown_and_state(tmp_path):
+    """With ``shutdown.drain_seconds`` the grace period outlasts the drain; with
+    ``state_dir`` the state volume is mounted where the pod's configuration says; a
+    ``match`` naming ``${POD_NAME}`` gets it from the downward API. Without them, none."""
+    def pod(extra: dict) -> tuple[dict, dict]:
+        cfg = yaml.safe_load((EX / "sidecar.yaml").read_text())
+        cfg.update(extra, registry=str(EX / "models.yaml"))
+        path = tmp_path / "sidecar.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        reg = _registry(tmp_path, {"name": "d"})
+        files = build(load_inputs([str(path)], str(reg), str(EX / "slos.yaml"), None),
+                      Settings())[0]
+        spec = yaml.safe_load(files["patches/default/d.yaml"])["spec"]["template"]["spec"]
+        cm = next(d for _, d in _docs(files) if d["kind"] == "ConfigMap"
+                  and d["metadata"]["name"] == "fleetwatch-sidecar")
+        return spec, yaml.safe_load(cm["data"]["sidecar.yaml"])
+
+    spec, cfg = pod({})
+    assert "terminationGracePeriodSeconds" not in spec and len(spec["volumes"]) == 1
+    assert "env" not in spec["containers"][0] and "state_dir" not in cfg
+    for drain, grace in ((20, 35), (5, 30), (100.5, 116)):
+        spec, cfg = pod({"shutdown": {"drain_seconds": drain}, "state_dir": "state",
+                         "slo": {"recover": {"prometheus": "http://p:9090",
+                                             "match": {"pod": "${POD_NAME}"}}}})
+        assert spec["terminationGracePeriodSeconds"] == grace > drain
+        mounts = {m["name"]: m["mountPath"] for m in spec["containers"][0]["volumeMounts"]}
+        assert mounts["fleetwatch-state"] == cfg["state_dir"] == "/var/lib/fleetwatch"
+        assert {"name": "fleetwatch-state", "emptyDir": {}} in spec["volumes"]
+        env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"]
+               for e in spec["containers"][0]["env"]}
+        assert env["POD_NAME"] == "metadata.name"

@@ -33,7 +33,9 @@ SLOs: ``slo_model_band:fleetwatch_slo_burn_rate:ratio_rate<W>`` for every window
 :func:`burn_windows` (``band="all"`` is the overall burn):
 ``(1 − Σrate(good) ÷ Σrate(all)) ÷ (1 − objective)``, and
 ``slo_model:fleetwatch_slo_error_budget_remaining:ratio`` = 1 − the burn rate over the
-SLO period (band ``all``).
+SLO period (band ``all``); ``slo_model:fleetwatch_slo_capacity_concurrency:min`` the
+smallest capacity at SLO any replica learned, which a new replica starts from
+(:mod:`fleetwatch.slo.recover`).
 
 Import the names from here (:data:`MODEL_RULES`, :func:`slo_rules`, :func:`latency`,
 :func:`burn_rate`, :func:`recorded_names`) rather than spelling them out.
@@ -46,6 +48,7 @@ from typing import Literal
 
 from fleetwatch.alerts.numbers import error_budget, num, window
 from fleetwatch.promql import agg, rate, ratio_of_rates, sel, string
+from fleetwatch.slo.recover.names import FLEET_CAPACITY  # read by new replicas
 from fleetwatch.slo.sli import LATENCY_HISTOGRAMS  # latency histograms with recorded stats
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 
@@ -210,6 +213,12 @@ def slo_rules(slo: SLOSpec, windows: list[float]) -> tuple[RecordingRule, ...]:
         SLO_MODEL, f"Share of SLO {slo.name}'s error budget left over its "
                    f"{window(slo.period_seconds)} period (negative when overspent).",
         (("slo", slo.name),)))
+    out.append(RecordingRule(
+        FLEET_CAPACITY,
+        agg("min", SLO_MODEL, sel("fleetwatch_slo_capacity_concurrency", {"slo": slo.name})),
+        SLO_MODEL, f"Capacity at SLO {slo.name} of the model: the smallest any replica "
+                   "learned (requests per replica); a new replica starts from it.",
+        (("slo", slo.name),)))
     return tuple(out)
 
 
@@ -217,5 +226,5 @@ def recorded_names(slos: SLOFile) -> set[str]:
     """Every recording-rule name generated for this SLO file."""
     names = {r.record for r in MODEL_RULES}
     names.update(burn_rate(w) for w in burn_windows(slos))
-    names.add(ERROR_BUDGET_REMAINING)
+    names.update((ERROR_BUDGET_REMAINING, FLEET_CAPACITY))
     return names

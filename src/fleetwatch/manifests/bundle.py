@@ -49,6 +49,7 @@ from fleetwatch.dashboards import generate as generate_dashboards
 from fleetwatch.labels.registry import ModelEntry, Registry
 from fleetwatch.manifests import keda, monitors, sidecar
 from fleetwatch.manifests.common import (
+    STATE_DIR,
     Deployment,
     ManifestError,
     Settings,
@@ -123,7 +124,8 @@ def sidecar_spec(f: SidecarFile) -> SidecarSpec:
     """The pod's view of one configuration: ``registry: models.yaml`` (the ConfigMap's
     copy; ``quotas: quotas.yaml`` likewise when it names a quota file), listening on every
     address of the pod, at a fixed port (and so does the OTLP trace receiver when
-    ``traces:`` is configured, on a port of its own)."""
+    ``traces:`` is configured, on a port of its own); ``state_dir`` is the pod's state
+    volume (:data:`~fleetwatch.manifests.common.STATE_DIR`)."""
     name = dns_label(Path(f.source).stem)
     if not name:
         raise ManifestError(f"{f.source}: the file name gives no Kubernetes name; rename it "
@@ -151,10 +153,15 @@ def sidecar_spec(f: SidecarFile) -> SidecarSpec:
         data["traces"] = {**(data.get("traces") or {}),
                           "listen": {**((data.get("traces") or {}).get("listen") or {}),
                                      "address": "0.0.0.0", "port": otlp_port}}
+    if f.config.state_dir is not None:  # the pod's state volume
+        data["state_dir"] = STATE_DIR
+    match = f.config.slo.recover.match.values()
+    pod_env = any(var in v for v in match for var in ("${POD_NAME}", "${POD_NAMESPACE}"))
     text = (f"# {f.source} for the pod (fleetwatch manifests): registry and slos are the "
             "files beside it.\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     return SidecarSpec(name, f.source, text, f.config.listen.port,
-                       f.config.scrape.interval_seconds, otlp_port, quotas_text)
+                       f.config.scrape.interval_seconds, otlp_port, quotas_text,
+                       f.config.shutdown.drain_seconds, f.config.state_dir is not None, pod_env)
 
 
 def _selected(slos: SLOFile, entry: ModelEntry, model: str) -> list[str]:

@@ -24,6 +24,12 @@ PORT_NAME = "fleetwatch"
 OTLP_PORT_NAME = "otlp-http"
 VOLUME = "fleetwatch-config"
 CONFIG_DIR = "/etc/fleetwatch"
+#: The sidecar's state volume (an ``emptyDir``: it outlives a container restart, not the
+#: pod) and where it is mounted (``state_dir`` in the pod's configuration).
+STATE_VOLUME = "fleetwatch-state"
+STATE_DIR = "/var/lib/fleetwatch"
+#: Seconds the pod's termination grace period leaves beyond the sidecar's drain.
+GRACE_MARGIN_SECONDS = 15
 #: Pod labels the patch adds: every sidecar pod, and the pods of one Deployment.
 SIDECAR_LABEL = "fleetwatch.io/sidecar"
 DEPLOYMENT_LABEL = "fleetwatch.io/deployment"
@@ -76,7 +82,10 @@ class SidecarSpec:
     and ``interval_seconds`` its scrape interval; ``otlp_port`` the OTLP/HTTP trace
     receiver's port (``traces.listen.port``, address ``0.0.0.0`` in the pod) when the
     configuration has a ``traces:`` section, else None; ``quotas_yaml`` the text of its
-    quota file (``quotas: quotas.yaml`` in the pod's copy) when it names one, else None.
+    quota file (``quotas: quotas.yaml`` in the pod's copy) when it names one, else None;
+    ``drain_seconds`` its ``shutdown.drain_seconds``; ``state`` whether it has a
+    ``state_dir`` (:data:`STATE_DIR` in the pod); ``pod_env`` whether it reads
+    ``POD_NAME``/``POD_NAMESPACE`` (``slo.recover.match``).
     """
 
     name: str
@@ -86,6 +95,9 @@ class SidecarSpec:
     interval_seconds: float
     otlp_port: int | None = None
     quotas_yaml: str | None = None
+    drain_seconds: float = 0.0
+    state: bool = False
+    pod_env: bool = False
 
 
 @dataclass(frozen=True)

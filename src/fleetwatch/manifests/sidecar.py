@@ -16,6 +16,12 @@ Probes, on the named port ``fleetwatch``:
   while an LLM loads its weights; past the allowance the kubelet restarts the sidecar
   (not the engine), which shows in its restart count.
 
+Restarts (``docs/reliability.md``): with ``state_dir`` the pod gets an ``emptyDir`` volume
+``fleetwatch-state`` mounted at ``/var/lib/fleetwatch`` (the snapshot outlives a container
+restart; a new pod recovers from Prometheus); with ``shutdown.drain_seconds`` the pod's
+``terminationGracePeriodSeconds`` exceeds the drain; a ``slo.recover.match`` naming
+``${POD_NAME}`` or ``${POD_NAMESPACE}`` gets them from the downward API.
+
 Security: non-root uid/gid 65532 (the image's user), no privilege escalation, every
 capability dropped, read-only root filesystem, ``RuntimeDefault`` seccomp.
 """
@@ -23,6 +29,7 @@ capability dropped, read-only root filesystem, ``RuntimeDefault`` seccomp.
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Any
 
 from fleetwatch.manifests.common import (
@@ -30,12 +37,15 @@ from fleetwatch.manifests.common import (
     CONFIG_HASH_ANNOTATION,
     CONTAINER,
     DEPLOYMENT_LABEL,
+    GRACE_MARGIN_SECONDS,
     MANAGED,
     OTLP_PORT_NAME,
     PORT_NAME,
     SERVICE_LABELS,
     SIDECAR_LABEL,
     STARTUP_PERIOD_SECONDS,
+    STATE_DIR,
+    STATE_VOLUME,
     VOLUME,
     Deployment,
     Settings,
@@ -113,8 +123,28 @@ def container(dep: Deployment, settings: Settings) -> dict[str, Any]:
             "capabilities": {"drop": ["ALL"]},
             "seccompProfile": {"type": "RuntimeDefault"},
         },
-        "volumeMounts": [{"name": VOLUME, "mountPath": CONFIG_DIR, "readOnly": True}],
+        "volumeMounts": [{"name": VOLUME, "mountPath": CONFIG_DIR, "readOnly": True}]
+        + ([{"name": STATE_VOLUME, "mountPath": STATE_DIR}] if dep.sidecar.state else []),
+        **({"env": [_field_env("POD_NAME", "metadata.name"),
+                    _field_env("POD_NAMESPACE", "metadata.namespace")]}
+           if dep.sidecar.pod_env else {}),
     }
+
+
+def _field_env(name: str, path: str) -> dict[str, Any]:
+    """An environment variable from the downward API (``fieldRef``)."""
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+
+def _pod_extras(dep: Deployment) -> dict[str, Any]:
+    """The pod spec's ``terminationGracePeriodSeconds`` when the sidecar drains on SIGTERM:
+    the drain plus :data:`GRACE_MARGIN_SECONDS` (at least Kubernetes' default 30 s), so the
+    kubelet does not kill it before it saved its state. No ``preStop`` hook: the sidecar
+    drains on SIGTERM itself."""
+    drain = dep.sidecar.drain_seconds
+    if drain <= 0:
+        return {}
+    return {"terminationGracePeriodSeconds": max(30, math.ceil(drain) + GRACE_MARGIN_SECONDS)}
 
 
 def deployment_patch(dep: Deployment, settings: Settings, data_hash: str) -> dict[str, Any]:
@@ -130,9 +160,11 @@ def deployment_patch(dep: Deployment, settings: Settings, data_hash: str) -> dic
             "metadata": {"labels": {SIDECAR_LABEL: "true", DEPLOYMENT_LABEL: dep.name},
                          "annotations": {CONFIG_HASH_ANNOTATION: data_hash}},
             "spec": {
+                **_pod_extras(dep),
                 "containers": [container(dep, settings)],
                 "volumes": [{"name": VOLUME,
-                             "configMap": {"name": configmap_name(dep.sidecar)}}],
+                             "configMap": {"name": configmap_name(dep.sidecar)}}]
+                + ([{"name": STATE_VOLUME, "emptyDir": {}}] if dep.sidecar.state else []),
             },
         }},
     }

@@ -26,6 +26,14 @@ Example::
       - gpu_uuid: GPU-0               # (fleetwatch.labels.placement)
         models: [{model: ranker, instances: 2}, {model: streamer}]
     traces: {listen: {port: 4318}}    # optional OTLP trace receiver (docs/traces.md)
+    slo:                              # optional: the SLO engine's state across restarts
+      recover:                        # (fleetwatch.slo.recover, docs/sidecar.md)
+        prometheus: http://prometheus:9090
+        match: {pod: "${POD_NAME}"}   # selects this sidecar's own series
+        timeout_seconds: 10
+      snapshot_interval_seconds: 60
+    state_dir: /var/lib/fleetwatch    # optional: state snapshots (a volume)
+    shutdown: {drain_seconds: 15}     # SIGTERM: /readyz 503, /metrics served 15 s more
     metrics_export: {endpoint: http://collector:4318/v1/metrics}   # optional OTLP metrics
 
 Two targets that could export the same series (the same ``kind``, or either ``auto``,
@@ -38,6 +46,7 @@ Errors raise :class:`ConfigError` naming the file and the field path
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
@@ -61,6 +70,10 @@ from fleetwatch.specfile import read_yaml, validate
 StrictInt = Annotated[int, Strict()]
 StrictFloat = Annotated[float, Strict()]
 
+
+
+#: A Prometheus label name.
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
 class ConfigError(ValueError):
@@ -150,6 +163,50 @@ class Target(_Strict):
         return v
 
 
+class Recover(_Strict):
+    """Where the SLO engine's state is recovered from at start (:mod:`fleetwatch.slo.recover`):
+    a snapshot in ``state_dir`` saved less than ``snapshot_max_age_seconds`` ago, else
+    ``prometheus`` (the sidecar's own series, selected by ``match``; ``${VAR}`` in a value
+    is the environment variable's value at start), within ``timeout_seconds`` in all."""
+
+    prometheus: HttpUrl | None = None
+    #: Label matchers (name → value) that select this sidecar's own series in Prometheus.
+    match: dict[str, str] = Field(default_factory=dict)
+    timeout_seconds: StrictFloat = Field(10.0, gt=0, le=600)
+    snapshot_max_age_seconds: StrictFloat = Field(900.0, gt=0)
+
+    @field_validator("match")
+    @classmethod
+    def _label_names(cls, v: dict[str, str]) -> dict[str, str]:
+        bad = [k for k in v if not _LABEL_NAME.fullmatch(k)]
+        if bad:
+            raise ValueError(f"not a Prometheus label name: {bad[0]!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _match_with_prometheus(self) -> Recover:
+        if self.prometheus is not None and not self.match:
+            raise ValueError("match is required with prometheus: label matchers that select "
+                             "this sidecar's own series, e.g. match: {pod: \"${POD_NAME}\"}")
+        return self
+
+
+class SLOSettings(_Strict):
+    """The SLO engine's state across restarts: ``recover`` (at start) and how often a
+    snapshot is written to ``state_dir`` (``snapshot_interval_seconds``; and at shutdown)."""
+
+    recover: Recover = Recover()
+    snapshot_interval_seconds: StrictFloat = Field(60.0, gt=0, le=86_400)
+
+
+class Shutdown(_Strict):
+    """SIGTERM: ``/readyz`` answers 503 at once, ``/metrics`` is served ``drain_seconds``
+    more (Prometheus' final scrape), then the state snapshot is written and the process
+    exits 0 (0: at once)."""
+
+    drain_seconds: StrictFloat = Field(0.0, ge=0, le=3600)
+
+
 class SidecarConfig(_Strict):
     """The whole sidecar configuration (see module docstring)."""
 
@@ -175,6 +232,10 @@ class SidecarConfig(_Strict):
         """The ``placement:`` section as a :class:`~fleetwatch.labels.placement.Placement`."""
         return Placement(self.placement)
     metrics_export: MetricsExport | None = None  # OTLP metrics export (fleetwatch.otlp.config)
+    slo: SLOSettings = SLOSettings()
+    #: A folder for the SLO engine's state snapshots (fleetwatch.slo.recover.snapshot).
+    state_dir: str | None = Field(None, min_length=1)
+    shutdown: Shutdown = Shutdown()
 
     @model_validator(mode="after")
     def _unique_names(self) -> SidecarConfig:
@@ -219,11 +280,12 @@ def parse_config(data: object, source: str = "<memory>") -> SidecarConfig:
 
 
 def load_config(path: str | Path) -> SidecarConfig:
-    """Read and validate a sidecar configuration file; a relative ``registry`` or
-    ``quotas`` path is resolved against the file's folder. Raises :class:`ConfigError`."""
+    """Read and validate a sidecar configuration file; a relative ``registry``,
+    ``quotas`` or ``state_dir`` path is resolved against the file's folder. Raises
+    :class:`ConfigError`."""
     p = Path(path)
     cfg = parse_config(read_yaml(p, ConfigError, "configuration"), str(p))
-    for key in ("registry", "quotas"):
+    for key in ("registry", "quotas", "state_dir"):
         value = getattr(cfg, key)
         if value and not Path(value).is_absolute():
             cfg = cfg.model_copy(update={key: str(p.parent / value)})

@@ -21,7 +21,9 @@
 Connections are bounded (:mod:`.guard`: ``listen.max_connections``, a header timeout,
 rate-limited accept errors). **SIGHUP is ignored** with a log line (``SIGHUP ignored: …
 restart to apply a changed configuration``): the configuration is read once at start, so
-an orchestrator's reload signal never kills the process; SIGINT/SIGTERM stop it.
+an orchestrator's reload signal never kills the process; SIGINT stops it, SIGTERM after
+``shutdown.drain_seconds`` (:mod:`.shutdown`). With SLOs, the engine's state is recovered
+before the server listens and saved to ``state_dir`` (:mod:`.recover`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import logging
 import os
 import signal
 import socket
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -47,7 +50,9 @@ from fleetwatch.sidecar.gpu_facts import attach as attach_gpu_accounting
 from fleetwatch.sidecar.guard import ConnectionGuard, GuardedSite, install_exception_handler
 from fleetwatch.sidecar.metrics import MetricsAssembler
 from fleetwatch.sidecar.page_route import page_routes
+from fleetwatch.sidecar.recover import SnapshotWriter, recover
 from fleetwatch.sidecar.scraper import Scraper
+from fleetwatch.sidecar.shutdown import Drain
 from fleetwatch.sidecar.slo_routes import Handler, slo_routes
 from fleetwatch.sidecar.slo_worker import EngineWorker
 from fleetwatch.sidecar.strictjson import json_response
@@ -104,11 +109,13 @@ def make_app(scraper: Scraper,
              extra_routes: dict[str, Handler] | None = None,
              extra_metrics: Callable[[], bytes] | None = None,
              guard: ConnectionGuard | None = None,
-             normalized: Callable[[Part], Part] | None = None) -> web.Application:
+             normalized: Callable[[Part], Part] | None = None,
+             drain: Drain | None = None) -> web.Application:
     """Build the aiohttp application around a running :class:`Scraper`;
     ``extra_metrics`` returns the SLO engine's exposition (bytes) for /metrics; ``guard``
     (served through :class:`~.guard.GuardedSite`) bounds the connections; ``normalized``
-    rewrites the normalized families (the trace receiver's real Triton buckets)."""
+    rewrites the normalized families (the trace receiver's real Triton buckets);
+    while ``drain`` drains (:mod:`.shutdown`) /readyz answers 503."""
     assembler = MetricsAssembler(scraper, extra_metrics,
                                  guard.closed if guard is not None else None, normalized)
 
@@ -124,6 +131,9 @@ def make_app(scraper: Scraper,
 
     async def readyz(_request: web.Request) -> web.Response:
         ok, detail = readiness(scraper)
+        if drain is not None and drain.draining:
+            ok = detail["ready"] = False
+            detail["shutting_down"] = True
         return json_response(detail, status=200 if ok else 503)
 
     app = web.Application(middlewares=[guard.middleware] if guard is not None else [])
@@ -147,9 +157,8 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
     """
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, stop.set)
+    drain = Drain(stop, cfg.shutdown.drain_seconds)  # SIGTERM drains (shutdown)
+    drain.install(loop)
     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, AttributeError):
         loop.add_signal_handler(signal.SIGHUP, log.warning, "SIGHUP ignored: fleetwatch "
                                 "reads its configuration once at start; restart to apply "
@@ -161,9 +170,13 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
     async with Scraper(cfg, registry) as scraper:
         routes, extra = None, None
         worker: EngineWorker | None = None
+        writer = SnapshotWriter(cfg.state_dir, cfg.slo.snapshot_interval_seconds) \
+            if cfg.state_dir is not None and slos is not None else None
         if slos is not None:  # the engine updates in its own thread (slo_worker)
             engine = SLOEngine(slos, registry, placement=cfg.declared_placement())
-            worker = EngineWorker(engine, scraper.cold_starts.by_model)
+            await recover(cfg, engine, time.time())  # sidecar.recover: one log line
+            worker = EngineWorker(engine, scraper.cold_starts.by_model,
+                                  writer.maybe_save if writer is not None else None)
             scraper.subscribers.append(worker.submit)
             routes, extra = slo_routes(engine, worker)
         gpu = attach_gpu_accounting(cfg, registry, scraper)  # placement, quotas (gpu_facts)
@@ -176,7 +189,7 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
                                                  lambda: _export_part(scraper, gpu), worker,
                                                  extra, stop)
         app = make_app(scraper, routes, extra, guard,
-                       receiver.normalized if receiver is not None else None)
+                       receiver.normalized if receiver is not None else None, drain)
         runner = web.AppRunner(app, access_log=None, lingering_time=2.0)
         await runner.setup()
         site = GuardedSite(runner, cfg.listen.address, cfg.listen.port, guard)
@@ -205,6 +218,9 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
                 await asyncio.gather(*otlp_tasks)
             if worker is not None:
                 worker.stop()
+                if writer is not None and writer.save(worker.engine) is not None:
+                    # the engine's thread has ended: the state is consistent
+                    log.info("SLO state saved to %s", writer.state_dir)
             gpu_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await gpu_task

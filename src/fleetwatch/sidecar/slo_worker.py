@@ -35,12 +35,16 @@ MAX_EVENTS = 100_000
 
 class EngineWorker:
     """Runs one engine in a daemon thread; see the module doc. ``cold_starts`` returns
-    model name → last cold start (seconds) before each update."""
+    model name → last cold start (seconds) before each update; ``after_update`` is
+    called with the engine after each (in the thread: the engine is consistent)."""
 
     def __init__(self, engine: SLOEngine,
-                 cold_starts: Callable[[], dict[str, float]] | None = None) -> None:
+                 cold_starts: Callable[[], dict[str, float]] | None = None,
+                 after_update: Callable[[SLOEngine], None] | None = None) -> None:
         self.engine = engine
         self._cold_starts = cold_starts
+        #: called in the thread after each update (the state snapshot: sidecar.recover)
+        self._after_update = after_update
         self._registry = slo_registry(engine)
         self._registry.register(RolloutCollector(engine))  # fleetwatch_rollout_verdict
         self._cv = threading.Condition()
@@ -105,6 +109,8 @@ class EngineWorker:
                         self.engine.cold_starts = self._cold_starts()
                     self.engine.update(snap)
                 self._render()
+                if self._after_update is not None:
+                    self._after_update(self.engine)
             except Exception:  # a bug must not stop the engine: log it, take the next
                 log.exception("SLO engine update failed")
             with self._cv:

@@ -68,6 +68,7 @@ from fleetwatch.slo.outputs import autoscaling as _autoscaling
 from fleetwatch.slo.outputs import status as _status
 from fleetwatch.slo.outputs.autoscaling import ModelSignal
 from fleetwatch.slo.outputs.status import Sample, SLOStatus
+from fleetwatch.slo.recover import records as _recover
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ALL, STATES, ModelKey, RowCounts, SLOModelState, TraceEvent
 
@@ -131,6 +132,7 @@ class SLOEngine:
         self._band_rows = BandRows()
         self._layout_changed = True
         self.band_latency = BandLatencyStore()
+        self._recovered: _recover.Recovered | None = None
 
     @property
     def gpu_memory_ratio(self) -> float | None:
@@ -221,7 +223,22 @@ class SLOEngine:
         self._marks.dirty.add((slo.name, mk))
         self._layout_changed = True
         self._layout.changed()
+        if self._recovered is not None:
+            _recover.apply(self._recovered, st, ts, self._new_row, self.ledger,
+                           self.band_latency)
         return st
+
+    def restore(self, recovered: _recover.Recovered) -> None:
+        """Start each state the engine makes from now on from its record in
+        ``recovered``, else from its fleet capacity (:mod:`fleetwatch.slo.recover`; call
+        before the first :meth:`update`)."""
+        self._recovered = recovered
+
+    def snapshot(self) -> _recover.Recovered:
+        """The records of every state as of the last update (:mod:`fleetwatch.slo.recover`;
+        call from the thread that updates the engine)."""
+        return _recover.capture(self.states, self.ledger, self.band_latency,
+                                self.last_update or 0.0)
 
     def mark_changed(self, st: SLOModelState) -> None:
         """Have the next update judge ``st`` again (the engine judges only the states

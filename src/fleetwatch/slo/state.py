@@ -145,7 +145,9 @@ class SLOModelState:
     ``rows`` maps a band label (or :data:`ALL`) to its row in the window store;
     ``events``/``good`` are the cumulative event counts per band label since start (an
     engine's state: a :class:`RowCounts` view of its ledger; a state made alone: dicts);
-    ``attribution`` says whom an ``interference`` or ``gpu_degraded`` state blames.
+    ``attribution`` says whom an ``interference`` or ``gpu_degraded`` state blames;
+    ``recovered_from`` where the state started from at a restart (``snapshot``,
+    ``prometheus``, ``fleet``: :mod:`fleetwatch.slo.recover`; None: from nothing).
     """
 
     slo: SLOSpec
@@ -167,6 +169,7 @@ class SLOModelState:
     latency: dict[str, BandLatency] = field(default_factory=dict)
     attribution: Attribution | None = None
     edges: list[tuple[float, float, str]] = field(default_factory=list)
+    recovered_from: str | None = None
 
     def band_edges(self) -> list[tuple[float, float, str]]:
         """``(lower, upper, label)`` of every band (lower edge of the first: 0; computed

@@ -120,6 +120,49 @@ class RollingWindows:
         flat[at.ravel()] += np.broadcast_to(acc, (n_w, *acc.shape)).ravel()
         self._sums[touched] += acc[:, None, :]
 
+    def bucket_counts(self, rows: Sequence[int]
+                      ) -> list[dict[float, list[tuple[int, float, float]]]]:
+        """Per row of ``rows``, per window length (seconds), its non-empty buckets in its
+        ring: ``(bucket, good, total)``, ``bucket`` the absolute bucket index ``⌊t / (W /
+        buckets)⌋`` of the events' time ``t`` (what :meth:`load` takes back). One pass per
+        window over every row; Python work only per non-empty bucket."""
+        out: list[dict[float, list[tuple[int, float, float]]]] = [{} for _ in rows]
+        at = np.asarray(rows, dtype=np.int64)
+        for w, length in enumerate(self.windows.tolist()):
+            last = int(self._last[w])
+            if last < 0:
+                continue
+            ks = np.arange(last - self.buckets + 1, last + 1)
+            ring = self._data[w][ks % self.buckets][:, at]  # [bucket, row, good/total]
+            for got in out:
+                got[length] = []
+            b, i = np.nonzero(ring.any(axis=2))
+            order = np.lexsort((b, i))  # by row, then bucket (ascending time)
+            b, i = b[order], i[order]
+            vals = ring[b, i].tolist()
+            for k, r, (g, t) in zip(ks[b].tolist(), i.tolist(), vals, strict=True):
+                out[r][length].append((k, g, t))
+        return out
+
+    def load(self, row: int, length: float, counts: Sequence[tuple[int, float, float]],
+             t: float) -> int:
+        """Add recovered ``(bucket, good, total)`` counts (absolute bucket indices, see
+        :meth:`bucket_counts`) to ``row``'s ring of the window ``length`` (seconds), after
+        moving every window to time ``t``; buckets outside the ring as of ``t``, or in a
+        window this store does not keep, are skipped. Returns the buckets loaded."""
+        w = self.index.get(float(length))
+        if w is None:
+            return 0
+        self.advance(t)
+        last = int(self._last[w])
+        loaded = 0
+        for k, g, tot in counts:
+            if last - self.buckets < k <= last:
+                self._data[w, k % self.buckets, row] += (g, tot)
+                self._sums[row, w] += (g, tot)
+                loaded += 1
+        return loaded
+
     def sums(self) -> FloatArray:
         """``[rows, windows, 2]`` good/total sums (a view: copy before keeping it; a
         released row reads 0)."""

@@ -173,6 +173,19 @@ class BandLatencyStore:
         blk = self._blocks[b]
         return dict(zip(blk.les, blk.cum[int(self.slot[row])].tolist(), strict=True))
 
+    def load(self, row: int, origin: float, count: float, conc: float,
+             buckets: dict[float, float]) -> None:
+        """Set ``row`` to recovered evidence: weights relative to ``origin`` (Unix
+        seconds), ``count`` weighted observations, ``conc`` weighted Σ concurrency ×
+        observations (requests) and ``buckets`` (upper bound ``le`` in seconds →
+        weighted cumulative count; empty: none), as :meth:`bucket_counts` gives them."""
+        self.reset(row, origin)
+        self.count[row], self.conc[row] = count, conc
+        if buckets:
+            les = tuple(buckets)
+            blk = self._place(row, les)
+            blk.cum[int(self.slot[row]), blk.columns(les)] = list(buckets.values())
+
     def add_bookings(self, booked: Bookings, tau: float) -> None:
         """Add the bookings' latency evidence (``tau``: the capacity window, seconds): at
         once per run of bookings with one time and distinct rows (an interval books each

@@ -6,7 +6,8 @@ capacity window (``capacity.window``), a band is *trusted* once it has at least
 ``capacity.min_events`` events; a trusted band *burns* when its burn rate is ≥ 1 and is
 *good* below 1. Then:
 
-1. **no trusted band**: capacity stays where it is (the envelope at start);
+1. **no trusted band**: capacity stays where it is (the envelope at start, or the fleet's
+   learned capacity for a new replica: :mod:`fleetwatch.slo.recover`);
 2. **no trusted band burns**: the highest concurrency a good band was *observed* at (its
    observation-weighted mean concurrency, not its upper bound: the knee may lie inside
    the band) raises capacity when it is at or above it (``bands``); otherwise it stays
@@ -61,6 +62,7 @@ class Evidence(Enum):
     BANDS = "bands"  # a good band raised it, or a burning band lowered it to its edge
     MODEL = "model"  # the capacity model placed it between good and burning load
     REGRESSION = "regression"  # the lowest band burns: kept (not a capacity)
+    FLEET = "fleet"  # no trusted band yet: the fleet's learned capacity (slo.recover)
 
 
 #: The evidence strings in a fixed order (the rules' arrays hold their indices).

@@ -79,7 +79,10 @@ class SLOStatus(TypedDict):
     explanation: str
     error_budget_remaining: float  # ratio of the period's budget (negative: overspent)
     capacity: float  # concurrent requests per replica (continuous, 3 significant digits)
-    capacity_evidence: str  # envelope | kept | bands | model | regression (slo.capacity)
+    capacity_evidence: str  # envelope | kept | bands | model | regression | fleet
+    #: where the state started from at a restart: snapshot | prometheus | fleet (None:
+    #: from nothing; slo.recover)
+    recovered_from: str | None
     capacity_predicted: float | None  # the capacity model's prediction (requests)
     envelope: float
     concurrency: float | None
@@ -158,6 +161,7 @@ def status(ledger: Ledger, states: States, gauges: ModelGauges) -> list[SLOStatu
             "band_latency": _band_latency(st), "burn_rates": burn,
             "events": dict(st.events),
             "attribution": _attribution(st),
+            "recovered_from": st.recovered_from,
         })
     return out
 
