@@ -24,6 +24,8 @@ PORT_NAME = "fleetwatch"
 OTLP_PORT_NAME = "otlp-http"
 VOLUME = "fleetwatch-config"
 CONFIG_DIR = "/etc/fleetwatch"
+#: The volume of the OTLP receiver's authentication Secret (token or TLS files).
+OTLP_AUTH_VOLUME = "fleetwatch-otlp-auth"
 #: Pod labels the patch adds: every sidecar pod, and the pods of one Deployment.
 SIDECAR_LABEL = "fleetwatch.io/sidecar"
 DEPLOYMENT_LABEL = "fleetwatch.io/deployment"
@@ -65,6 +67,9 @@ class Settings:
     cpu_request: str = "100m"
     memory_request: str = "256Mi"
     memory_limit: str = "512Mi"
+    otlp_secret: str = "fleetwatch-otlp"
+    """The Secret holding the OTLP receiver's token or TLS files (``traces.auth``),
+    mounted at their folder when the receiver is exposed; you create it."""
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,10 @@ class SidecarSpec:
     ``registry: models.yaml`` and ``listen.address: 0.0.0.0``; ``port`` is its listen port
     and ``interval_seconds`` its scrape interval; ``otlp_port`` the OTLP/HTTP trace
     receiver's port (``traces.listen.port``, address ``0.0.0.0`` in the pod) when the
-    configuration has a ``traces:`` section, else None; ``quotas_yaml`` the text of its
+    configuration has a ``traces:`` section with ``auth`` — the only case in which the
+    receiver is exposed beyond the pod — else None (it listens on loopback, for the
+    engines of the pod); ``otlp_auth_dir`` the folder of the ``traces.auth`` files, where
+    the Secret ``otlp_secret`` is mounted, when exposed; ``quotas_yaml`` the text of its
     quota file (``quotas: quotas.yaml`` in the pod's copy) when it names one, else None.
     """
 
@@ -86,6 +94,7 @@ class SidecarSpec:
     interval_seconds: float
     otlp_port: int | None = None
     quotas_yaml: str | None = None
+    otlp_auth_dir: str | None = None
 
 
 @dataclass(frozen=True)
