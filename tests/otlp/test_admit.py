@@ -13,6 +13,7 @@ import math
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
+from fleetwatch.exporters.assemble import Part
 from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.exporters.sources import TABLES
@@ -22,7 +23,6 @@ from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.outputs.status import slo_document, strict_json
 from fleetwatch.slo.spec import parse_slo_file
 from fleetwatch.traces.histograms import overlay
-from fleetwatch.exporters.assemble import Part
 from tests.support.trace_helpers import T0, body, triton_request, vllm_request
 
 DAY_MS = 86_400_000

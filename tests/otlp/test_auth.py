@@ -76,7 +76,7 @@ def test_a_bearer_token_is_required_when_configured(tmp_path) -> None:
 
 
 def test_an_unreadable_or_empty_token_file_is_an_error_naming_the_field(tmp_path) -> None:
-    with pytest.raises(OTLPAuthError, match="traces.auth.bearer_token_file.*cannot read"):
+    with pytest.raises(OTLPAuthError, match=r"traces\.auth\.bearer_token_file.*cannot read"):
         TraceReceiver(TracesConfig(auth={"bearer_token_file": str(tmp_path / "none")}))
     (tmp_path / "empty").write_text("\n")
     with pytest.raises(OTLPAuthError, match="one non-empty line"):
@@ -129,7 +129,7 @@ def test_mutual_tls_requires_a_client_certificate_signed_by_the_ca(tmp_path) -> 
     finally:
         loop.call_soon_threadsafe(stop.set)
         thread.join(30)
-    with pytest.raises(OTLPAuthError, match="traces.auth.tls"):
+    with pytest.raises(OTLPAuthError, match=r"traces\.auth\.tls"):
         TraceReceiver(TracesConfig(auth={"tls": {
             "cert_file": str(tmp_path / "ca.key"), "key_file": str(tmp_path / "none"),
             "client_ca_file": str(tmp_path / "ca.crt")}}))

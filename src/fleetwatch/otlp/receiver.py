@@ -58,7 +58,7 @@ from fleetwatch.labels.schema import METRICS_BY_NAME
 from fleetwatch.otlp.admit import SPAN_REASONS, SpanBounds, refusal
 from fleetwatch.otlp.auth import BearerAuth, ListenGuard, read_token, server_tls, status_body
 from fleetwatch.otlp.config import Forward, TracesConfig
-from fleetwatch.otlp.decode import REASONS, Limits, OTLPDecodeError, decode_request, spans_of
+from fleetwatch.otlp.decode import REASONS, Limits, OTLPDecodeError, decode_request, iter_spans
 from fleetwatch.slo.account.ledger import Selection
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import EngineLimits
@@ -74,6 +74,8 @@ log = logging.getLogger(__name__)
 DROP_REASONS = ("evicted", "expired", "late", "span_overflow")
 #: Why a body was refused: the decoder's reasons and the HTTP layer's.
 BODY_REASONS = (*REASONS, "unauthorized", "read_timeout")
+#: Spans judged and joined between two turns of the event loop (a few ms of work).
+CHUNK_SPANS = 256
 #: Why the receiver's connection guard closed a connection.
 CLOSE_REASONS = ("max_connections", "header_timeout")
 
@@ -164,22 +166,43 @@ class TraceReceiver:
                now: float | None = None) -> int:
         """Decode and process one body; return its span count. Raises
         :class:`~fleetwatch.otlp.decode.OTLPDecodeError` (counted) for a refused one."""
+        return max(self._steps(body, content_type, content_encoding, now))
+
+    async def ingest_async(self, body: bytes, content_type: str,
+                           content_encoding: str = "") -> int:
+        """:meth:`ingest` giving the event loop a turn after every :data:`CHUNK_SPANS`
+        spans: a body of thousands of spans never holds ``/healthz`` for its whole time."""
+        n = 0
+        for step in self._steps(body, content_type, content_encoding, None):
+            n = step
+            await asyncio.sleep(0)
+        return n
+
+    def _steps(self, body: bytes, content_type: str, content_encoding: str,
+               now: float | None) -> Iterator[int]:
+        """Process one body :data:`CHUNK_SPANS` spans at a time — each span judged
+        (:func:`~fleetwatch.otlp.admit.refusal`, at one time for the body), then joined
+        and processed — yielding the spans seen after each chunk."""
         try:
             req = decode_request(body, content_type, content_encoding, self.limits)
         except OTLPDecodeError as exc:
             self.refused[exc.reason] += 1
             raise
-        spans = spans_of(req)
         t = time.time() if now is None else now
-        kept = []
-        for span in spans:
+        n, kept = 0, []
+        for span in iter_spans(req):
+            n += 1
             why = refusal(span, t, self.bounds)
             if why is None:
                 kept.append(span)
             else:
                 self.refused_spans[why] += 1
+            if n % CHUNK_SPANS == 0:
+                self._process(self.joiner.add(kept, t), t)
+                kept = []
+                yield n
         self._process(self.joiner.add(kept, t), t)
-        return len(spans)
+        yield n
 
     def tick(self, now: float | None = None) -> None:
         """Expire the join buffer, settle waiting requests and forget gone models (call
@@ -253,7 +276,7 @@ class TraceReceiver:
         reply_type = "application/json" if is_json else "application/x-protobuf"
         try:
             body = await self._read(request)
-            self.ingest(body, ctype, encoding)
+            await self.ingest_async(body, ctype, encoding)
         except OTLPDecodeError as exc:
             return web.Response(status=exc.status, body=status_body(str(exc), is_json),
                                 content_type=reply_type)
