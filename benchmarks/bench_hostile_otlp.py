@@ -11,8 +11,8 @@ loopback only:
 * ``day_ahead``: bodies of Triton requests dated a day ahead of the clock;
 * ``inf_e2e``: vLLM ``llm_request`` spans whose ``gen_ai.latency.e2e`` is +Inf or 1e308;
 * ``big_attr``: two bodies with 1 MB attributes (model name and another);
-* ``flood``: ``--flood-seconds`` of bodies of 500 requests, each of a new model and
-  trace id, from 4 threads;
+* ``flood``: ``--flood-seconds`` (at most ``--flood-max-bodies``) of bodies of 500
+  requests, each of a new model and trace id, from 4 threads;
 * ``slowloris``: 300 connections that send half a request's headers and then nothing,
   held for ``--slow-seconds``;
 * ``gzip2``: bodies of two gzip members.
@@ -155,31 +155,41 @@ def day_ahead(sc: Sidecar, _args: argparse.Namespace) -> None:
 
 def inf_e2e(sc: Sidecar, _args: argparse.Namespace) -> None:
     for i in range(100):
-        sc.post(body([_vllm(float("inf") if i % 2 else 1e308, i)]))
+        sc.post(body([_vllm(float("inf") if i % 2 else 1e308, 1_000_000 + i)]))
 
 
 def big_attr(sc: Sidecar, _args: argparse.Namespace) -> None:
     huge = "m" * (1 << 20)
-    spans = triton_request(1, start_ms=_now_ms())
+    spans = triton_request(10_000_001, start_ms=_now_ms())
     spans[1].attributes[0].value.string_value = huge  # triton.model_name
     sc.post(body(spans))
-    other = _vllm(1.0, 2)
+    other = _vllm(1.0, 10_000_002)
     other.attributes.add(key="user.note").value.string_value = huge
     sc.post(body([other]))
 
 
+def flood_bodies(n: int) -> list[bytes]:
+    """``n`` bodies of 500 Triton requests, each of a new model and trace id, dated now
+    (built before the attack: building them in the probing process would slow its own
+    probes)."""
+    now = _now_ms()
+    return [body([s for i in range(k * 500, (k + 1) * 500)
+                  for s in triton_request(20_000_000 + i, model=f"m{i}", start_ms=now)])
+            for k in range(n)]
+
+
 def flood(sc: Sidecar, args: argparse.Namespace) -> None:
     end = time.time() + args.flood_seconds
-    counter = iter(range(10**9))
+    bodies = iter(args.flood_bodies)
     lock = threading.Lock()
 
     def worker() -> None:
         while time.time() < end:
             with lock:
-                first = next(counter) * 500
-            now = _now_ms()
-            sc.post(body([s for i in range(first, first + 500)
-                          for s in triton_request(i, model=f"m{i}", start_ms=now)]))
+                data = next(bodies, None)
+            if data is None:
+                return
+            sc.post(data)
 
     threads = [threading.Thread(target=worker) for _ in range(4)]
     for t in threads:
@@ -219,8 +229,9 @@ def _closed(s: socket.socket) -> bool:
 def gzip2(sc: Sidecar, _args: argparse.Namespace) -> None:
     for i in range(50):
         now = _now_ms()
-        sc.post(gzip.compress(body(triton_request(2 * i, start_ms=now))) +
-                gzip.compress(body(triton_request(2 * i + 1, start_ms=now))), "gzip")
+        sc.post(gzip.compress(body(triton_request(30_000_000 + 2 * i, start_ms=now))) +
+                gzip.compress(body(triton_request(30_000_001 + 2 * i, start_ms=now))),
+                "gzip")
 
 
 ATTACKS: dict[str, Callable[[Sidecar, argparse.Namespace], None]] = {
@@ -235,6 +246,8 @@ def run(src: Path, args: argparse.Namespace) -> None:
             print(f"sidecar from {src}")
             print(f"  {'attack':<10} {'phase':<7} {'p50 ms':>8} {'p99 ms':>8} {'RSS MB':>8}")
             for name in args.attacks:
+                if name == "flood":
+                    args.flood_bodies = flood_bodies(args.flood_max_bodies)
                 rows = [("before", *sc.probe(args.probes), sc.rss_mb())]
                 attack = threading.Thread(target=ATTACKS[name], args=(sc, args))
                 attack.start()
@@ -257,6 +270,8 @@ def main() -> None:
     ap.add_argument("--attacks", nargs="+", default=list(ATTACKS), choices=list(ATTACKS))
     ap.add_argument("--probes", type=int, default=200)
     ap.add_argument("--flood-seconds", type=float, default=20.0)
+    ap.add_argument("--flood-max-bodies", type=int, default=200,
+                    help="bodies built before the flood (500 requests each)")
     ap.add_argument("--slow-seconds", type=float, default=15.0)
     args = ap.parse_args()
     for src in args.src or [HERE.parent / "src"]:

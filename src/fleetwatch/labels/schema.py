@@ -579,7 +579,8 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               ("model", "baseline", "candidate", "verdict"), "alpha", per_model=False),
     # -- the OTLP trace receiver (fleetwatch.otlp.receiver) ---------------------------
     MetricDef("fleetwatch_traces_spans_total", _C, "spans",
-              "Spans received in accepted OTLP export bodies (/v1/traces).", (), "alpha",
+              "Spans received in accepted OTLP export bodies (/v1/traces), refused ones "
+              "included.", (), "alpha",
               per_model=False),
     MetricDef("fleetwatch_traces_requests_total", _C, "requests",
               "Requests joined from spans (Triton: by trace id; vLLM: one llm_request span "

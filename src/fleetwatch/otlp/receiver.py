@@ -304,7 +304,9 @@ class ReceiverCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         st = self.r.joiner.stats
         spans = _family("fleetwatch_traces_spans_total")
-        spans.add_metric([], st.spans)
+        refused_spans_n = sum(n for r, n in self.r.refused_spans.items()
+                              if r != "too_many_models")  # that one counts requests
+        spans.add_metric([], st.spans + refused_spans_n)
         requests = _family("fleetwatch_traces_requests_total")
         requests.add_metric([], st.requests)
         refused = _family("fleetwatch_traces_refused_bodies_total")

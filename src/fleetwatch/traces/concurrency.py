@@ -56,12 +56,16 @@ class LoadEstimator:
         self._occ: dict[ModelKey, list[tuple[float, float]]] = {}
         self._waiting: deque[tuple[float, RequestFacts]] = deque()
         self._seen: dict[ModelKey, float] = {}  # per model: when its last request came
+        self._total = 0  # occupancies kept, over all models
 
     def add(self, facts: list[RequestFacts], now: float) -> list[RequestFacts]:
         """Record finished requests (``now``: the caller's Unix seconds); return the
         requests settled by ``now``, their ``concurrency`` set."""
+        touched: set[ModelKey] = set()
         for f in facts:
             k = _key(f)
+            touched.add(k)
+            self._total += 1
             ends = self._ends.setdefault(k, [])
             occ = self._occ.setdefault(k, [])
             self._seen[k] = now
@@ -74,7 +78,7 @@ class LoadEstimator:
         while self._waiting and (now - self._waiting[0][0] >= self.settle_s
                                  or len(self._waiting) > self.max_waiting):
             out.append(self._settle(self._waiting.popleft()[1]))
-        self._prune()
+        self._prune(touched)
         return out
 
     def flush(self) -> list[RequestFacts]:
@@ -98,10 +102,14 @@ class LoadEstimator:
                                       if a <= s))
         return f
 
-    def _prune(self) -> None:
+    def _prune(self, touched: set[ModelKey]) -> None:
+        """Cut the models just added to (all of them once the total is over its bound)
+        to the horizon and the per-model bound."""
         per_model = min(self.max_intervals,
                         max(1, self.max_total_intervals // max(1, len(self._ends))))
-        for k, ends in self._ends.items():
+        keys = list(self._ends) if self._total > self.max_total_intervals else touched
+        for k in keys:
+            ends = self._ends[k]
             if not ends:
                 continue
             cut = bisect.bisect_left(ends, ends[-1] - self.horizon_s)
@@ -109,18 +117,20 @@ class LoadEstimator:
             if cut > 0:
                 del ends[:cut]
                 del self._occ[k][:cut]
+                self._total -= cut
 
     def forget(self, horizon: float) -> None:
         """Drop the models whose last request came before ``horizon`` (the caller's Unix
         seconds, as ``add``'s ``now``) and that have no request waiting to settle."""
         waiting = {_key(f) for _, f in self._waiting}
         for k in [k for k, t in self._seen.items() if t < horizon and k not in waiting]:
+            self._total -= len(self._ends[k])
             del self._ends[k], self._occ[k], self._seen[k]
 
     @property
     def intervals(self) -> int:
         """Occupancies kept, over all models (≤ ``max_total_intervals`` after an add)."""
-        return sum(len(e) for e in self._ends.values())
+        return self._total
 
     @property
     def models(self) -> int:

@@ -28,7 +28,7 @@ Bounds (counted in :class:`JoinStats`):
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from fleetwatch.traces.facts import (
     TRITON_ATTRIBUTES,
@@ -137,8 +137,10 @@ class TraceJoiner:
             p = self._pending.get(tid)
             if p is None:
                 p = self._pending[tid] = _Pending(now)
-            p.spans.append(replace(span, attributes={
-                k: span.attributes[k] for k in TRITON_ATTRIBUTES if k in span.attributes}))
+            p.spans.append(Span(span.trace_id, span.span_id, span.parent_span_id, span.name,
+                                span.kind, span.start_ns, span.end_ns, {
+                                    k: span.attributes[k] for k in TRITON_ATTRIBUTES
+                                    if k in span.attributes}, span.events))
             self._held += 1
             touched.append(tid)
         for tid in dict.fromkeys(touched):
