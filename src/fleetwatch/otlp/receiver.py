@@ -35,7 +35,8 @@ Bearer <token>`` (compared in constant time) is answered 401 (``trace_reason=
 certificate signed by ``client_ca_file``. The sidecar passes its connection guard
 (:class:`ListenGuard`: ``traces.max_connections``, ``traces.header_timeout_seconds``), and
 a body not sent within ``traces.read_timeout_seconds`` is answered 408
-(``read_timeout``).
+(``read_timeout``). A body is processed :data:`CHUNK_SPANS` spans at a time, the event
+loop getting a turn in between (:meth:`TraceReceiver.ingest_async`).
 """
 
 from __future__ import annotations
