@@ -11,13 +11,13 @@ import json
 import math
 
 import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
 from fleetwatch.exporters.assemble import Part
 from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.exporters.sources import TABLES
-from fleetwatch.otlp.admit import SpanBounds, refusal
 from fleetwatch.otlp.config import TracesConfig
 from fleetwatch.otlp.decode import decode_spans
 from fleetwatch.otlp.receiver import TraceReceiver, receiver_metrics
@@ -28,6 +28,7 @@ from fleetwatch.traces.histograms import overlay
 from tests.support.trace_helpers import OTLP, T0, body, triton_request, vllm_request
 
 DAY_MS = 86_400_000
+VLLM_CAPTURE = OTLP / "vllm-0.32-llm_request.pb"
 
 SLOS = {"slos": [
     {"name": "avail", "sli": {"availability": {}}, "objectives": [{"target": 0.99}],
@@ -179,7 +180,30 @@ def test_every_member_of_a_two_member_gzip_body_is_read() -> None:
 def test_the_real_engines_captured_spans_are_all_admitted() -> None:
     """The captures of real Triton 2.51 and vLLM 0.32 exports (tests/fixtures/otlp) pass
     every bound, judged at their own time (the default bounds refuse nothing real)."""
+    from fleetwatch.otlp.admit import SpanBounds, refusal
+
     for path in sorted(OTLP.iterdir()):
         spans = decode_spans(path.read_bytes())
         now = max(max(s.start_ns, s.end_ns) for s in spans) * 1e-9 + 1
         assert [refusal(s, now, SpanBounds()) for s in spans] == [None] * len(spans), path
+
+
+@pytest.mark.parametrize("e2e", [-0.5, math.inf, 1e308, math.nan])
+def test_a_real_vllm_span_with_a_hostile_e2e_is_refused_and_counted(e2e: float) -> None:
+    """vLLM 0.32's own ``llm_request`` span (tests/fixtures/otlp, captured from the real
+    engine) with its ``gen_ai.latency.e2e`` replaced: refused as ``bad_duration``, while
+    the span as captured is used."""
+    req = ExportTraceServiceRequest.FromString(VLLM_CAPTURE.read_bytes())
+    spans = [s for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans]
+    now = max(s.end_time_unix_nano for s in spans) * 1e-9 + 1
+    rec = TraceReceiver(TracesConfig(settle_seconds=0, vllm_model="tiny-llm"))
+    rec.ingest(req.SerializeToString(), "application/x-protobuf", now=now)
+    used = rec.joiner.stats.requests
+    assert used >= 1
+    for span in spans:
+        for kv in span.attributes:
+            if kv.key == "gen_ai.latency.e2e":
+                kv.value.double_value = e2e
+    rec.ingest(req.SerializeToString(), "application/x-protobuf", now=now)
+    assert rec.joiner.stats.requests == used  # the hostile copy is not used
+    assert dict(rec.refused_spans) == {"bad_duration": used}
