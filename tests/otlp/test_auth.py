@@ -22,6 +22,7 @@ from fleetwatch.otlp.auth import OTLPAuthError
 from fleetwatch.otlp.config import TracesConfig
 from fleetwatch.otlp.receiver import TraceReceiver, receiver_metrics, run_receiver
 from fleetwatch.sidecar.config import ConfigError, parse_config
+from fleetwatch.sidecar.guard import ConnectionGuard
 from tests.support.helpers import _free_port
 from tests.support.trace_helpers import T0, ReceiverThread, body, triton_request
 
@@ -114,7 +115,8 @@ def test_mutual_tls_requires_a_client_certificate_signed_by_the_ca(tmp_path) -> 
     stop = asyncio.Event()
     ready = threading.Event()
     thread = threading.Thread(target=loop.run_until_complete, daemon=True, args=(
-        run_receiver(rec, stop, on_ready=lambda _p: ready.set()),))
+        run_receiver(rec, stop, on_ready=lambda _p: ready.set(),
+                     guard=ConnectionGuard(16, 10.0)),))  # through the sidecar's guard
     thread.start()
     try:
         assert ready.wait(30)
