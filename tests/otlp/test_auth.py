@@ -62,6 +62,19 @@ def test_serve_exits_naming_the_file_and_field_for_an_exposed_receiver(tmp_path)
     assert f"{cfg}" in r.stderr and "traces.listen.address" in r.stderr
 
 
+def test_serve_exits_1_naming_the_field_for_a_token_file_it_cannot_read(tmp_path) -> None:
+    cfg = tmp_path / "sidecar.yaml"
+    cfg.write_text("listen: {address: 127.0.0.1, port: 0}\n"
+                   "targets: [{name: t, kind: triton, required: false, "
+                   "url: 'http://127.0.0.1:8002/metrics'}]\n"
+                   "traces: {listen: {address: 0.0.0.0, port: 0}, "
+                   f"auth: {{bearer_token_file: {tmp_path / 'none'}}}}}\n")
+    r = CliRunner().invoke(main, ["serve", "--config", str(cfg)])
+    assert r.exit_code == 1
+    assert (f"{cfg}: field 'traces.auth.bearer_token_file': cannot read {tmp_path / 'none'}"
+            in r.stderr)
+
+
 def test_a_bearer_token_is_required_when_configured(tmp_path) -> None:
     token = tmp_path / "token"
     token.write_text("s3cret-token\n")
