@@ -40,6 +40,7 @@ def main() -> None:
               type=click.Choice(["debug", "info", "warning", "error"]))
 def serve(config_path: str, slos_path: str | None, log_level: str) -> None:
     """Run the sidecar: scrape the targets, serve /metrics, /healthz, /readyz."""
+    from fleetwatch.otlp.auth import OTLPAuthError
     from fleetwatch.otlp.start import OTLPExtraMissing
     from fleetwatch.sidecar.server import ListenError, run_sidecar
 
@@ -57,6 +58,8 @@ def serve(config_path: str, slos_path: str | None, log_level: str) -> None:
         _fail(f"{exc} (listen: in {config_path})", code=1)
     except OTLPExtraMissing as exc:
         _fail(f"{config_path}: field 'metrics_export': {exc}", code=1)
+    except OTLPAuthError as exc:
+        _fail(f"{config_path}: {exc}", code=1)
 
 
 @main.group()

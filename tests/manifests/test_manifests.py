@@ -261,6 +261,52 @@ def test_configmap_files_start_a_sidecar(tmp_path):
     assert r.exit_code == 0, r.output
 
 
+def _otlp_objects(tmp_path, traces: dict) -> tuple[dict, dict]:
+    """The patched engine Deployment and the Service of a sidecar with ``traces``."""
+    reg = _registry(tmp_path, {"name": "ranker", "namespace": "search"})
+    cfg = yaml.safe_load((EX / "sidecar.yaml").read_text())
+    cfg.update(registry=str(reg), traces=traces)
+    (tmp_path / "sidecar.yaml").write_text(yaml.safe_dump(cfg))
+    files = build(load_inputs([str(tmp_path / "sidecar.yaml")], str(reg),
+                              str(EX / "slos.yaml"), None), Settings())[0]
+    merged = _strategic_merge(ENGINE, yaml.safe_load(files["patches/search/ranker.yaml"]))
+    svc = next(d for _, d in _docs(files) if d["kind"] == "Service")
+    cm = next(d for _, d in _docs(files) if d["kind"] == "ConfigMap"
+              and d["metadata"]["name"] == "fleetwatch-sidecar")
+    assert errors(merged) == [] and errors(svc) == [] and errors(cm) == []
+    merged["sidecar_yaml"] = yaml.safe_load(cm["data"]["sidecar.yaml"])
+    return merged, svc
+
+
+def test_the_otlp_receiver_stays_on_loopback_without_auth(tmp_path):
+    """The default: the engines of the pod send to 127.0.0.1; no port on the pod or the
+    Service, no Secret."""
+    from fleetwatch.sidecar.config import parse_config
+
+    merged, svc = _otlp_objects(tmp_path, {"listen": {"port": 4318}})
+    traces = parse_config(merged["sidecar_yaml"]).traces
+    assert traces is not None and traces.listen.address == "127.0.0.1"
+    side = merged["spec"]["template"]["spec"]["containers"][1]
+    assert [p["name"] for p in side["ports"]] == ["fleetwatch"]
+    assert [p["name"] for p in svc["spec"]["ports"]] == ["fleetwatch"]
+    assert all("secret" not in v for v in merged["spec"]["template"]["spec"]["volumes"])
+
+
+def test_an_authenticated_otlp_receiver_is_exposed_with_its_secret_mounted(tmp_path):
+    merged, svc = _otlp_objects(tmp_path, {
+        "listen": {"address": "0.0.0.0", "port": 4318},
+        "auth": {"bearer_token_file": "/etc/fleetwatch-otlp/token"}})
+    assert merged["sidecar_yaml"]["traces"]["listen"]["address"] == "0.0.0.0"
+    pod = merged["spec"]["template"]["spec"]
+    side = pod["containers"][1]
+    assert {"name": "otlp-http", "containerPort": 4318, "protocol": "TCP"} in side["ports"]
+    assert "otlp-http" in [p["name"] for p in svc["spec"]["ports"]]
+    assert {"name": "fleetwatch-otlp-auth", "mountPath": "/etc/fleetwatch-otlp",
+            "readOnly": True} in side["volumeMounts"]
+    assert {"name": "fleetwatch-otlp-auth",
+            "secret": {"secretName": "fleetwatch-otlp"}} in pod["volumes"]
+
+
 @pytest.mark.parametrize(("deployment", "entry", "config", "message"), [
     ({"name": "d", "min_replicas": 3, "max_replicas": 2}, {}, None,
      "models.yaml: models[0] (name 'ranker'): field 'deployment': max_replicas (2) is below "
@@ -279,6 +325,10 @@ def test_configmap_files_start_a_sidecar(tmp_path):
      "sidecar.yaml: field 'traces.listen.port': 0 (any free port)"),
     ({"name": "d"}, {}, {"traces": {"listen": {"port": 9810}}},
      "sidecar.yaml: field 'traces.listen.port': 9810 is also listen.port"),
+    ({"name": "d"}, {}, {"traces": {"listen": {"address": "0.0.0.0"}}},
+     "traces.listen.address '0.0.0.0' is not loopback and traces.auth is not set"),
+    ({"name": "d"}, {}, {"traces": {"auth": {"bearer_token_file": "token"}}},
+     "sidecar.yaml: field 'traces.auth': the token and TLS files must be absolute paths"),
 ])
 def test_bad_inputs_exit_2_naming_file_and_field(tmp_path, deployment, entry, config,
                                                  message):

@@ -5,7 +5,9 @@ Collector binary is obtainable here)."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import http.server
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +23,9 @@ from fleetwatch.otlp.receiver import TraceReceiver, receiver_runner
 
 OTLP = Path(__file__).resolve().parents[1] / "fixtures" / "otlp"
 MS = 1_000_000  # ns
+#: The epoch of the hand-built spans (Unix seconds): pass ``now=T0 + …`` to the receiver,
+#: whose clock bounds a span's times.
+T0 = 1_700_000_000.0
 
 
 def triton_request(trace: int, model: str = "ranker", version: int = 1, start_ms: int = 0,
@@ -211,3 +216,27 @@ def check_names(metrics: dict[str, list[tuple[str, PbMetric]]], allowed_genai: s
                 continue
             assert name in defined, f"{name}: not defined by the semantic conventions"
             assert not name.startswith("gen_ai.") or name in allowed_genai, name
+
+
+def redate_json(otlp_json: bytes, now: float) -> bytes:
+    """An OTLP/JSON body with every ``*UnixNano`` time shifted by one offset so that its
+    latest time is ``now`` (Unix seconds): a captured body as if sent now (the receiver
+    refuses spans beyond its clock's skew bounds)."""
+    data = json.loads(otlp_json)
+    times: list[int] = []
+
+    def walk(node: object, shift: int) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k.endswith("UnixNano") and isinstance(v, str | int):
+                    times.append(int(v))
+                    node[k] = str(int(v) + shift)
+                else:
+                    walk(v, shift)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, shift)
+
+    walk(copy.deepcopy(data), 0)
+    walk(data, int(now * 1e9) - max(times))
+    return json.dumps(data).encode()

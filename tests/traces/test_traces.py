@@ -29,6 +29,7 @@ from fleetwatch.traces.histograms import BOUNDS, overlay
 from fleetwatch.traces.join import TraceJoiner
 from tests.support.trace_helpers import (
     OTLP,
+    T0,
     DownstreamCollectorDouble,
     ReceiverThread,
     attrs,
@@ -37,6 +38,7 @@ from tests.support.trace_helpers import (
     convention_names,
     decode_metrics,
     points,
+    redate_json,
     triton_request,
     vllm_request,
 )
@@ -196,10 +198,10 @@ def test_goodput_and_any_threshold_latency_slis_from_traces() -> None:
     # (ttft, e2e, tokens): tpot = (e2e - ttft) / (tokens - 1)
     llm = [(0.1, 0.5, 9), (0.3, 0.4, 3), (0.1, 1.0, 5), (0.19, 0.19, 1), (0.136, 0.2, 2)]
     spans = [vllm_request(i, *x, start_s=i) for i, x in enumerate(llm)]
-    rec.ingest(body(spans), "application/x-protobuf", now=100.0)
+    rec.ingest(body(spans), "application/x-protobuf", now=T0 + 100)
     tri = [s for i, ms in enumerate((10, 20, 14)) for s in triton_request(100 + i, e2e_ms=ms)]
-    rec.ingest(body(tri), "application/x-protobuf", now=100.0)
-    rec.tick(now=101.0)
+    rec.ingest(body(tri), "application/x-protobuf", now=T0 + 100)
+    rec.tick(now=T0 + 101)
     st = {(k[0], k[1].model): v for k, v in engine.states.items()}
     # goodput: both ttft ≤ 0.2 and tpot ≤ 0.05: requests 0 (0.05), 3 (one token), 4 (0.064 no)
     assert (st["good", "llm"].good["all"], st["good", "llm"].events["all"]) == (2, 5)
@@ -217,8 +219,8 @@ def test_trace_slis_land_in_the_band_of_their_own_load() -> None:
     rec, engine = _receiver(slos)
     # four requests fully overlapping: each saw 4 in the system
     spans = [s for i in range(4) for s in triton_request(i, e2e_ms=50)]
-    rec.ingest(body(spans), "application/x-protobuf", now=0.0)
-    rec.tick(now=1.0)
+    rec.ingest(body(spans), "application/x-protobuf", now=T0)
+    rec.tick(now=T0 + 1)
     (st,) = engine.states.values()
     assert dict(st.events) == {"4": 4, "all": 4}
 
@@ -238,7 +240,7 @@ def test_trace_only_models_are_forgotten_by_the_no_data_timer() -> None:
                                "timeWindow": [{"duration": "1d"}],
                                "concurrency": {"envelope": 4}}]})
     rec, engine = _receiver(slos)
-    t0 = 1_700_000_000.0  # triton_request's epoch
+    t0 = T0
     rows = engine.ledger.windows.rows
 
     def models(first: int, n: int, at: float) -> None:
@@ -277,7 +279,7 @@ def test_spec_rules_for_trace_slis() -> None:
 def test_trace_buckets_replace_triton_mean_only_series() -> None:
     rec = TraceReceiver(TracesConfig())
     spans = [s for i, ms in enumerate((3, 30, 300)) for s in triton_request(i, e2e_ms=ms)]
-    rec.ingest(body(spans), "application/x-protobuf")
+    rec.ingest(body(spans), "application/x-protobuf", now=T0)
     fam = "modelserver_request_duration_seconds"
     lab = 'model="ranker",model_version="1",backend="triton",runtime="python"'
     mean_only = Part("normalized", [Family(fam, "histogram", "h", [
@@ -566,7 +568,8 @@ def test_run_sidecar_serves_receiver_metrics_buckets_and_slo_source() -> None:
         url = f"http://127.0.0.1:{tport}/v1/traces"
         while time.time() < deadline:
             try:
-                assert _post(url, RANKER, "application/json") == (200, b"{}")
+                assert _post(url, redate_json(RANKER, time.time()),
+                             "application/json") == (200, b"{}")
                 break
             except urllib.error.URLError:
                 time.sleep(0.1)

@@ -148,10 +148,13 @@ def alertmanager(registry_path: str, receivers_path: str, slos_path: str | None,
               show_default=True, help="Prometheus that KEDA's Prometheus trigger queries.")
 @click.option("--alertmanager-secret", default="alertmanager-fleetwatch", show_default=True,
               help="Name of the Alertmanager config Secret.")
+@click.option("--otlp-secret", default="fleetwatch-otlp", show_default=True,
+              help="Secret with the OTLP receiver's token or TLS files (traces.auth), "
+                   "mounted at their folder; you create it.")
 def manifests(config_paths: tuple[str, ...], registry_path: str, slos_path: str,
               receivers_path: str | None, out_dir: str, image: str, namespace: str,
               monitoring_namespace: str, release: str | None, monitor: str, trigger: str,
-              prometheus_url: str, alertmanager_secret: str) -> None:
+              prometheus_url: str, alertmanager_secret: str, otlp_secret: str) -> None:
     """Generate Kubernetes manifests: sidecar ConfigMap, container and Deployment patch,
     Service, PodMonitor/ServiceMonitor, KEDA ScaledObjects, PrometheusRule, dashboard
     ConfigMaps, Alertmanager Secret and a kustomization (docs/deploy.md)."""
@@ -162,7 +165,7 @@ def manifests(config_paths: tuple[str, ...], registry_path: str, slos_path: str,
                         monitor=cast(Literal["podmonitor", "servicemonitor"], monitor),
                         trigger=cast(Literal["prometheus", "metrics-api"], trigger),
                         prometheus_url=prometheus_url,
-                        alertmanager_secret=alertmanager_secret)
+                        alertmanager_secret=alertmanager_secret, otlp_secret=otlp_secret)
     try:
         files, warnings = build(load_inputs(list(config_paths), registry_path, slos_path,
                                             receivers_path), settings)

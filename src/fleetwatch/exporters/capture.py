@@ -35,24 +35,36 @@ class GzipError(ValueError):
 
 
 def gunzip(data: bytes, limit: int) -> bytes:
-    """The decompressed bytes of one gzip stream ``data``, at most ``limit`` of them
-    (the memory of a decompression bomb is bounded by it).
+    """The decompressed bytes of the gzip stream ``data`` — every member of a
+    multi-member stream, concatenated, as RFC 1952 and ``gzip -d`` read it; zero bytes
+    after the last member are padding — at most ``limit`` of them in all (the memory of a
+    decompression bomb is bounded by it).
 
     Raises:
-        GzipError: not a valid gzip stream (``corrupt``), more than ``limit`` bytes
-            decompressed (``too_large``), or the stream ends before its end
-            (``truncated``).
+        GzipError: not a valid gzip stream, or bytes after a member that start no other
+            (``corrupt``), more than ``limit`` bytes decompressed (``too_large``), or a
+            member that ends before its end (``truncated``).
     """
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = d.decompress(data, limit + 1)
-    except zlib.error as exc:
-        raise GzipError("corrupt", str(exc)) from None
-    if len(out) > limit or d.unconsumed_tail:
-        raise GzipError("too_large", f"more than {limit} bytes decompressed")
-    if not d.eof:
-        raise GzipError("truncated", "the stream ends before its end")
-    return out
+    parts: list[bytes] = []
+    size = 0
+    rest = data
+    while True:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out = d.decompress(rest, limit - size + 1)
+        except zlib.error as exc:
+            raise GzipError("corrupt", str(exc)) from None
+        size += len(out)
+        if size > limit or d.unconsumed_tail:
+            raise GzipError("too_large", f"more than {limit} bytes decompressed")
+        if not d.eof:
+            raise GzipError("truncated", "the stream ends before its end")
+        parts.append(out)
+        rest = d.unused_data
+        if not rest.strip(b"\0"):
+            return b"".join(parts)
+        if rest[:2] != _GZIP_MAGIC:
+            raise GzipError("corrupt", "bytes after a gzip member that start no other")
 
 
 def capture_text(raw: bytes, limit: int = MAX_CAPTURE_BYTES) -> str:

@@ -188,11 +188,19 @@ LABELS: tuple[LabelDef, ...] = (
     LabelDef("origin", "Part of the sidecar's /metrics a dropped family or series came from.",
              ("normalized", "self", "slo", "passthrough")),
     LabelDef("trace_reason", "Why the OTLP trace receiver refused a body (too_large … "
-             "unsupported_media_type) or dropped a trace or span (evicted: the join buffer "
-             "was full; expired: no model span within the timeout; late: a span of a trace "
-             "already joined; span_overflow: too many spans in one trace).",
+             "unsupported_media_type; unauthorized: no or a wrong bearer token; read_timeout: "
+             "the body was not sent in time), refused a span before it touched state "
+             "(future, past: a time beyond the allowed skew of the sidecar's clock; "
+             "bad_duration: negative, infinite or too long; attribute_too_long; "
+             "label_too_long: a model name beyond the label-value bound; too_many_models: a "
+             "request of a model beyond traces.max_models) or dropped a trace or span "
+             "(evicted: the join buffer was full; expired: no model span within the "
+             "timeout; late: a span of a trace already joined; span_overflow: too many "
+             "spans in one trace).",
              ("too_large", "too_many_spans", "bad_gzip", "bad_protobuf", "bad_json",
-              "unsupported_media_type", "evicted", "expired", "late", "span_overflow")),
+              "unsupported_media_type", "unauthorized", "read_timeout", "future", "past",
+              "bad_duration", "attribute_too_long", "label_too_long", "too_many_models",
+              "evicted", "expired", "late", "span_overflow")),
     LabelDef("neighbour", "A model co-located on the same GPU (sidecar `placement:`) whose "
              "load rose while this model burned its budget inside its envelope "
              "(fleetwatch_slo_interference)."),
@@ -576,7 +584,8 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               ("model", "baseline", "candidate", "verdict"), "alpha", per_model=False),
     # -- the OTLP trace receiver (fleetwatch.otlp.receiver) ---------------------------
     MetricDef("fleetwatch_traces_spans_total", _C, "spans",
-              "Spans received in accepted OTLP export bodies (/v1/traces).", (), "alpha",
+              "Spans received in accepted OTLP export bodies (/v1/traces), refused ones "
+              "included.", (), "alpha",
               per_model=False),
     MetricDef("fleetwatch_traces_requests_total", _C, "requests",
               "Requests joined from spans (Triton: by trace id; vLLM: one llm_request span "
@@ -584,6 +593,17 @@ SELF_METRICS: tuple[MetricDef, ...] = (
     MetricDef("fleetwatch_traces_refused_bodies_total", _C, "bodies",
               "OTLP export bodies refused with an OTLP error response, by reason.",
               ("trace_reason",), "alpha", per_model=False),
+    MetricDef("fleetwatch_traces_refused_spans_total", _C, "spans",
+              "Spans refused before they touched state (bad times, durations or sizes), and "
+              "requests of models beyond traces.max_models, by reason.",
+              ("trace_reason",), "alpha", per_model=False),
+    MetricDef("fleetwatch_traces_models", _G, "models",
+              "Models the receiver keeps trace state for (at most traces.max_models).",
+              (), "alpha", per_model=False),
+    MetricDef("fleetwatch_traces_connections_closed_total", _C, "connections",
+              "Connections to the OTLP receiver's port closed by a bound: max_connections "
+              "(closed at accept), header_timeout (headers not sent in time).",
+              ("reason",), "alpha", per_model=False),
     MetricDef("fleetwatch_traces_dropped_total", _C, "traces",
               "Traces (spans for late and span_overflow) dropped by the join buffer, by "
               "reason.", ("trace_reason",), "alpha", per_model=False),

@@ -29,6 +29,7 @@ Output files (``DIR/``):
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ from fleetwatch.labels.registry import ModelEntry, Registry
 from fleetwatch.manifests import keda, monitors, sidecar
 from fleetwatch.manifests.common import (
     STATE_DIR,
+    CONFIG_DIR,
     Deployment,
     ManifestError,
     Settings,
@@ -124,8 +126,9 @@ def sidecar_spec(f: SidecarFile) -> SidecarSpec:
     """The pod's view of one configuration: ``registry: models.yaml`` (the ConfigMap's
     copy; ``quotas: quotas.yaml`` likewise when it names a quota file), listening on every
     address of the pod, at a fixed port (and so does the OTLP trace receiver when
-    ``traces:`` is configured, on a port of its own); ``state_dir`` is the pod's state
-    volume (:data:`~fleetwatch.manifests.common.STATE_DIR`)."""
+    ``traces:`` is configured with ``auth``, on a port of its own; without ``auth`` it
+    stays on its loopback address, :func:`_otlp_exposure`); ``state_dir`` is the pod's
+    state volume (:data:`~fleetwatch.manifests.common.STATE_DIR`)."""
     name = dns_label(Path(f.source).stem)
     if not name:
         raise ManifestError(f"{f.source}: the file name gives no Kubernetes name; rename it "
@@ -141,15 +144,8 @@ def sidecar_spec(f: SidecarFile) -> SidecarSpec:
     if f.config.quotas:  # load_config resolved it against the file's folder
         quotas_text = _read(f.config.quotas)
         data["quotas"] = "quotas.yaml"
-    otlp_port = None
-    if f.config.traces is not None:  # the receiver is reached through the pod's port
-        otlp_port = f.config.traces.listen.port
-        if otlp_port == 0:
-            raise ManifestError(f"{f.source}: field 'traces.listen.port': 0 (any free port) "
-                                "cannot be sent to in a pod; give a fixed port, e.g. 4318")
-        if otlp_port == f.config.listen.port:
-            raise ManifestError(f"{f.source}: field 'traces.listen.port': {otlp_port} is "
-                                "also listen.port; give the trace receiver its own, e.g. 4318")
+    otlp_port, auth_dir = _otlp_exposure(f)
+    if otlp_port is not None:  # authenticated: reached through the pod's port
         data["traces"] = {**(data.get("traces") or {}),
                           "listen": {**((data.get("traces") or {}).get("listen") or {}),
                                      "address": "0.0.0.0", "port": otlp_port}}
@@ -161,7 +157,38 @@ def sidecar_spec(f: SidecarFile) -> SidecarSpec:
             "files beside it.\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     return SidecarSpec(name, f.source, text, f.config.listen.port,
                        f.config.scrape.interval_seconds, otlp_port, quotas_text,
-                       f.config.shutdown.drain_seconds, f.config.state_dir is not None, pod_env)
+                       otlp_auth_dir=auth_dir, drain_seconds=f.config.shutdown.drain_seconds,
+                       state=f.config.state_dir is not None, pod_env=pod_env)
+
+
+def _otlp_exposure(f: SidecarFile) -> tuple[int | None, str | None]:
+    """``(port, folder of the auth files)`` of a trace receiver exposed beyond the pod —
+    only one with ``traces.auth`` is — else ``(None, None)``: without auth it keeps its
+    loopback address, which the engines of the pod reach. Errors name the field: port 0
+    (the engines need a fixed port) or the sidecar's own port, auth files that are not
+    absolute paths in one folder (the Secret is mounted there) or that are in the
+    ConfigMap's folder."""
+    traces = f.config.traces
+    if traces is None:
+        return None, None
+    port = traces.listen.port
+    if port == 0:
+        raise ManifestError(f"{f.source}: field 'traces.listen.port': 0 (any free port) "
+                            "cannot be sent to in a pod; give a fixed port, e.g. 4318")
+    if port == f.config.listen.port:
+        raise ManifestError(f"{f.source}: field 'traces.listen.port': {port} is "
+                            "also listen.port; give the trace receiver its own, e.g. 4318")
+    if traces.auth is None:
+        return None, None
+    files = traces.auth.files()
+    dirs = {posixpath.dirname(p) for p in files}
+    if not all(posixpath.isabs(p) for p in files) or len(dirs) != 1 \
+            or dirs == {CONFIG_DIR}:
+        raise ManifestError(f"{f.source}: field 'traces.auth': the token and TLS files must "
+                            "be absolute paths in one folder other than "
+                            f"{CONFIG_DIR} (the Secret is mounted there), e.g. "
+                            "/etc/fleetwatch-otlp/token; got " + ", ".join(files))
+    return port, dirs.pop()
 
 
 def _selected(slos: SLOFile, entry: ModelEntry, model: str) -> list[str]:

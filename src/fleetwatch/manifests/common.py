@@ -30,6 +30,8 @@ STATE_VOLUME = "fleetwatch-state"
 STATE_DIR = "/var/lib/fleetwatch"
 #: Seconds the pod's termination grace period leaves beyond the sidecar's drain.
 GRACE_MARGIN_SECONDS = 15
+#: The volume of the OTLP receiver's authentication Secret (token or TLS files).
+OTLP_AUTH_VOLUME = "fleetwatch-otlp-auth"
 #: Pod labels the patch adds: every sidecar pod, and the pods of one Deployment.
 SIDECAR_LABEL = "fleetwatch.io/sidecar"
 DEPLOYMENT_LABEL = "fleetwatch.io/deployment"
@@ -71,6 +73,9 @@ class Settings:
     cpu_request: str = "100m"
     memory_request: str = "256Mi"
     memory_limit: str = "512Mi"
+    otlp_secret: str = "fleetwatch-otlp"
+    """The Secret holding the OTLP receiver's token or TLS files (``traces.auth``),
+    mounted at their folder when the receiver is exposed; you create it."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +86,10 @@ class SidecarSpec:
     ``registry: models.yaml`` and ``listen.address: 0.0.0.0``; ``port`` is its listen port
     and ``interval_seconds`` its scrape interval; ``otlp_port`` the OTLP/HTTP trace
     receiver's port (``traces.listen.port``, address ``0.0.0.0`` in the pod) when the
-    configuration has a ``traces:`` section, else None; ``quotas_yaml`` the text of its
+    configuration has a ``traces:`` section with ``auth`` — the only case in which the
+    receiver is exposed beyond the pod — else None (it listens on loopback, for the
+    engines of the pod); ``otlp_auth_dir`` the folder of the ``traces.auth`` files, where
+    the Secret ``otlp_secret`` is mounted, when exposed; ``quotas_yaml`` the text of its
     quota file (``quotas: quotas.yaml`` in the pod's copy) when it names one, else None;
     ``drain_seconds`` its ``shutdown.drain_seconds``; ``state`` whether it has a
     ``state_dir`` (:data:`STATE_DIR` in the pod); ``pod_env`` whether it reads
@@ -95,6 +103,7 @@ class SidecarSpec:
     interval_seconds: float
     otlp_port: int | None = None
     quotas_yaml: str | None = None
+    otlp_auth_dir: str | None = None
     drain_seconds: float = 0.0
     state: bool = False
     pod_env: bool = False

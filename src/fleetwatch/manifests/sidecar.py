@@ -3,9 +3,11 @@
 The container runs the image's entrypoint (``fleetwatch serve``) with
 ``--config /etc/fleetwatch/sidecar.yaml --slos /etc/fleetwatch/slos.yaml`` from a
 ConfigMap mounted read-only at ``/etc/fleetwatch`` (``sidecar.yaml``, ``models.yaml``,
-``slos.yaml``). With ``traces:`` in the configuration the container and the Service also
-expose the OTLP/HTTP trace receiver's port, named ``otlp-http`` (``traces.listen.port``,
-4318 by default): engines outside the pod can send their spans through the Service.
+``slos.yaml``). With ``traces:`` in the configuration the OTLP/HTTP trace receiver
+listens on loopback, where the engines of the pod send their spans; only with
+``traces.auth`` (a bearer token or mutual TLS) do the container and the Service expose
+its port, named ``otlp-http`` (``traces.listen.port``, 4318 by default), and the Secret
+``otlp_secret`` (a setting) is mounted read-only at the folder of the auth files.
 Probes, on the named port ``fleetwatch``:
 
 * ``livenessProbe`` ``/healthz`` (the process answers; never depends on the engine);
@@ -39,6 +41,7 @@ from fleetwatch.manifests.common import (
     DEPLOYMENT_LABEL,
     GRACE_MARGIN_SECONDS,
     MANAGED,
+    OTLP_AUTH_VOLUME,
     OTLP_PORT_NAME,
     PORT_NAME,
     SERVICE_LABELS,
@@ -95,7 +98,7 @@ def _probe(path: str, period: int, failures: int) -> dict[str, Any]:
 
 def _ports(dep: Deployment, key: str) -> list[dict[str, Any]]:
     """The named ports (``key``: ``containerPort`` or ``port``): the sidecar's, and the
-    OTLP/HTTP trace receiver's when traces are enabled."""
+    OTLP/HTTP trace receiver's when it is exposed (``traces.auth`` set)."""
     ports = [(PORT_NAME, dep.sidecar.port)]
     if dep.sidecar.otlp_port is not None:
         ports.append((OTLP_PORT_NAME, dep.sidecar.otlp_port))
@@ -123,8 +126,7 @@ def container(dep: Deployment, settings: Settings) -> dict[str, Any]:
             "capabilities": {"drop": ["ALL"]},
             "seccompProfile": {"type": "RuntimeDefault"},
         },
-        "volumeMounts": [{"name": VOLUME, "mountPath": CONFIG_DIR, "readOnly": True}]
-        + ([{"name": STATE_VOLUME, "mountPath": STATE_DIR}] if dep.sidecar.state else []),
+        "volumeMounts": _mounts(dep),
         **({"env": [_field_env("POD_NAME", "metadata.name"),
                     _field_env("POD_NAMESPACE", "metadata.namespace")]}
            if dep.sidecar.pod_env else {}),
@@ -147,6 +149,32 @@ def _pod_extras(dep: Deployment) -> dict[str, Any]:
     return {"terminationGracePeriodSeconds": max(30, math.ceil(drain) + GRACE_MARGIN_SECONDS)}
 
 
+def _mounts(dep: Deployment) -> list[dict[str, Any]]:
+    """The ConfigMap at :data:`CONFIG_DIR`, the state volume at :data:`STATE_DIR` when the
+    sidecar keeps a ``state_dir``, and the OTLP auth Secret at the folder of the
+    ``traces.auth`` files when the receiver is exposed."""
+    mounts = [{"name": VOLUME, "mountPath": CONFIG_DIR, "readOnly": True}]
+    if dep.sidecar.state:
+        mounts.append({"name": STATE_VOLUME, "mountPath": STATE_DIR})
+    if dep.sidecar.otlp_auth_dir is not None:
+        mounts.append({"name": OTLP_AUTH_VOLUME, "mountPath": dep.sidecar.otlp_auth_dir,
+                       "readOnly": True})
+    return mounts
+
+
+def _volumes(dep: Deployment, settings: Settings) -> list[dict[str, Any]]:
+    """The volumes :func:`_mounts` mounts (the state volume an ``emptyDir``: it outlives a
+    container restart, not the pod)."""
+    volumes: list[dict[str, Any]] = [{"name": VOLUME,
+                                      "configMap": {"name": configmap_name(dep.sidecar)}}]
+    if dep.sidecar.state:
+        volumes.append({"name": STATE_VOLUME, "emptyDir": {}})
+    if dep.sidecar.otlp_auth_dir is not None:
+        volumes.append({"name": OTLP_AUTH_VOLUME,
+                        "secret": {"secretName": settings.otlp_secret}})
+    return volumes
+
+
 def deployment_patch(dep: Deployment, settings: Settings, data_hash: str) -> dict[str, Any]:
     """A strategic-merge patch adding the sidecar to ``dep``'s existing Deployment:
     ``kubectl patch deployment NAME -n NS --type strategic --patch-file FILE`` or a
@@ -162,9 +190,7 @@ def deployment_patch(dep: Deployment, settings: Settings, data_hash: str) -> dic
             "spec": {
                 **_pod_extras(dep),
                 "containers": [container(dep, settings)],
-                "volumes": [{"name": VOLUME,
-                             "configMap": {"name": configmap_name(dep.sidecar)}}]
-                + ([{"name": STATE_VOLUME, "emptyDir": {}}] if dep.sidecar.state else []),
+                "volumes": _volumes(dep, settings),
             },
         }},
     }
@@ -177,7 +203,7 @@ def service_name(dep: Deployment) -> str:
 
 def service(dep: Deployment) -> dict[str, Any]:
     """A ClusterIP Service in front of ``dep``'s sidecars (ServiceMonitor, metrics-api;
-    the OTLP trace receiver when traces are enabled)."""
+    the OTLP trace receiver when it is exposed with authentication)."""
     return {
         "apiVersion": "v1", "kind": "Service",
         "metadata": {"name": service_name(dep), "namespace": dep.namespace,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,22 +231,25 @@ def _attrs(kvs: Any) -> dict[str, AttrValue]:
     return out
 
 
-def spans_of(req: ExportTraceServiceRequest) -> list[Span]:
-    """Every span of a decoded request, in the order sent."""
-    out: list[Span] = []
+def iter_spans(req: ExportTraceServiceRequest) -> Iterator[Span]:
+    """Every span of a decoded request, in the order sent, one at a time."""
     for rs in req.resource_spans:
         service = str(_attrs(rs.resource.attributes).get("service.name", ""))
         for ss in rs.scope_spans:
             scope = ss.scope.name
             for sp in ss.spans:
-                out.append(Span(
+                yield Span(
                     trace_id=sp.trace_id.hex(), span_id=sp.span_id.hex(),
                     parent_span_id=sp.parent_span_id.hex(), name=sp.name, kind=sp.kind,
                     start_ns=sp.start_time_unix_nano, end_ns=sp.end_time_unix_nano,
                     attributes=_attrs(sp.attributes),
                     events=tuple((e.name, e.time_unix_nano) for e in sp.events),
-                    service=service, scope=scope))
-    return out
+                    service=service, scope=scope)
+
+
+def spans_of(req: ExportTraceServiceRequest) -> list[Span]:
+    """Every span of a decoded request, in the order sent."""
+    return list(iter_spans(req))
 
 
 def decode_spans(body: bytes, content_type: str = "", content_encoding: str = "",

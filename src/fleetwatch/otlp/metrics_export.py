@@ -69,7 +69,7 @@ from fleetwatch.otlp.semconv import (
 )
 from fleetwatch.traces.facts import RequestFacts
 
-log = logging.getLogger("fleetwatch.otlp_metrics")
+log = logging.getLogger(__name__)
 
 NORMALIZED_SCOPE = "fleetwatch.normalized"
 TRACES_SCOPE = "fleetwatch.traces"

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import ssl
 import time
 from collections import Counter
 from typing import Any
@@ -49,6 +50,12 @@ class ConnectionGuard:
         self.closed: Counter[str] = Counter()
         self._by_transport: dict[asyncio.BaseTransport, _Guarded] = {}
         self._last_refusal_log = 0.0
+
+    def site(self, runner: web.BaseRunner, host: str, port: int,
+             ssl_context: ssl.SSLContext | None = None) -> GuardedSite:
+        """A site listening on ``host:port`` through this guard (TLS with
+        ``ssl_context``)."""
+        return GuardedSite(runner, host, port, self, ssl_context)
 
     def wrap(self, inner: asyncio.Protocol) -> asyncio.Protocol:
         """The protocol the event loop sees for one connection."""
@@ -165,8 +172,8 @@ class GuardedSite(web.TCPSite):
     BACKLOG = 64
 
     def __init__(self, runner: web.BaseRunner, host: str, port: int,
-                 guard: ConnectionGuard) -> None:
-        super().__init__(runner, host, port)
+                 guard: ConnectionGuard, ssl_context: ssl.SSLContext | None = None) -> None:
+        super().__init__(runner, host, port, ssl_context=ssl_context)
         self.guard = guard
 
     async def start(self) -> None:
@@ -177,7 +184,7 @@ class GuardedSite(web.TCPSite):
         guard = self.guard
         self._server = await loop.create_server(
             lambda: guard.wrap(server()), self._host, self._port,
-            reuse_address=self._reuse_address, backlog=self.BACKLOG)
+            ssl=self._ssl_context, reuse_address=self._reuse_address, backlog=self.BACKLOG)
 
 
 def install_exception_handler(loop: asyncio.AbstractEventLoop) -> None:

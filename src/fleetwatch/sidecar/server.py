@@ -187,7 +187,8 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
         # the OTLP receiver (trace events reach the engine through its worker), export
         receiver, extra, otlp_tasks = start_otlp(cfg.traces, cfg.metrics_export,
                                                  lambda: _export_part(scraper, gpu), worker,
-                                                 extra, stop)
+                                                 extra, stop, ConnectionGuard,
+                                                 cfg.scrape.max_label_value_length)
         app = make_app(scraper, routes, extra, guard,
                        receiver.normalized if receiver is not None else None, drain)
         runner = web.AppRunner(app, access_log=None, lingering_time=2.0)
@@ -239,12 +240,15 @@ FD_RESERVE = 64 + 3 * GuardedSite.BACKLOG
 def _fd_reserve(cfg: SidecarConfig) -> int:
     """:data:`FD_RESERVE`, plus the descriptors open now (libraries, the log, thread
     wake-up pipes), the readiness probes (``scrape.probe_concurrency``) and two per
-    target (its scrape and its API: Triton's config and statistics, vLLM's version)."""
+    target (its scrape and its API: Triton's config and statistics, vLLM's version), and
+    the OTLP receiver's connection cap (``traces.max_connections``)."""
     try:
         open_now = len(os.listdir("/proc/self/fd"))
     except OSError:  # not Linux
         open_now = 32
-    return FD_RESERVE + open_now + cfg.scrape.probe_concurrency + 2 * len(cfg.targets)
+    otlp = cfg.traces.max_connections if cfg.traces is not None else 0  # its own cap
+    return (FD_RESERVE + open_now + cfg.scrape.probe_concurrency + 2 * len(cfg.targets)
+            + otlp)
 
 
 def _connection_cap(wanted: int, reserve: int = FD_RESERVE) -> int:

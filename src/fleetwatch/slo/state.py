@@ -34,7 +34,8 @@ class ModelKey(NamedTuple):
 
 class TraceEvent(NamedTuple):
     """One finished request's event for a traces SLO: ``slo`` (its name), ``model``,
-    ``time`` (Unix seconds the request ended), ``concurrency`` (requests in the system
+    ``time`` (Unix seconds of the sidecar's clock when the request was judged — never a
+    span's time), ``concurrency`` (requests in the system
     over its lifetime), ``good`` and ``total`` (events: the SLO's sampling weight, good 0
     when the request missed an objective). Made by :func:`fleetwatch.traces.judge.judge`,
     booked by :meth:`fleetwatch.slo.engine.SLOEngine.add_events`."""

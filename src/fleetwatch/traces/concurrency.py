@@ -20,8 +20,11 @@ Requests *j* are known only once their spans arrive, so a request is **settled**
 ``L_i`` computed — ``settle_s`` seconds after it reached the estimator (default 5 s):
 requests overlapping it that finish later than that are missed (undercount only for
 requests overlapping a longer one). Memory: the occupancies of the last ``horizon_s``
-seconds (engine clock, default 600 s; a request longer than that sees less) and at most
-``max_intervals`` per model (default 50 000; the oldest go first).
+seconds (engine clock, default 600 s; a request longer than that sees less), at most
+``max_intervals`` per model (default 50 000; the oldest go first) and at most
+``max_total_intervals`` over all models (default 200 000: each of *n* models keeps at
+most that ÷ *n*), and at most ``max_waiting`` requests waiting to settle (default
+100 000: beyond it the oldest settle at once).
 """
 
 from __future__ import annotations
@@ -41,21 +44,28 @@ class LoadEstimator:
     """Estimates :attr:`RequestFacts.concurrency` (see module docstring)."""
 
     def __init__(self, settle_s: float = 5.0, horizon_s: float = 600.0,
-                 max_intervals: int = 50_000) -> None:
+                 max_intervals: int = 50_000, max_total_intervals: int = 200_000,
+                 max_waiting: int = 100_000) -> None:
         self.settle_s = settle_s
         self.horizon_s = horizon_s
         self.max_intervals = max_intervals
+        self.max_total_intervals = max_total_intervals
+        self.max_waiting = max_waiting
         # per model: occupancies sorted by end (ends, and (end, start) pairs)
         self._ends: dict[ModelKey, list[float]] = {}
         self._occ: dict[ModelKey, list[tuple[float, float]]] = {}
         self._waiting: deque[tuple[float, RequestFacts]] = deque()
         self._seen: dict[ModelKey, float] = {}  # per model: when its last request came
+        self._total = 0  # occupancies kept, over all models
 
     def add(self, facts: list[RequestFacts], now: float) -> list[RequestFacts]:
         """Record finished requests (``now``: the caller's Unix seconds); return the
         requests settled by ``now``, their ``concurrency`` set."""
+        touched: set[ModelKey] = set()
         for f in facts:
             k = _key(f)
+            touched.add(k)
+            self._total += 1
             ends = self._ends.setdefault(k, [])
             occ = self._occ.setdefault(k, [])
             self._seen[k] = now
@@ -65,9 +75,10 @@ class LoadEstimator:
             occ.insert(i, (b, a))
             self._waiting.append((now, f))
         out: list[RequestFacts] = []
-        while self._waiting and now - self._waiting[0][0] >= self.settle_s:
+        while self._waiting and (now - self._waiting[0][0] >= self.settle_s
+                                 or len(self._waiting) > self.max_waiting):
             out.append(self._settle(self._waiting.popleft()[1]))
-        self._prune()
+        self._prune(touched)
         return out
 
     def flush(self) -> list[RequestFacts]:
@@ -91,22 +102,35 @@ class LoadEstimator:
                                       if a <= s))
         return f
 
-    def _prune(self) -> None:
-        for k, ends in self._ends.items():
+    def _prune(self, touched: set[ModelKey]) -> None:
+        """Cut the models just added to (all of them once the total is over its bound)
+        to the horizon and the per-model bound."""
+        per_model = min(self.max_intervals,
+                        max(1, self.max_total_intervals // max(1, len(self._ends))))
+        keys = list(self._ends) if self._total > self.max_total_intervals else touched
+        for k in keys:
+            ends = self._ends[k]
             if not ends:
                 continue
             cut = bisect.bisect_left(ends, ends[-1] - self.horizon_s)
-            cut = max(cut, len(ends) - self.max_intervals)
+            cut = max(cut, len(ends) - per_model)
             if cut > 0:
                 del ends[:cut]
                 del self._occ[k][:cut]
+                self._total -= cut
 
     def forget(self, horizon: float) -> None:
         """Drop the models whose last request came before ``horizon`` (the caller's Unix
         seconds, as ``add``'s ``now``) and that have no request waiting to settle."""
         waiting = {_key(f) for _, f in self._waiting}
         for k in [k for k, t in self._seen.items() if t < horizon and k not in waiting]:
+            self._total -= len(self._ends[k])
             del self._ends[k], self._occ[k], self._seen[k]
+
+    @property
+    def intervals(self) -> int:
+        """Occupancies kept, over all models (≤ ``max_total_intervals`` after an add)."""
+        return self._total
 
     @property
     def models(self) -> int:

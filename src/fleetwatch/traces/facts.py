@@ -32,6 +32,7 @@ queue → end (what ``vllm:num_requests_running`` counts).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -46,6 +47,10 @@ SEND_STARTS = ("GRPC_SEND_START", "HTTP_SEND_START")
 #: vLLM's per-request span name.
 VLLM_SPAN = "llm_request"
 TRITON_ROOT = "InferRequest"
+#: Attributes that name a request's model (Triton's model span; vLLM's, when present).
+MODEL_ATTRIBUTES = ("triton.model_name", "gen_ai.response.model", "gen_ai.request.model")
+#: The attributes of a Triton span that its facts read (what the join buffer keeps).
+TRITON_ATTRIBUTES = ("triton.model_name", "triton.model_version", "triton.request_id")
 
 
 @dataclass
@@ -143,7 +148,7 @@ def triton_facts(spans: list[Span]) -> RequestFacts | None:
 
 def _num(attrs: dict[str, AttrValue], key: str) -> float | None:
     v = attrs.get(key)
-    if isinstance(v, bool) or not isinstance(v, int | float) or v != v or v < 0:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
         return None
     return float(v)
 

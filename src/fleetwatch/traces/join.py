@@ -16,7 +16,11 @@ Bounds (counted in :class:`JoinStats`):
   is emitted as it is when it has a model span with REQUEST_START/REQUEST_END
   (``partial``; queue or first-response time may be missing) and dropped otherwise
   (``expired``);
-* at most ``max_spans_per_trace`` spans per trace (default 64; ``span_overflow``);
+* at most ``max_spans_per_trace`` spans per trace (default 64; ``span_overflow``) and
+  ``max_spans`` spans in all pending traces (default 40 000: the oldest pending traces
+  are evicted for a new span, ``evicted``); a pending span keeps only the attributes its
+  facts read (:data:`~fleetwatch.traces.facts.TRITON_ATTRIBUTES`), so its size is
+  bounded by the receiver's attribute bound;
 * a span of a trace already emitted (remembered for the last ``max_traces`` traces) is
   ``late`` and not joined again.
 """
@@ -27,6 +31,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from fleetwatch.traces.facts import (
+    TRITON_ATTRIBUTES,
     TRITON_ROOT,
     RequestFacts,
     is_triton_model_span,
@@ -84,12 +89,14 @@ class TraceJoiner:
 
     def __init__(self, vllm_model: str = "vllm", vllm_model_version: str = "", *,
                  max_traces: int = 10_000, timeout_s: float = 10.0,
-                 max_spans_per_trace: int = 64) -> None:
+                 max_spans_per_trace: int = 64, max_spans: int = 40_000) -> None:
         self.vllm_model = vllm_model
         self.vllm_model_version = vllm_model_version
         self.max_traces = max_traces
         self.timeout_s = timeout_s
         self.max_spans_per_trace = max_spans_per_trace
+        self.max_spans = max_spans
+        self._held = 0  # spans in pending traces
         self.stats = JoinStats()
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
         self._done: OrderedDict[str, None] = OrderedDict()
@@ -123,15 +130,18 @@ class TraceJoiner:
                 st.late += 1
                 continue
             p = self._pending.get(tid)
-            if p is None:
-                if len(self._pending) >= self.max_traces:
-                    self._pending.popitem(last=False)
-                    st.evicted += 1
-                p = self._pending[tid] = _Pending(now)
-            if len(p.spans) >= self.max_spans_per_trace:
+            if p is not None and len(p.spans) >= self.max_spans_per_trace:
                 st.span_overflow += 1
                 continue
-            p.spans.append(span)
+            self._make_room(tid)
+            p = self._pending.get(tid)
+            if p is None:
+                p = self._pending[tid] = _Pending(now)
+            p.spans.append(Span(span.trace_id, span.span_id, span.parent_span_id, span.name,
+                                span.kind, span.start_ns, span.end_ns, {
+                                    k: span.attributes[k] for k in TRITON_ATTRIBUTES
+                                    if k in span.attributes}, span.events))
+            self._held += 1
             touched.append(tid)
         for tid in dict.fromkeys(touched):
             p = self._pending.get(tid)
@@ -140,8 +150,21 @@ class TraceJoiner:
         out.extend(self.expire(now))
         return out
 
+    def _make_room(self, tid: str) -> None:
+        """Evict the oldest pending traces (other than ``tid``) until one more span, and
+        one more trace if ``tid`` is new, fit the bounds."""
+        new = tid not in self._pending
+        while self._pending and (self._held >= self.max_spans
+                                 or (new and len(self._pending) >= self.max_traces)):
+            oldest = next(iter(self._pending))
+            if oldest == tid:  # the only pending trace is this one: it may not grow
+                break
+            self._held -= len(self._pending.pop(oldest).spans)
+            self.stats.evicted += 1
+
     def _emit(self, tid: str, out: list[RequestFacts], partial: bool = False) -> None:
         p = self._pending.pop(tid)
+        self._held -= len(p.spans)
         self._done[tid] = None
         if len(self._done) > self.max_traces:
             self._done.popitem(last=False)

@@ -42,9 +42,12 @@ def is_good(f: RequestFacts, slo: SLOSpec) -> bool | None:
     return True
 
 
-def judge(facts: Iterable[RequestFacts], slos: SLOFile, selects: Selects) -> list[TraceEvent]:
+def judge(facts: Iterable[RequestFacts], slos: SLOFile, selects: Selects,
+          now: float) -> list[TraceEvent]:
     """The events of finished requests (their ``concurrency`` estimated; 0 when not) for
-    every traces SLO selecting their model (``selects(slo, model key)``)."""
+    every traces SLO selecting their model (``selects(slo, model key)``), each at ``now``
+    (Unix seconds of the caller's clock: when the request was judged). An event never
+    takes its time from the spans: a span dated ahead would move every SLO's windows."""
     traced = [s for s in slos.slos if s.sli.source == "traces"]
     out: list[TraceEvent] = []
     for f in facts:
@@ -56,6 +59,6 @@ def judge(facts: Iterable[RequestFacts], slos: SLOFile, selects: Selects) -> lis
             if good is None:
                 continue
             n = float(slo.sli.sampling)
-            out.append(TraceEvent(slo.name, mk, f.end_unix_s, f.concurrency or 0.0,
+            out.append(TraceEvent(slo.name, mk, now, f.concurrency or 0.0,
                                   n if good else 0.0, n))
     return out
