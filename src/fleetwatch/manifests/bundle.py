@@ -50,8 +50,8 @@ from fleetwatch.dashboards import generate as generate_dashboards
 from fleetwatch.labels.registry import ModelEntry, Registry
 from fleetwatch.manifests import keda, monitors, sidecar
 from fleetwatch.manifests.common import (
-    STATE_DIR,
     CONFIG_DIR,
+    STATE_DIR,
     Deployment,
     ManifestError,
     Settings,
