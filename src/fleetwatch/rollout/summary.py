@@ -40,6 +40,10 @@ from fleetwatch.slo.state import ALL, SLOModelState, band_sort
 
 #: z of a two-sided 95 % interval.
 Z95 = 1.959964
+#: The largest value a summary takes from outside (a Prometheus answer, a baseline file):
+#: 2^53, the last integer a float64 counts exactly — a count beyond it no longer counts
+#: events one by one, and is a broken exporter or store, not a fleet's traffic.
+MAX_VALUE = 2.0**53
 
 
 @dataclass(frozen=True)
@@ -187,6 +191,7 @@ def from_samples(answers: Mapping[str, Sequence[Sample]]) -> list[SLOSummary]:
 
 __all__ = [
     "ALL",
+    "MAX_VALUE",
     "QUERIES",
     "RANGE_QUERIES",
     "Z95",
