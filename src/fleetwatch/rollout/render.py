@@ -7,13 +7,25 @@ import json
 
 from fleetwatch.rollout.compare import BandComparison, Comparison, SLOComparison
 from fleetwatch.rollout.summary import BandSLI
+from fleetwatch.slo.judge.states import band_list
 from fleetwatch.slo.outputs.report import printable
+
+
+def count(v: float) -> str:
+    """An event count for a person: whole digits when it is a whole number to within
+    float rounding (``1234567``, where ``:g`` writes ``1.23457e+06``; an ``increase()``
+    over a range reads ``299.99999999999994`` for 300), else one decimal
+    (``increase()``'s extrapolation: ``12.5``)."""
+    r = round(v)
+    if abs(v - r) <= 1e-9 * max(1.0, abs(v)):
+        return str(r)
+    return f"{v:.1f}"
 
 
 def _ratio(side: BandSLI | None, interval: tuple[float, float] | None) -> str:
     if side is None:
         return "-"
-    text = f"{side.good:g}/{side.total:g}"
+    text = f"{count(side.good)}/{count(side.total)}"
     if side.total > 0:
         text += f" {100 * side.good / side.total:.1f}%"
     if interval is not None:
@@ -44,7 +56,7 @@ HEADER = ["band", "baseline good/events", "candidate good/events", "diff", "p",
 
 
 def _slo_lines(s: SLOComparison) -> list[str]:
-    drive = f" (bands {', '.join(s.driving_bands)})" if s.driving_bands else ""
+    drive = f" ({band_list(s.driving_bands)})" if s.driving_bands else ""
     lines = [f"SLO {printable(s.slo)}: {s.verdict}{drive}; per band p < {s.threshold:.2g} "
              f"and |diff| ≥ {100 * s.margin:.2g}pp"]
     rows = [HEADER, *(_row(b) for b in s.bands)]

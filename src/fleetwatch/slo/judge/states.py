@@ -91,6 +91,11 @@ def shared_device(devices: Sequence[str]) -> str:
     return f"the shared {kind}{'s' if len(devices) > 1 else ''} {', '.join(devices)}"
 
 
+def band_list(bands: Sequence[str]) -> str:
+    """``band 16`` for one band, ``bands 2, 4`` for several (``bands`` for none)."""
+    return ("band " if len(bands) == 1 else "bands ") + ", ".join(bands)
+
+
 def explain(st: SLOModelState) -> str:
     """A sentence saying why the state is what it is."""
     env = format(st.slo.concurrency.envelope, "g")
@@ -99,7 +104,7 @@ def explain(st: SLOModelState) -> str:
     if st.state == "no_data":
         return "no events yet"
     if st.state == "regression":
-        return (f"budget burning in bands {', '.join(st.burning_bands)} — inside the "
+        return (f"budget burning in {band_list(st.burning_bands)} — inside the "
                 f"envelope (≤ {env} concurrent requests per replica): page the owner")
     att = st.attribution
     if st.state == "interference" and att is not None:
@@ -107,15 +112,15 @@ def explain(st: SLOModelState) -> str:
             f"{n.model} (concurrency {n.before:.3g} before, {n.during:.3g} during"
             + (f", r = {n.correlation:.2f}" if n.correlation is not None else "") + ")"
             for n in att.neighbours)
-        return (f"budget burning in bands {', '.join(st.burning_bands)} inside the envelope "
+        return (f"budget burning in {band_list(st.burning_bands)} inside the envelope "
                 f"(≤ {env}) while co-located {who} got busier on {shared_device(att.devices)}: "
                 f"interference, a ticket to the platform team, not a page")
     if st.state == "gpu_degraded" and att is not None:
         gpus = "; ".join(f"{u} ({', '.join(c)})" for u, c in att.gpus.items())
-        return (f"budget burning in bands {', '.join(st.burning_bands)} inside the envelope "
+        return (f"budget burning in {band_list(st.burning_bands)} inside the envelope "
                 f"(≤ {env}) on a degraded GPU {gpus}: the GPU, not the model — a ticket "
                 f"to the platform team")
     if st.state == "overload":
-        return (f"budget burning only in bands {', '.join(st.burning_bands)}, above the "
+        return (f"budget burning only in {band_list(st.burning_bands)}, above the "
                 f"envelope (≤ {env}): scale out, do not page")
     return "no window pair burns faster than its threshold"
