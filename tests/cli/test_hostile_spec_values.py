@@ -133,6 +133,10 @@ def test_a_huge_gpu_memory_is_refused_by_quota_check_validate_and_quota_usage(tm
            "gpu_memory_bytes", str(2**60))
     _error(cli("quota", "usage", "--config", str(tmp_path / "sidecar.yaml")),
            "registry.yaml", "gpu_memory_bytes")
+    # serve refuses to start (it logged an OverflowError every scrape): a sidecar that
+    # starts would run until the subprocess timeout, which fails the test too
+    _error(cli("serve", "--config", str(tmp_path / "sidecar.yaml"), timeout=30),
+           "registry.yaml", "gpu_memory_bytes")
 
 
 @pytest.mark.parametrize("section,key", [
