@@ -39,3 +39,21 @@ def test_the_text_writes_large_and_extrapolated_counts_for_a_person():
     doc = json.loads(to_json(c))
     bands = {b["band"]: b for b in doc["slos"][0]["bands"]}
     assert bands["2"]["baseline"]["good"] == 299.99999999999994
+
+
+def test_percentages_have_the_decimals_the_margin_needs():
+    """A 99.9 % objective's margin is 0.05 percentage points: with one decimal 9995/10000
+    read ``100.0%`` beside 10000/10000 and a difference of ``-0.1pp``; now 99.95% and
+    -0.05pp. A 90 % objective keeps one decimal."""
+    def one(objective: float, good: float) -> str:
+        base = SLOSummary("s", "m", "1", "triton", "latency", objective,
+                          {"1": BandSLI("1", 10000, 10000)})
+        cand = SLOSummary("s", "m", "2", "triton", "latency", objective,
+                          {"1": BandSLI("1", good, 10000)})
+        return render(compare("m", "1", "2", [base], [cand]))
+
+    text = one(0.999, 9995)
+    assert "9995/10000 99.95%" in text and "-0.05pp" in text, text
+    assert "|diff| ≥ 0.05pp" in text
+    text = one(0.9, 9500)
+    assert "9500/10000 95.0%" in text and "-5.0pp" in text, text
