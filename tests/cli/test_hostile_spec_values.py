@@ -177,3 +177,13 @@ def test_slo_objective_with_an_exponent_is_a_number(tmp_path):
     (tmp_path / "slos.yaml").write_text(slos.replace("{target: 0.999}", "{target: 999e-3}"))
     res = cli("slo", "validate", str(tmp_path / "slos.yaml"))
     assert res.returncode == 0, res.stderr
+
+
+def test_slo_validate_counts_one_slo_in_the_singular(tmp_path):
+    """``ok (1 SLOs)`` read as a typo."""
+    data = yaml.safe_load((EXAMPLES / "slos.yaml").read_text())
+    data["slos"] = data["slos"][:1]
+    (tmp_path / "slos.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    res = cli("slo", "validate", str(tmp_path / "slos.yaml"))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.rstrip().endswith("slos.yaml: ok (1 SLO)"), res.stdout

@@ -80,4 +80,5 @@ def test_sane_counts_from_the_same_exporter_compare_and_record(tmp_path):
         assert "worse" in res.stdout and "inf" not in res.stdout.lower()
         res = _record(prom.url, str(tmp_path / "b.yaml"))
         assert res.returncode == 0, res.stderr
+        assert "(triton), 1 SLO, 1 band" in res.stderr, res.stderr  # singular for one
         assert "total: 1000" in (tmp_path / "b.yaml").read_text()
