@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from fleetwatch.commands.prometheus import Expected
+from fleetwatch.commands.prometheus import Expected, PrometheusError
 from fleetwatch.commands.slo_replay import ReplayInputError, replay
 from fleetwatch.labels.registry import Registry
 from fleetwatch.promql import string
@@ -34,13 +34,14 @@ from fleetwatch.rollout.summary import (
     MAX_VALUE,
     QUERIES,
     RANGE_QUERIES,
+    InconsistentCounts,
     SLOSummary,
     from_engine,
     from_samples,
     versions_in_engine,
 )
 from fleetwatch.slo.engine import SLOEngine
-from fleetwatch.slo.outputs.report import printable
+from fleetwatch.slo.outputs.report import detail, printable
 from fleetwatch.slo.spec import SLOFile
 
 #: Bad input (unknown model or version, unusable captures): exit 2, one error line.
@@ -104,13 +105,21 @@ def prometheus_summaries(base: str, model: str, rng: str | None, timeout: float,
                          ) -> list[SLOSummary]:
     """Every version's summaries of ``model`` from Prometheus (counts since the sidecars
     started, or increases over ``rng``); ``query`` raises ``PrometheusError`` for an
-    answer whose values are not what :data:`EXPECTED` says."""
-    answers = {}
+    answer whose values are not what :data:`EXPECTED` says, and so does a band with more
+    good events than events."""
+    answers, texts = {}, {}
     for fld, q in QUERIES.items():
         text = (RANGE_QUERIES[fld].format(model=string(model), range=rng)
                 if rng and fld in RANGE_QUERIES else q.format(model=string(model)))
+        texts[fld] = text
         answers[fld] = query(base, text, timeout, EXPECTED[fld])
-    return from_samples(answers)
+    try:
+        return from_samples(answers)
+    except InconsistentCounts as exc:
+        raise PrometheusError(
+            f"Prometheus at {base} answered {detail(texts['good'])!r} and "
+            f"{detail(texts['total'])!r} with {printable(str(exc))}: more good events "
+            "than events") from None
 
 
 def pick(summaries: Sequence[SLOSummary], model: str, version: str, where: str,
