@@ -99,7 +99,7 @@ def slo_validate(file: str) -> None:
         bands = ", ".join(format(b, "g") for b in s.concurrency.bands)
         click.echo(f"{s.name}: {s.sli.kind}, objective {s.objective:g}, envelope "
                    f"{s.concurrency.envelope:g}, bands [{bands}]; burn thresholds {factors}")
-    click.echo(f"{file}: ok ({len(f.slos)} SLOs)")
+    click.echo(f"{file}: ok ({len(f.slos)} SLO{'s' if len(f.slos) != 1 else ''})")
 
 
 @slo.command("report")

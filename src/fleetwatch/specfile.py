@@ -10,10 +10,24 @@ nodes ("billion laughs"), which any walk of the document — validation included
 visits. Before constructing anything, the document's size *with aliases expanded* is
 counted in linear time (each node once, memoized); past :data:`MAX_NODES` the file is
 refused: ``FILE: too many YAML nodes once aliases are expanded (more than 1000000): an
-alias bomb?``."""
+alias bomb?``.
+
+Two departures from PyYAML's YAML 1.1 reading, both toward YAML 1.2 (the YAML
+specification, "Mapping" and "Core Schema"):
+
+* **A key appears once in a mapping.** PyYAML keeps the last of repeated keys, so a team
+  listed twice in a quota file or a repeated ``listen.port`` would silently replace the
+  first; here it is an error naming the line and the key: ``FILE: not valid YAML: line L,
+  column C: duplicate key 'port' (first at line K)``. Keys merged in with ``<<: *anchor``
+  may be overridden, as YAML's merge key allows.
+* **Numbers with an exponent are numbers**: ``1e308``, ``1.5e9`` and ``2E-3`` (YAML 1.2
+  core schema floats) read as floats, where YAML 1.1 — and PyYAML — wants a dot and a
+  signed exponent (``1.0e+308``) and reads the rest as text. ``1e400`` reads as infinity,
+  which every numeric field refuses with its bound."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,9 +38,59 @@ from pydantic import BaseModel, ValidationError
 M = TypeVar("M", bound=BaseModel)
 
 
-#: PyYAML's safe loader, libyaml's when PyYAML was built with it (several times faster on
-#: a configuration of thousands of targets).
-SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+#: YAML 1.2 core schema floats with an exponent (YAML 1.1 wants a dot and a signed one).
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$")
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _unique_keys(loader: yaml.constructor.BaseConstructor, node: yaml.MappingNode) -> None:
+    """Raise ``ConstructorError`` at the second occurrence of a key of ``node`` (merge keys
+    ``<<`` and what they bring in are not counted: overriding them is what they are for)."""
+    first: dict[object, yaml.Node] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == _MERGE_TAG:
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            seen = first.setdefault(key, key_node)
+        except TypeError:  # an unhashable key: PyYAML's own error follows
+            continue
+        if seen is not key_node:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (first at line {seen.start_mark.line + 1})",
+                key_node.start_mark)
+
+
+def _construct_mapping(self: yaml.constructor.SafeConstructor, node: yaml.MappingNode,
+                       deep: bool = False) -> dict[object, object]:
+    """PyYAML's ``construct_mapping``, after :func:`_unique_keys`."""
+    if isinstance(node, yaml.MappingNode):
+        _unique_keys(self, node)
+    return yaml.constructor.SafeConstructor.construct_mapping(self, node, deep=deep)
+
+
+class _PySafeLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with unique keys and YAML 1.2 exponent floats."""
+
+    construct_mapping = _construct_mapping
+
+
+_PySafeLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT,
+                                    list("-+.0123456789"))
+_LOADERS: list[type[yaml.SafeLoader]] = [_PySafeLoader]
+if hasattr(yaml, "CSafeLoader"):
+    class _CSafeLoader(yaml.CSafeLoader):
+        """libyaml's parser with :class:`_PySafeLoader`'s construction and resolution."""
+
+        construct_mapping = _construct_mapping
+        yaml_implicit_resolvers = _PySafeLoader.yaml_implicit_resolvers
+
+    _LOADERS.insert(0, _CSafeLoader)  # type: ignore[arg-type]
+
+#: The loader: PyYAML's safe one, on libyaml's parser when PyYAML was built with it
+#: (several times faster on a configuration of thousands of targets), with unique keys
+#: and YAML 1.2 exponent floats (module doc).
+SafeLoader: type[yaml.SafeLoader] = _LOADERS[0]
 
 #: Nodes a document may hold once its aliases are expanded (a 16,000-target sidecar
 #: configuration holds about 150,000).
@@ -71,9 +135,9 @@ def load_yaml(text: str, limit: int = MAX_NODES) -> object:
     except _AliasBomb:
         raise
     except yaml.YAMLError:
-        if SafeLoader is yaml.SafeLoader:
+        if SafeLoader is _PySafeLoader:
             raise
-        return _load(yaml.SafeLoader, text, limit)
+        return _load(_PySafeLoader, text, limit)
 
 
 class _AliasBomb(yaml.YAMLError):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -403,3 +404,40 @@ def test_scan_is_bounded() -> None:
     body = "".join(line.format(i=i) for i in range(30_000))
     facts = scan_exposition(body, max_lines=10_000)
     assert len(facts.triton_gpus) == 10_000
+
+
+@pytest.mark.parametrize(("capture", "old", "new"), [
+    (VLLM, 'gpu_memory_utilization="0.92"', 'gpu_memory_utilization="1e308"'),
+    (L4, "} 22563\n", "} 1e308\n"),  # DCGM_FI_DEV_FB_FREE of the L4, MiB
+], ids=["vllm-utilization", "dcgm-fb-free"])
+def test_absurd_memory_from_a_server_gives_no_figure_not_an_overflow(tmp_path, capture, old,
+                                                                     new) -> None:
+    """A copy of a real capture with one memory figure changed to 1e308 (finite, so the
+    normalizer keeps it): times the GPU's memory, or summed with the other FB figures, it
+    is infinite. ``quota usage`` ended in an ``OverflowError``; now the figure is left out
+    (the next source of the footprint counts) and the command reports as usual."""
+    text = Path(capture).read_text()
+    assert old in text
+    bad = tmp_path / Path(capture).name
+    bad.write_text(text.replace(old, new, 1))
+    captures = [str(bad) if c == str(capture) else c for c in CAPTURES]
+    r = CliRunner().invoke(main, ["quota", "usage", "--config", str(DATA / "sidecar.yaml"),
+                                  *[x for c in captures for x in ("--captures", c)]])
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    assert r.exit_code == 1, r.output  # teams over quota, as with the real captures
+    assert "e+308" not in r.output and not re.search(r"\binf\b", r.output.lower())
+    line = next(x for x in r.output.splitlines() if x.startswith("footprint tiny-llm"))
+    assert "kv_cache_memory_bytes" in line, line  # the next source of the footprint
+
+
+def test_a_triton_stats_document_with_an_absurd_byte_size_is_skipped() -> None:
+    """``memory_usage`` reads a server's JSON: a ``byte_size`` beyond 2^60 (10^400 is valid
+    JSON) is skipped like a malformed entry, and a sum stops at the bound."""
+    from fleetwatch.labels.placement import MAX_MEMORY_BYTES
+
+    def stats(*sizes: int) -> dict:
+        return {"model_stats": [{"version": "1", "memory_usage": [
+            {"type": "GPU", "id": 0, "byte_size": s} for s in sizes]}]}
+
+    assert memory_usage(stats(10**400, 1024)) == {("1", 0): 1024}
+    assert memory_usage(stats(MAX_MEMORY_BYTES, MAX_MEMORY_BYTES)) == {("1", 0): MAX_MEMORY_BYTES}

@@ -133,3 +133,18 @@ def test_report_table_is_whole_when_wide() -> None:
     text = _table_text(220)
     assert "not shown" not in text and "…" not in text
     assert "llama-3.1-70b-instruct-awq-1" in text and "10.0.3.17:9810" in text
+
+
+def test_report_table_writes_large_numbers_in_digits() -> None:
+    """A burn rate of 1440 (a 14.4x threshold's hundredfold) read ``1.44e+03`` in the
+    table and on the page; a number above 10^6 keeps its exponent; ``--json`` keeps every
+    digit (the table only formats)."""
+    row = {**_report()[0], "capacity": 1234.5, "budget_remaining": -29.17,
+           "burn_rates": {"1h": {"all": 1440.0, "8": 2.5e7}}}
+    console = Console(width=250, file=io.StringIO(), record=True)
+    render_table([row], console)
+    text = console.export_text()
+    assert "1440" in text and "1234" in text and "-2917.0%" in text, text
+    assert "e+03" not in text, text
+    assert number(1440.0) == "1440" and number(999.7) == "1000" and number(99.97) == "100"
+    assert number(2.5e7) == "2.5e+07" and number(0.5) == "0.5" and number(None) == "-"

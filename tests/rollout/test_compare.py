@@ -105,6 +105,19 @@ def test_baseline_round_trip_and_strict_errors(tmp_path):
         assert str(path) in str(exc.value)
 
 
+@pytest.mark.parametrize("value", ["1e308", ".inf", "1.0e+300", "1.0e+16"])
+def test_a_baseline_with_an_absurd_count_is_refused(tmp_path, value):
+    """A count beyond 2^53 or not finite in a baseline file would compare as ``inf%``:
+    refused, naming the file and the field."""
+    s = summary("1", {"1": (90, 100)})
+    path = tmp_path / "b.yaml"
+    path.write_text(bl.dump(bl.build([s], "2026-12-01T12:00:00Z", "test")).replace(
+        "total: 100.0", f"total: {value}", 1))
+    with pytest.raises(bl.BaselineError, match=r"slos\[0\]\.bands\[0\]\.total") as exc:
+        bl.load(path)
+    assert str(path) in str(exc.value)
+
+
 REG = {"name": "m", "team": "t", "owner": "o", "oncall": "c"}
 
 
@@ -121,6 +134,12 @@ REG = {"name": "m", "team": "t", "owner": "o", "oncall": "c"}
     ({"protocol": "openai", "count": 3, "llm": {"lengths": [4], "weights": [1, 2]}},
      "2 weights for 1 lengths"),
     ({"protocol": "openai", "count": 3, "gate": "maybe", "llm": {"lengths": [4]}}, "gate"),
+    ({"protocol": "openai", "count": 3, "llm": {"lengths": [4], "weights": [float("inf")]}},
+     "finite"),
+    ({"protocol": "grpc", "count": 3, "inputs": [{"name": "X", "datatype": "FP32",
+                                                  "shape": [10**400]}]}, "at most"),
+    ({"protocol": "grpc", "count": 3, "batch_sizes": [10**400],
+      "inputs": [{"name": "X", "datatype": "FP32", "shape": [4]}]}, "batch_sizes"),
 ])
 def test_warmup_spec_errors_name_the_entry_and_field(warmup, msg):
     with pytest.raises(RegistryError, match=msg) as exc:

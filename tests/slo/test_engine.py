@@ -186,6 +186,9 @@ def test_overload_when_only_bands_above_the_envelope_burn():
     st = f.state()
     assert st["state"] == "overload", st["explanation"]
     assert "scale out" in st["explanation"]
+    # one band burning is "band 8", not "bands 8"
+    assert st["explanation"].startswith("budget burning only in band 8, above"), \
+        st["explanation"]
 
 
 def test_regression_when_a_band_inside_the_envelope_burns():

@@ -132,6 +132,25 @@ def test_neighbour_load_rising_with_the_burn_is_interference():
     assert during == [b["concurrency_during"]]
 
 
+@pytest.mark.parametrize(("device", "named"), [
+    (UUID, f"got busier on the shared GPU {UUID}:"),
+    ("host-cpu", "got busier on the shared device host-cpu:"),
+])
+def test_the_interference_explanation_names_the_shared_device(device, named):
+    """A GPU UUID is called a GPU; any other placement id (the demo's ``host-cpu``, where
+    every model shares the CPU) a device, never "the shared GPU"."""
+    f = Feed(placement=Placement([GPUPlacement(gpu_uuid=device, models=[
+        PlacedModel(model="a"), PlacedModel(model="b")])]))
+    _baseline(f)
+    for _ in range(8):
+        f.step(a_bad=5, b_busy=True)
+    st = f.status()
+    assert st["state"] == "interference", f.states
+    assert named in st["explanation"], st["explanation"]
+    if device == "host-cpu":
+        assert "GPU" not in st["explanation"]
+
+
 @pytest.mark.parametrize("b_busy", [False, True])
 def test_capacity_is_learned_from_a_regression_not_from_interference(b_busy):
     """At concurrency 2 (band 2, not the lowest) a burn lowers capacity at SLO below the

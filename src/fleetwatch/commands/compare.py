@@ -17,27 +17,31 @@ model version (:mod:`fleetwatch.rollout.compare` compares them).
   procedure.
 
 A model or version the source does not have raises :class:`CompareInputError` naming the
-versions it has (the command: exit 2); a Prometheus that cannot answer raises
-``PrometheusError`` (exit 1).
+versions it has (the command: exit 2); a Prometheus that cannot answer, or answers a
+count that is negative, not finite or above 2^53 (:data:`EXPECTED`), raises
+``PrometheusError`` naming the query and the series (exit 1).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from fleetwatch.commands.prometheus import Expected, PrometheusError
 from fleetwatch.commands.slo_replay import ReplayInputError, replay
 from fleetwatch.labels.registry import Registry
 from fleetwatch.promql import string
 from fleetwatch.rollout.summary import (
+    MAX_VALUE,
     QUERIES,
     RANGE_QUERIES,
+    InconsistentCounts,
     SLOSummary,
     from_engine,
     from_samples,
     versions_in_engine,
 )
 from fleetwatch.slo.engine import SLOEngine
-from fleetwatch.slo.outputs.report import printable
+from fleetwatch.slo.outputs.report import detail, printable
 from fleetwatch.slo.spec import SLOFile
 
 #: Bad input (unknown model or version, unusable captures): exit 2, one error line.
@@ -85,17 +89,37 @@ def engine_summaries(engine: SLOEngine, model: str) -> list[SLOSummary]:
             for s in from_engine(engine, model, v, b)]
 
 
+#: What each field's answer must hold (:data:`~fleetwatch.rollout.summary.QUERIES`):
+#: counts are events, at most 2^53; every value finite and non-negative.
+EXPECTED: Mapping[str, Expected] = {
+    "total": Expected("an event count", MAX_VALUE),
+    "good": Expected("an event count", MAX_VALUE),
+    "latency": Expected("a latency in seconds", MAX_VALUE),
+    "concurrency": Expected("a concurrency (requests per replica)", MAX_VALUE),
+}
+
+
 def prometheus_summaries(base: str, model: str, rng: str | None, timeout: float,
-                         query: Callable[[str, str, float], list[dict[str, object]]],
+                         query: Callable[[str, str, float, Expected],
+                                         list[dict[str, object]]],
                          ) -> list[SLOSummary]:
     """Every version's summaries of ``model`` from Prometheus (counts since the sidecars
-    started, or increases over ``rng``)."""
-    answers = {}
+    started, or increases over ``rng``); ``query`` raises ``PrometheusError`` for an
+    answer whose values are not what :data:`EXPECTED` says, and so does a band with more
+    good events than events."""
+    answers, texts = {}, {}
     for fld, q in QUERIES.items():
         text = (RANGE_QUERIES[fld].format(model=string(model), range=rng)
                 if rng and fld in RANGE_QUERIES else q.format(model=string(model)))
-        answers[fld] = query(base, text, timeout)
-    return from_samples(answers)
+        texts[fld] = text
+        answers[fld] = query(base, text, timeout, EXPECTED[fld])
+    try:
+        return from_samples(answers)
+    except InconsistentCounts as exc:
+        raise PrometheusError(
+            f"Prometheus at {base} answered {detail(texts['good'])!r} and "
+            f"{detail(texts['total'])!r} with {printable(str(exc))}: more good events "
+            "than events") from None
 
 
 def pick(summaries: Sequence[SLOSummary], model: str, version: str, where: str,

@@ -7,16 +7,25 @@ not JSON or not an instant vector, ``status: error``, a body larger than
 :class:`PrometheusError` naming the URL and why. Redirects are followed to http(s) URLs
 only. Foreign text in messages is one line, printable and bounded
 (:func:`fleetwatch.slo.outputs.report.detail`).
+
+An answer is data from another program, checked like a file: given an :class:`Expected`,
+every sample's value must be a finite number within its range, or the query raises
+:class:`PrometheusError` naming the query, the series and the value (``Prometheus at URL
+answered 'sum by (…) (…)' with {band="1", …} = -300: not an event count (a finite
+number from 0 to 9.0072e+15)``) — a negative or absurd count is a broken exporter or a
+corrupted store, and a comparison or baseline built on it would be wrong with exit 0.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import math
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass
 from typing import IO, Any
 
 from fleetwatch.slo.outputs.report import detail
@@ -26,7 +35,45 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
 class PrometheusError(RuntimeError):
-    """Prometheus could not be queried (message says which URL and why)."""
+    """Prometheus could not be queried, or answered values it cannot have meant (message
+    says which URL, query and series, and why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """What every sample value of an answer must be: a finite number from ``low`` to
+    ``high``; ``what`` names it in the error (``an event count``, ``a latency in
+    seconds``)."""
+
+    what: str
+    high: float
+    low: float = 0.0
+
+
+def _series(metric: dict[str, Any]) -> str:
+    """A sample's series as PromQL writes it, bounded: ``name{a="1", b="2"}``."""
+    name = str(metric.get("__name__", ""))
+    labels = ", ".join(f"{k}={json.dumps(str(v))}" for k, v in sorted(metric.items())
+                       if k != "__name__")
+    return detail(f"{name}{{{labels}}}")
+
+
+def check_values(base: str, promql: str, samples: list[dict[str, Any]],
+                 expected: Expected) -> None:
+    """Raise :class:`PrometheusError` at the first sample of ``samples`` (an instant
+    vector's items) whose value is not a finite number within ``expected``."""
+    for s in samples:
+        pair = s.get("value")
+        raw = pair[1] if isinstance(pair, list) and len(pair) == 2 else None
+        try:
+            v = float(raw)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            v = math.nan
+        if not (math.isfinite(v) and expected.low <= v <= expected.high):
+            raise PrometheusError(
+                f"Prometheus at {base} answered {detail(promql)!r} with "
+                f"{_series(s['metric'])} = {detail(str(raw))}: not {expected.what} (a "
+                f"finite number from {expected.low:g} to {expected.high:g})")
 
 
 class _HTTPRedirectsOnly(urllib.request.HTTPRedirectHandler):
@@ -84,10 +131,13 @@ def _http_error(exc: urllib.error.HTTPError, base: str, deadline: float) -> Prom
     return PrometheusError(f"Prometheus at {base} answered HTTP {status}{extra}")
 
 
-def query(base: str, promql: str, timeout: float = 10.0) -> list[dict[str, Any]]:
+def query(base: str, promql: str, timeout: float = 10.0,
+          expected: Expected | None = None) -> list[dict[str, Any]]:
     """Instant query of ``promql`` at the Prometheus ``base`` URL within ``timeout``
     seconds; returns the ``data.result`` vector (only samples whose ``metric`` is a
-    mapping). Raises :class:`PrometheusError` (see the module docstring)."""
+    mapping), each value checked against ``expected`` when given
+    (:func:`check_values`). Raises :class:`PrometheusError` (see the module
+    docstring)."""
     url = f"{base.rstrip('/')}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
     deadline = time.monotonic() + timeout
     try:
@@ -121,5 +171,8 @@ def query(base: str, promql: str, timeout: float = 10.0) -> list[dict[str, Any]]
         kind = data.get("resultType") if isinstance(data, dict) else None
         raise PrometheusError(f"Prometheus at {base} answered {promql!r} without an instant "
                               f"vector (resultType {detail(repr(kind))})")
-    return [s for s in data["result"]
-            if isinstance(s, dict) and isinstance(s.get("metric"), dict)]
+    result = [s for s in data["result"]
+              if isinstance(s, dict) and isinstance(s.get("metric"), dict)]
+    if expected is not None:
+        check_values(base, promql, result, expected)
+    return result

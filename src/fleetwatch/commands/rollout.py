@@ -182,7 +182,9 @@ def baseline_record(model_version: str, backend: str | None, out: str,
         _fail(f"--out {out}: cannot write: {exc.strerror or exc}", code=1)
     bands = sum(len(s.bands) for s in written.slos)
     click.echo(f"wrote {out}: model {written.model} version {written.model_version!r} "
-               f"({written.backend}), {len(written.slos)} SLOs, {bands} bands", err=True)
+               f"({written.backend}), {len(written.slos)} SLO"
+               f"{'s' if len(written.slos) != 1 else ''}, {bands} band{'s' if bands != 1 else ''}",
+               err=True)
 
 
 @click.command()

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from fleetwatch.exporters.parser import ExpositionError, split_key
+from fleetwatch.labels.placement import MAX_MEMORY_BYTES
 
 _CACHE_CONFIG = ("vllm:cache_config_info{", "vllm_cache_config_info{")
 
@@ -156,8 +157,9 @@ def gpu_instances(groups: list[InstanceGroup]) -> dict[int | None, int]:
 
 def memory_usage(stats: object) -> dict[tuple[str, int], int]:
     """``(version, GPU index) → bytes`` from a ``/v2/models/<m>/stats`` JSON document
-    (``model_stats[].memory_usage[]`` entries of ``type`` ``GPU``; other types, malformed
-    or zero entries are skipped). Empty when the backend reports none."""
+    (``model_stats[].memory_usage[]`` entries of ``type`` ``GPU``; other types, malformed,
+    zero or larger than :data:`~fleetwatch.labels.placement.MAX_MEMORY_BYTES` entries are
+    skipped, and a sum stops there). Empty when the backend reports none."""
     out: dict[tuple[str, int], int] = {}
     if not isinstance(stats, Mapping) or not isinstance(stats.get("model_stats"), list):
         return out
@@ -169,9 +171,9 @@ def memory_usage(stats: object) -> dict[tuple[str, int], int]:
             if not isinstance(mu, Mapping) or mu.get("type") != "GPU":
                 continue
             gid, size = mu.get("id"), mu.get("byte_size")
-            if isinstance(gid, int) and isinstance(size, int) and size > 0 \
-                    and not isinstance(size, bool):
-                out[(version, gid)] = out.get((version, gid), 0) + size
+            if isinstance(gid, int) and isinstance(size, int) and \
+                    0 < size <= MAX_MEMORY_BYTES and not isinstance(size, bool):
+                out[(version, gid)] = min(out.get((version, gid), 0) + size, MAX_MEMORY_BYTES)
     return out
 
 

@@ -10,11 +10,12 @@ name of its source, so the plans and reports can say where each number came from
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from fleetwatch.exporters.normalize import Normalized, value_of
-from fleetwatch.labels.placement import Placement
+from fleetwatch.labels.placement import MAX_MEMORY_BYTES, Placement
 from fleetwatch.labels.schema import METRICS
 
 TOTAL = "modelserver_gpu_memory_total_bytes"
@@ -41,6 +42,16 @@ class Figure:
     bytes: int
     source: str
     code: str = ""
+
+
+def bounded_bytes(v: float) -> int | None:
+    """``v`` bytes as a whole number, or ``None`` when it is not finite, negative or above
+    :data:`~fleetwatch.labels.placement.MAX_MEMORY_BYTES` — the bound a spec's memory has,
+    applied to what the servers report too (a sum of two ``1e308`` is infinite: no figure
+    rather than an ``OverflowError`` in ``quota usage`` or every scrape of ``serve``)."""
+    if not (math.isfinite(v) and 0 <= v <= MAX_MEMORY_BYTES):
+        return None
+    return int(v)
 
 
 @dataclass
@@ -91,7 +102,8 @@ def gpu_facts(states: Iterable[Normalized]) -> GPUFacts:
     for (name, uuid, backend), v in sorted(sums.items(), key=lambda kv: _RANK.get(kv[0][2], 9)):
         target, sources = (facts.total, TOTAL_SOURCES) if name == TOTAL else (facts.used,
                                                                            USED_SOURCES)
-        target.setdefault(uuid, Figure(int(v), sources.get(backend, f"{backend} {name}")))
+        if (size := bounded_bytes(v)) is not None:
+            target.setdefault(uuid, Figure(size, sources.get(backend, f"{backend} {name}")))
     return facts
 
 

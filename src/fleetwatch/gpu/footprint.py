@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fleetwatch.gpu.discover import label_number, memory_usage
-from fleetwatch.gpu.facts import Figure, GPUFacts
+from fleetwatch.gpu.facts import Figure, GPUFacts, bounded_bytes
 from fleetwatch.labels.placement import Placement
 from fleetwatch.labels.registry import Registry
 
@@ -100,9 +100,11 @@ def _vllm(engines: Sequence[Mapping[str, str]], uuid: str, placement: Placement,
     if not utils or total is None:
         return None
     util = max(utils)  # data-parallel engines on one server report the same setting
-    return Figure(int(util * total.bytes),
-                  VLLM_RESERVATION.format(util=util, total=total.bytes,
-                                          total_source=total.source), SOURCE_CODES[1])
+    size = bounded_bytes(util * total.bytes) if util <= 1 else None  # a fraction of the GPU
+    if size is None:
+        return None
+    return Figure(size, VLLM_RESERVATION.format(util=util, total=total.bytes,
+                                                total_source=total.source), SOURCE_CODES[1])
 
 
 def _delta(size: int | None) -> Figure | None:
@@ -121,4 +123,5 @@ def registry_footprint(model: str, version: str, registry: Registry) -> Figure |
 
 def _kv_only(engines: Sequence[Mapping[str, str]]) -> Figure | None:
     sizes = [s for e in engines if (s := label_number(e, "kv_cache_memory_bytes"))]
-    return Figure(int(sum(sizes)), VLLM_KV_ONLY, SOURCE_CODES[4]) if sizes else None
+    size = bounded_bytes(sum(sizes)) if sizes else None
+    return Figure(size, VLLM_KV_ONLY, SOURCE_CODES[4]) if size else None

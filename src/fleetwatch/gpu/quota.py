@@ -14,7 +14,9 @@ A YAML file::
 
 Every team states all three resources (a quota in GPUs alone lets a team fill the memory
 of the GPUs it has). Validation is strict like the registry's: unknown keys, booleans for
-numbers, negative or non-finite values are refused, and each error is one line
+numbers, negative or non-finite values and values above the bounds of
+:mod:`fleetwatch.labels.placement` (2^60 bytes, a million GPUs or instances) are refused,
+and each error is one line
 ``FILE: team 'search': field 'models.ranker.instances': message``
 (:class:`QuotaError`). The resources are :data:`RESOURCES`, the ``resource`` label of
 ``fleetwatch_quota_usage`` and ``fleetwatch_quota_limit``.
@@ -27,6 +29,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 
+from fleetwatch.labels.placement import MAX_GPUS, MAX_INSTANCES, MAX_MEMORY_BYTES
 from fleetwatch.specfile import error_message, read_yaml
 
 #: The ``resource`` label values, in output order.
@@ -49,9 +52,9 @@ _Whole = Annotated[int, Strict()]
 class ModelCap(_Strict):
     """Caps for one model of a team (each optional, at least one)."""
 
-    gpus: _GPUs | None = Field(None, ge=0, allow_inf_nan=False)
-    gpu_memory_bytes: _Whole | None = Field(None, ge=0)
-    instances: _Whole | None = Field(None, ge=0)
+    gpus: _GPUs | None = Field(None, ge=0, le=MAX_GPUS, allow_inf_nan=False)
+    gpu_memory_bytes: _Whole | None = Field(None, ge=0, le=MAX_MEMORY_BYTES)
+    instances: _Whole | None = Field(None, ge=0, le=MAX_INSTANCES)
 
     def limits(self) -> dict[str, float]:
         """``{resource: limit}`` of the caps that are set."""
@@ -61,9 +64,9 @@ class ModelCap(_Strict):
 class TeamQuota(_Strict):
     """One team's quota: all three resources, plus per-model caps."""
 
-    gpus: _GPUs = Field(ge=0, allow_inf_nan=False)
-    gpu_memory_bytes: _Whole = Field(ge=0)
-    instances: _Whole = Field(ge=0)
+    gpus: _GPUs = Field(ge=0, le=MAX_GPUS, allow_inf_nan=False)
+    gpu_memory_bytes: _Whole = Field(ge=0, le=MAX_MEMORY_BYTES)
+    instances: _Whole = Field(ge=0, le=MAX_INSTANCES)
     models: dict[str, ModelCap] = Field(default_factory=dict)
 
     def limits(self) -> dict[str, float]:

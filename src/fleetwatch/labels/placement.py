@@ -27,7 +27,16 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
-__all__ = ["GPUPlacement", "PlacedModel", "Placement"]
+__all__ = ["MAX_GPUS", "MAX_INSTANCES", "MAX_MEMORY_BYTES", "GPUPlacement", "PlacedModel",
+           "Placement"]
+
+#: The largest GPU memory a spec may state, bytes (2^60, 1 EiB): far above any GPU's or
+#: fleet's, and a float holds it exactly, so sums of thousands of them stay finite and
+#: exact enough. A larger number (``10**400``) is a typo, refused where it is read.
+MAX_MEMORY_BYTES = 2**60
+#: The largest count of model instances (or of GPUs) a spec may state.
+MAX_INSTANCES = 1_000_000
+MAX_GPUS = 1_000_000
 
 
 class _Strict(BaseModel):
@@ -40,7 +49,7 @@ class PlacedModel(_Strict):
 
     model: str = Field(min_length=1)
     model_version: str = ""
-    instances: Annotated[int, Strict()] = Field(1, ge=1)
+    instances: Annotated[int, Strict()] = Field(1, ge=1, le=MAX_INSTANCES)
 
 
 class GPUPlacement(_Strict):
@@ -49,7 +58,7 @@ class GPUPlacement(_Strict):
     (optional; dcgm-exporter's ``DCGM_FI_DEV_FB_FREE + _USED`` give it when scraped)."""
 
     gpu_uuid: str = Field(min_length=1)
-    memory_bytes: Annotated[int, Strict()] | None = Field(None, gt=0)
+    memory_bytes: Annotated[int, Strict()] | None = Field(None, gt=0, le=MAX_MEMORY_BYTES)
     models: list[PlacedModel] = Field(min_length=1)
 
     @model_validator(mode="after")

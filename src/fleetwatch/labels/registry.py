@@ -15,10 +15,12 @@ A YAML file::
         description: Query ranking model
         gpu_memory_bytes: 2147483648    # optional: GPU memory the version takes on each GPU
                                         # it is placed on, bytes (when no server reports
-                                        # it; quotas and the rollout plan, docs/gpus.md)
+                                        # it; quotas and the rollout plan, docs/gpus.md;
+                                        # at most 2^60, labels.placement.MAX_MEMORY_BYTES)
         deployment:                     # optional: its Kubernetes Deployment (manifests)
           name: ranker                  # Deployment name (a DNS-1035 label, ≤ 52 chars)
-          namespace: inference          # optional (default: fleetwatch manifests --namespace)
+          namespace: inference          # optional, a DNS-1123 label (default: fleetwatch
+                                        # manifests --namespace)
           model: ranker                 # the model it serves; required when name is a glob
           sidecar: sidecar              # which --config (file stem); needed with several
           min_replicas: 2               # ≥ 1, default 1 (KEDA minReplicaCount)
@@ -63,6 +65,7 @@ from pydantic import (
     model_validator,
 )
 
+from fleetwatch.labels.placement import MAX_MEMORY_BYTES
 from fleetwatch.labels.text import render_labels
 from fleetwatch.labels.warmup import WarmupSpec
 from fleetwatch.specfile import error_message, read_yaml
@@ -74,7 +77,11 @@ class RegistryError(ValueError):
     """An invalid registry file; the message names the file, the entry and the field."""
 
 
-_DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+#: Kubernetes' name formats (apimachinery ``validation.IsDNS1035Label`` and
+#: ``IsDNS1123Label``), matched whole (:func:`re.fullmatch`: ``$`` alone would accept a
+#: trailing newline): a Service name is a DNS-1035 label, a namespace a DNS-1123 label.
+_DNS_1035_LABEL = r"[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS_1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 #: A quantization name: lower case, as vLLM spells its ``--quantization`` choices
 #: (``fp8``, ``awq``, ``gptq``, ``compressed-tensors``, ``bitsandbytes``), or ``none``.
 _QUANTIZATION = r"^[a-z0-9][a-z0-9._-]{0,63}$"
@@ -111,12 +118,22 @@ class DeploymentSpec(BaseModel):
             raise ValueError(f"{v!r} is not a whole number")
         return v
 
-    @field_validator("name", "namespace")
+    @field_validator("name")
     @classmethod
-    def _dns_label(cls, v: str | None) -> str | None:
-        if v is not None and not re.match(_DNS_LABEL, v):
+    def _dns_1035_label(cls, v: str) -> str:
+        if not re.fullmatch(_DNS_1035_LABEL, v):
             raise ValueError(f"{v!r} is not a DNS-1035 label (lower-case letters, digits and "
-                             "'-', starting with a letter, not ending with '-')")
+                             "'-', starting with a letter, not ending with '-'; no spaces or "
+                             "line breaks)")
+        return v
+
+    @field_validator("namespace")
+    @classmethod
+    def _dns_1123_label(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(_DNS_1123_LABEL, v):
+            raise ValueError(f"{v!r} is not a DNS-1123 label (lower-case letters, digits and "
+                             "'-', starting and ending with a letter or digit; no spaces or "
+                             "line breaks)")
         return v
 
     @field_validator("model")
@@ -147,7 +164,8 @@ class ModelEntry(BaseModel):
     latency_tier: str = Field("standard", min_length=1)
     quantization: str | None = None
     description: str = ""
-    gpu_memory_bytes: Annotated[int, Strict()] | None = Field(None, gt=0)
+    gpu_memory_bytes: Annotated[int, Strict()] | None = Field(None, gt=0,
+                                                               le=MAX_MEMORY_BYTES)
     deployment: DeploymentSpec | None = None
     warmup: WarmupSpec | None = None
 
@@ -159,7 +177,7 @@ class ModelEntry(BaseModel):
         if not isinstance(v, str):
             raise ValueError(f"{v!r} is not text; write a quantization name, e.g. "
                              "quantization: fp8 (or none)")
-        if not re.match(_QUANTIZATION, v):
+        if not re.fullmatch(_QUANTIZATION, v):
             raise ValueError(f"{v!r} is not a quantization name (lower-case letters, digits, "
                              "'.', '_' and '-', at most 64, e.g. fp8, awq, gptq-int4, none)")
         return v

@@ -36,7 +36,7 @@ Exactly one of ``llm`` (with ``protocol: openai``) and ``inputs`` (with ``http``
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -48,6 +48,8 @@ NUMPY_DTYPES = {"BOOL": "bool", "UINT8": "uint8", "UINT16": "uint16", "UINT32": 
 DATATYPES = tuple(NUMPY_DTYPES)
 #: Most requests one warm-up may send.
 MAX_COUNT = 10_000
+#: The largest tensor dimension or batch size of a warm-up input (2^31 - 1).
+MAX_DIM = 2**31 - 1
 
 
 class _Strict(BaseModel):
@@ -60,7 +62,7 @@ class LLMWarmup(_Strict):
 
     unit: Literal["words", "tokens"] = "words"
     lengths: list[int] = Field(min_length=1, max_length=1000)
-    weights: list[float] | None = None
+    weights: list[Annotated[float, Field(allow_inf_nan=False, le=1e9)]] | None = None
     max_tokens: int = Field(16, ge=1, le=100_000)
     endpoint: Literal["completions", "chat"] = "completions"
 
@@ -94,6 +96,9 @@ class TensorSpec(_Strict):
         if any(d < 1 for d in self.shape):
             raise ValueError(f"shape {self.shape}: every dimension is a positive size "
                              "(write the warm-up's concrete shape, not -1)")
+        if any(d > MAX_DIM for d in self.shape):
+            raise ValueError(f"shape: every dimension is at most {MAX_DIM} (Triton's int32 "
+                             "dimension range)")
         return self
 
 
@@ -118,8 +123,9 @@ class WarmupSpec(_Strict):
         elif self.inputs is None or self.llm is not None:
             raise ValueError(f"protocol {self.protocol} (Triton) takes inputs: (tensor "
                              "names, datatypes, shapes), not llm:")
-        if self.batch_sizes is not None and any(b < 1 for b in self.batch_sizes):
-            raise ValueError("batch_sizes: every batch size is at least 1")
+        if self.batch_sizes is not None and any(not 1 <= b <= MAX_DIM
+                                                for b in self.batch_sizes):
+            raise ValueError(f"batch_sizes: every batch size is 1 … {MAX_DIM}")
         return self
 
     @property

@@ -62,6 +62,7 @@ from fleetwatch.manifests.common import (
 )
 from fleetwatch.sidecar.config import ConfigError, SidecarConfig, load_config
 from fleetwatch.slo.spec import SLOFile
+from fleetwatch.specfile import load_yaml
 
 DASHBOARDS_FILE = "kubernetes/grafana-dashboards-configmaps.yaml"
 
@@ -110,7 +111,8 @@ def load_inputs(config_paths: list[str], registry_path: str, slos_path: str,
             cfg = load_config(p)
         except ConfigError as exc:
             raise ManifestError(str(exc)) from None
-        data = yaml.safe_load(_read(p))
+        data = load_yaml(_read(p))  # the same reading load_config validated: a mapping
+        assert isinstance(data, dict)
         sidecars.append(SidecarFile(Path(p).name, cfg, data))
     try:
         registry, slos, alerting = load_alert_inputs(registry_path, slos_path, receivers_path)

@@ -20,8 +20,9 @@ A versioned YAML document (``format: fleetwatch-baseline/v1``)::
              latency_low_seconds: 0.010, latency_high_seconds: 0.013, concurrency: 1.0}
 
 Counts are SLI events, latency seconds, concurrency requests per replica. Reading is
-strict (unknown keys, a negative count, more good than total events, another format are
-errors): :class:`BaselineError` names the file and the field.
+strict (unknown keys, a negative or non-finite number, a count above 2^53
+(:data:`MAX_EVENTS`), more good than total events, another format are errors):
+:class:`BaselineError` names the file and the field.
 """
 
 from __future__ import annotations
@@ -33,10 +34,12 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from fleetwatch.rollout.summary import BandSLI, SLOSummary
+from fleetwatch.rollout.summary import MAX_VALUE, BandSLI, SLOSummary
 from fleetwatch.specfile import read_yaml, validate
 
 FORMAT = "fleetwatch-baseline/v1"
+#: The largest event count of a band (:data:`~fleetwatch.rollout.summary.MAX_VALUE`).
+MAX_EVENTS = MAX_VALUE
 
 
 class BaselineError(ValueError):
@@ -51,12 +54,12 @@ class BandEntry(_Strict):
     """One band of a baseline (see the module doc)."""
 
     band: str = Field(min_length=1)
-    good: float = Field(ge=0)
-    total: float = Field(ge=0)
-    latency_seconds: float | None = Field(None, ge=0)
-    latency_low_seconds: float | None = Field(None, ge=0)
-    latency_high_seconds: float | None = Field(None, ge=0)
-    concurrency: float | None = Field(None, ge=0)
+    good: float = Field(ge=0, le=MAX_EVENTS, allow_inf_nan=False)
+    total: float = Field(ge=0, le=MAX_EVENTS, allow_inf_nan=False)
+    latency_seconds: float | None = Field(None, ge=0, allow_inf_nan=False)
+    latency_low_seconds: float | None = Field(None, ge=0, allow_inf_nan=False)
+    latency_high_seconds: float | None = Field(None, ge=0, allow_inf_nan=False)
+    concurrency: float | None = Field(None, ge=0, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _good_within_total(self) -> BandEntry:
@@ -158,5 +161,5 @@ def load(path: str | Path) -> BaselineFile:
                     f"a mapping with format: {FORMAT}")
 
 
-__all__ = ["FORMAT", "BandEntry", "BaselineError", "BaselineFile", "SLOEntry", "build",
-           "dump", "load", "record"]
+__all__ = ["FORMAT", "MAX_EVENTS", "BandEntry", "BaselineError", "BaselineFile", "SLOEntry",
+           "build", "dump", "load", "record"]

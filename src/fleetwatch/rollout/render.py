@@ -4,20 +4,42 @@ text ``fleetwatch compare`` prints, or as strict JSON (``--json``)."""
 from __future__ import annotations
 
 import json
+import math
 
 from fleetwatch.rollout.compare import BandComparison, Comparison, SLOComparison
 from fleetwatch.rollout.summary import BandSLI
+from fleetwatch.slo.judge.states import band_list
 from fleetwatch.slo.outputs.report import printable
 
 
-def _ratio(side: BandSLI | None, interval: tuple[float, float] | None) -> str:
+def count(v: float) -> str:
+    """An event count for a person: whole digits when it is a whole number to within
+    float rounding (``1234567``, where ``:g`` writes ``1.23457e+06``; an ``increase()``
+    over a range reads ``299.99999999999994`` for 300), else one decimal
+    (``increase()``'s extrapolation: ``12.5``)."""
+    r = round(v)
+    if abs(v - r) <= 1e-9 * max(1.0, abs(v)):
+        return str(r)
+    return f"{v:.1f}"
+
+
+def decimals(margin: float) -> int:
+    """Decimals of a percentage that show a difference of ``margin`` (a ratio): one for
+    margins of 0.5 percentage points and more, two for 0.05pp (a 99.9 % objective's
+    half budget), three for 0.005pp — so 9995/10000 reads 99.95%, not 100.0%. At most
+    four."""
+    pp = 100 * margin
+    return 1 if pp <= 0 else max(1, min(4, math.ceil(-math.log10(pp) - 1e-9)))
+
+
+def _ratio(side: BandSLI | None, interval: tuple[float, float] | None, d: int) -> str:
     if side is None:
         return "-"
-    text = f"{side.good:g}/{side.total:g}"
+    text = f"{count(side.good)}/{count(side.total)}"
     if side.total > 0:
-        text += f" {100 * side.good / side.total:.1f}%"
+        text += f" {100 * side.good / side.total:.{d}f}%"
     if interval is not None:
-        text += f" [{100 * interval[0]:.1f}, {100 * interval[1]:.1f}]"
+        text += f" [{100 * interval[0]:.{d}f}, {100 * interval[1]:.{d}f}]"
     return text
 
 
@@ -31,11 +53,11 @@ def _latency(side: BandSLI | None) -> str:
     return text
 
 
-def _row(b: BandComparison) -> list[str]:
-    diff = "-" if b.difference is None else f"{100 * b.difference:+.1f}pp"
+def _row(b: BandComparison, d: int) -> list[str]:
+    diff = "-" if b.difference is None else f"{100 * b.difference:+.{d}f}pp"
     p = "-" if b.p_value is None else f"{b.p_value:.2g}"
-    return [b.band, _ratio(b.baseline, b.baseline_interval),
-            _ratio(b.candidate, b.candidate_interval), diff, p, _latency(b.baseline),
+    return [b.band, _ratio(b.baseline, b.baseline_interval, d),
+            _ratio(b.candidate, b.candidate_interval, d), diff, p, _latency(b.baseline),
             _latency(b.candidate), b.verdict]
 
 
@@ -44,12 +66,13 @@ HEADER = ["band", "baseline good/events", "candidate good/events", "diff", "p",
 
 
 def _slo_lines(s: SLOComparison) -> list[str]:
-    drive = f" (bands {', '.join(s.driving_bands)})" if s.driving_bands else ""
+    drive = f" ({band_list(s.driving_bands)})" if s.driving_bands else ""
     lines = [f"SLO {printable(s.slo)}: {s.verdict}{drive}; per band p < {s.threshold:.2g} "
              f"and |diff| ≥ {100 * s.margin:.2g}pp"]
-    rows = [HEADER, *(_row(b) for b in s.bands)]
+    d = decimals(s.margin)
+    rows = [HEADER, *(_row(b, d) for b in s.bands)]
     if s.overall is not None:
-        rows.append(["all (naive)", *_row(s.overall)[1:]])
+        rows.append(["all (naive)", *_row(s.overall, d)[1:]])
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
     lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
               for r in rows]
@@ -58,8 +81,9 @@ def _slo_lines(s: SLOComparison) -> list[str]:
 
 def render(c: Comparison) -> str:
     """The comparison as text: the verdict, then one table per SLO (ratios with their
-    Wilson 95 % interval, difference, p-value, the objective's latency quantile with its
-    interval, the band's verdict) ending with the naive overall comparison."""
+    Wilson 95 % interval and the difference, in percent with the :func:`decimals` the
+    SLO's margin needs; p-value, the objective's latency quantile with its interval, the
+    band's verdict) ending with the naive overall comparison."""
     drive = ", ".join(f"{printable(s)} band {b}" for s, b in c.driving)
     lines = [f"{printable(c.model)}: candidate {printable(c.candidate)} vs "
              f"{printable(c.baseline)}: {c.verdict}" + (f" (driven by {drive})" if drive

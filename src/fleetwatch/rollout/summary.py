@@ -40,6 +40,10 @@ from fleetwatch.slo.state import ALL, SLOModelState, band_sort
 
 #: z of a two-sided 95 % interval.
 Z95 = 1.959964
+#: The largest value a summary takes from outside (a Prometheus answer, a baseline file):
+#: 2^53, the last integer a float64 counts exactly — a count beyond it no longer counts
+#: events one by one, and is a broken exporter or store, not a fleet's traffic.
+MAX_VALUE = 2.0**53
 
 
 @dataclass(frozen=True)
@@ -160,10 +164,22 @@ RANGE_QUERIES: Mapping[str, str] = {
 }
 
 
+class InconsistentCounts(ValueError):
+    """An answer with more good events than events in a band, beyond what ``increase()``'s
+    extrapolation can explain (:data:`GOOD_SLACK`); the message names the series."""
+
+
+#: How far good events may exceed events before the answer is refused: one event and
+#: 0.1 % (``increase()`` extrapolates each counter over its own samples); below that the
+#: good count is capped at the total.
+GOOD_SLACK = (1.0, 0.001)
+
+
 def from_samples(answers: Mapping[str, Sequence[Sample]]) -> list[SLOSummary]:
     """Summaries per (SLO, model, version, backend), sorted, from the answers to
     :data:`QUERIES` by field (samples whose ``metric`` is a mapping; a sample without a
-    ``band`` or ``slo`` label, or whose value is not a finite number, is skipped)."""
+    ``band`` or ``slo`` label, or whose value is not a finite number, is skipped). Raises
+    :class:`InconsistentCounts` for a band with more good events than events."""
     rows: dict[tuple[str, str, str, str], dict[str, dict[str, Any]]] = \
         defaultdict(lambda: defaultdict(dict))
     for fld in ("total", "good", "latency", "concurrency"):
@@ -177,6 +193,13 @@ def from_samples(answers: Mapping[str, Sequence[Sample]]) -> list[SLOSummary]:
             rows[key][m["band"]][fld] = v
     out = []
     for key in sorted(rows):
+        for band, f in rows[key].items():
+            good, total = f.get("good", 0.0), f.get("total", 0.0)
+            if good > total + max(GOOD_SLACK[0], GOOD_SLACK[1] * total):
+                raise InconsistentCounts(
+                    f"{{slo={key[0]!r}, model={key[1]!r}, model_version={key[2]!r}, "
+                    f"backend={key[3]!r}, band={band!r}}}: {good:g} good events of "
+                    f"{total:g} events")
         bands = {band: BandSLI(band, min(f.get("good", 0.0), f["total"]), f["total"],
                                f.get("latency"), None, None, f.get("concurrency"))
                  for band, f in rows[key].items() if "total" in f}
@@ -187,11 +210,14 @@ def from_samples(answers: Mapping[str, Sequence[Sample]]) -> list[SLOSummary]:
 
 __all__ = [
     "ALL",
+    "GOOD_SLACK",
+    "MAX_VALUE",
     "QUERIES",
     "RANGE_QUERIES",
     "Z95",
     "BandSLI",
     "Counts",
+    "InconsistentCounts",
     "SLOSummary",
     "from_engine",
     "from_samples",

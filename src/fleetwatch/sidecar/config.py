@@ -108,12 +108,12 @@ class Scrape(_Strict):
 
     interval_seconds: StrictFloat = Field(5.0, gt=0, le=3600)
     timeout_seconds: StrictFloat = Field(2.0, gt=0, le=600)
-    max_body_bytes: StrictInt = Field(64 * 1024 * 1024, gt=0)
+    max_body_bytes: StrictInt = Field(64 * 1024 * 1024, gt=0, le=2**40)
     #: Sample lines per exposition (a 3,000-model Triton writes ~144,000); beyond, the
     #: target is down with reason too_many_series.
-    max_series: StrictInt = Field(250_000, gt=0)
+    max_series: StrictInt = Field(250_000, gt=0, le=100_000_000)
     #: Characters of one label value; a longer one refuses its series (label_too_long).
-    max_label_value_length: StrictInt = Field(4096, gt=0)
+    max_label_value_length: StrictInt = Field(4096, gt=0, le=1_048_576)
     #: CPU seconds to normalize one exposition; beyond, the target is down with reason
     #: normalize_timeout.
     normalize_timeout_seconds: StrictFloat = Field(10.0, gt=0, le=600)

@@ -119,7 +119,9 @@ class Attribution:
     ``interference`` (``neighbours``, largest rise first) or ``gpu_degraded`` (``gpus``:
     GPU UUID → conditions, e.g. ``hw_thermal_slowdown``, ``xid``); ``since`` the Unix time
     the burn was first seen, ``long``/``short`` the window pair judged (seconds),
-    ``burn`` band → window seconds → burn rate of the bands inside the envelope."""
+    ``burn`` band → window seconds → burn rate of the bands inside the envelope;
+    ``devices`` the placement's device ids (``gpu_uuid``) the model shares with the blamed
+    neighbours, sorted (an ``interference`` explanation names them)."""
 
     kind: str
     since: float
@@ -128,6 +130,7 @@ class Attribution:
     burn: dict[str, dict[float, float]]
     neighbours: list[Neighbour] = field(default_factory=list)
     gpus: dict[str, list[str]] = field(default_factory=dict)
+    devices: tuple[str, ...] = ()
 
 
 @dataclass

@@ -255,7 +255,11 @@ class Attributor:
         if not found:
             return None
         found.sort(key=lambda n: (-(n.during - n.before), n.model))
-        return Attribution(INTERFERENCE, since, self.long, self.short, burn, neighbours=found)
+        blamed = {n.model for n in found}
+        shared = tuple(u for u in sorted(self.placement.gpus_of(model))
+                       if any(m.model in blamed for m in self.placement.models_on(u)))
+        return Attribution(INTERFERENCE, since, self.long, self.short, burn, neighbours=found,
+                           devices=shared)
 
     def _expire(self, ts: float, states: Mapping[_Key, SLOModelState]) -> None:
         # two long windows, or back to a long window before the onset of a burn still

@@ -11,7 +11,7 @@ latency threshold that is not a bucket boundary of the source).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from fleetwatch.slo.state import ModelKey, SLOModelState
@@ -75,6 +75,27 @@ def worst_state(states: set[str]) -> str:
     return next((s for s in SEVERITY if s in states), "no_data")
 
 
+#: Prefixes of an NVIDIA GPU's or MIG instance's UUID (``nvidia-smi -L``, dcgm-exporter's
+#: ``UUID`` label); any other placement id is a device fleetwatch cannot name the kind of
+#: (the demo's ``host-cpu``).
+GPU_UUID_PREFIXES = ("GPU-", "MIG-")
+
+
+def shared_device(devices: Sequence[str]) -> str:
+    """How an explanation names the devices two models share: ``the shared GPU GPU-1``,
+    ``the shared GPUs GPU-1, GPU-2``, ``the shared device host-cpu`` (an id that is not a
+    GPU UUID), ``a shared device`` (none known)."""
+    if not devices:
+        return "a shared device"
+    kind = "GPU" if all(d.startswith(GPU_UUID_PREFIXES) for d in devices) else "device"
+    return f"the shared {kind}{'s' if len(devices) > 1 else ''} {', '.join(devices)}"
+
+
+def band_list(bands: Sequence[str]) -> str:
+    """``band 16`` for one band, ``bands 2, 4`` for several (``bands`` for none)."""
+    return ("band " if len(bands) == 1 else "bands ") + ", ".join(bands)
+
+
 def explain(st: SLOModelState) -> str:
     """A sentence saying why the state is what it is."""
     env = format(st.slo.concurrency.envelope, "g")
@@ -83,7 +104,7 @@ def explain(st: SLOModelState) -> str:
     if st.state == "no_data":
         return "no events yet"
     if st.state == "regression":
-        return (f"budget burning in bands {', '.join(st.burning_bands)} — inside the "
+        return (f"budget burning in {band_list(st.burning_bands)} — inside the "
                 f"envelope (≤ {env} concurrent requests per replica): page the owner")
     att = st.attribution
     if st.state == "interference" and att is not None:
@@ -91,15 +112,15 @@ def explain(st: SLOModelState) -> str:
             f"{n.model} (concurrency {n.before:.3g} before, {n.during:.3g} during"
             + (f", r = {n.correlation:.2f}" if n.correlation is not None else "") + ")"
             for n in att.neighbours)
-        return (f"budget burning in bands {', '.join(st.burning_bands)} inside the envelope "
-                f"(≤ {env}) while co-located {who} got busier on the shared GPU: "
+        return (f"budget burning in {band_list(st.burning_bands)} inside the envelope "
+                f"(≤ {env}) while co-located {who} got busier on {shared_device(att.devices)}: "
                 f"interference, a ticket to the platform team, not a page")
     if st.state == "gpu_degraded" and att is not None:
         gpus = "; ".join(f"{u} ({', '.join(c)})" for u, c in att.gpus.items())
-        return (f"budget burning in bands {', '.join(st.burning_bands)} inside the envelope "
+        return (f"budget burning in {band_list(st.burning_bands)} inside the envelope "
                 f"(≤ {env}) on a degraded GPU {gpus}: the GPU, not the model — a ticket "
                 f"to the platform team")
     if st.state == "overload":
-        return (f"budget burning only in bands {', '.join(st.burning_bands)}, above the "
+        return (f"budget burning only in {band_list(st.burning_bands)}, above the "
                 f"envelope (≤ {env}): scale out, do not page")
     return "no window pair burns faster than its threshold"

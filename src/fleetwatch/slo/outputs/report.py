@@ -125,10 +125,14 @@ def build_report(answers: Mapping[str, Sequence[Sample]]) -> list[ReportRow]:
 
 
 def fmt(v: float | None, pct: bool = False) -> str:
-    """A number for a cell: ``-`` for None, 3 significant digits or a percentage."""
+    """A number for a person: ``-`` for None, a percentage with one decimal, else 3
+    significant digits — whole digits from 1,000 to 10^6 (a burn rate of ``1440``, not
+    ``:.3g``'s ``1.44e+03``), an exponent only beyond."""
     if v is None:
         return "-"
-    return f"{v * 100:.1f}%" if pct else f"{v:.3g}"
+    if pct:
+        return f"{v * 100:.1f}%"
+    return f"{v:.0f}" if 999.5 <= abs(v) < 1e6 else f"{v:.3g}"
 
 
 def window_order(w: str) -> tuple[float, str]:
