@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "__init__": 0,
     "specfile": 0,
     "files": 0,
+    "wording": 0,  # counts in English ("1 file", "3 files")
     "labels": 1,
     "exporters": 2,
     "slo": 3,

@@ -22,6 +22,7 @@ from fleetwatch.commands.quota import check_quota_file, quota
 from fleetwatch.commands.rollout import ROLLOUT_COMMANDS
 from fleetwatch.exporters.sources import KINDS
 from fleetwatch.sidecar.config import ConfigError, load_config
+from fleetwatch.wording import counted
 
 
 @click.group()
@@ -99,7 +100,7 @@ def slo_validate(file: str) -> None:
         bands = ", ".join(format(b, "g") for b in s.concurrency.bands)
         click.echo(f"{s.name}: {s.sli.kind}, objective {s.objective:g}, envelope "
                    f"{s.concurrency.envelope:g}, bands [{bands}]; burn thresholds {factors}")
-    click.echo(f"{file}: ok ({len(f.slos)} SLO{'s' if len(f.slos) != 1 else ''})")
+    click.echo(f"{file}: ok ({counted(len(f.slos), 'SLO')})")
 
 
 @slo.command("report")
@@ -276,8 +277,9 @@ def traces(files: tuple[str, ...], as_json: bool, metrics: bool, wide: bool,
     else:
         print_table(facts, Console(), wide)
     st = joiner.stats
-    click.echo(f"{len(files)} files: {st.spans} spans, {len(facts)} requests "
-               f"({st.partial} partial), {st.ignored} other spans ignored", err=True)
+    click.echo(f"{counted(len(files), 'file')}: {counted(st.spans, 'span')}, "
+               f"{counted(len(facts), 'request')} ({st.partial} partial), "
+               f"{st.ignored} other spans ignored", err=True)
 
 
 @main.command()

@@ -13,6 +13,7 @@ from fleetwatch.gpu.policy import violations
 from fleetwatch.gpu.quota import GPU_MEMORY, RESOURCES, QuotaError, load_quotas
 from fleetwatch.labels.registry import Registry
 from fleetwatch.sidecar.config import SidecarConfig
+from fleetwatch.wording import counted
 
 
 @click.group()
@@ -29,8 +30,8 @@ def check(file: str) -> None:
     except QuotaError as exc:
         fail(str(exc))
     caps = sum(len(t.models) for t in q.teams.values())
-    click.echo(f"{file}: ok ({len(q.teams)} team{'s' if len(q.teams) != 1 else ''}, "
-               f"{caps} per-model cap{'s' if caps != 1 else ''})")
+    click.echo(f"{file}: ok ({counted(len(q.teams), 'team')}, "
+               f"{counted(caps, 'per-model cap')})")
 
 
 @quota.command("usage")

@@ -55,7 +55,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
-_HOST_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
+_HOST_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 
 
 def listen_address(v: str) -> str:
@@ -69,7 +69,7 @@ def listen_address(v: str) -> str:
         pass
     name = v[:-1] if v.endswith(".") else v
     labels = name.split(".")
-    if (0 < len(name) <= 253 and all(_HOST_LABEL.match(lab) for lab in labels)
+    if (0 < len(name) <= 253 and all(_HOST_LABEL.fullmatch(lab) for lab in labels)
             and not labels[-1].isdigit()):  # 999.1.1.1 is a bad IP, not a name
         return v
     hint = "; IPv6 without brackets, e.g. ::1" if v.startswith("[") else ""
