@@ -59,7 +59,8 @@ from fleetwatch.slo.account.trace_book import TraceBook
 from fleetwatch.slo.arrays import FloatArray
 from fleetwatch.slo.capacity.evidence import BandLatency, BandLatencyStore
 from fleetwatch.slo.capacity.rules import BandRows, update_capacities
-from fleetwatch.slo.decode.decoder import Decoded, Decoder, needed_families
+from fleetwatch.slo.decode.decoder import DURATION, Decoded, Decoder, needed_families
+from fleetwatch.slo.decode.plan import ACTIVE_GROUP
 from fleetwatch.slo.judge import states as _judge
 from fleetwatch.slo.judge.interference import Attributor
 from fleetwatch.slo.judge.marks import Marks
@@ -245,29 +246,38 @@ class SLOEngine:
         for plan, out, res in decoded.columns:
             view = views[id(plan)] = self._layout.view(plan, self._decoder)
             if prev_ts is not None:
-                gathered.append(self._columns_todo(ts, prev_ts, view, out, res))
+                gathered.append(self._columns_todo(ts, prev_ts, view, out, res,
+                                                   decoded.refused))
         self._layout.keep(views)
         if prev_ts is not None:
             self._add_and_judge(ts, bookings(ts, gathered, self._new_row, self._marks.dirty))
         seen, prev_in_system = self._model_seen, self._prev_in_system
+        refused = decoded.refused
         for plan, _out, res in decoded.columns:
             view = views[id(plan)]
             for mk, r, w in zip(view.models, view.running, view.waiting, strict=True):
                 seen[mk] = ts
+                if refused and (mk, ACTIVE_GROUP) in refused:
+                    prev_in_system.pop(mk, None)  # unknown: the next end stands for both
+                    continue
                 now = in_system_of(res[r] if r >= 0 else None, res[w] if w >= 0 else None)
                 if now is not None:
                     prev_in_system[mk] = now
 
     def _columns_todo(self, ts: float, prev_ts: float, view: PlanColumns, out: FloatArray,
-                      res: list[float]) -> Gathered:
+                      res: list[float], refused: set[tuple[ModelKey, str]]) -> Gathered:
         """One target's models into their gauges, and its bookable (SLO, model) pairs
-        (see :func:`fleetwatch.slo.account.book.bookings`)."""
+        (see :func:`fleetwatch.slo.account.book.bookings`); ``refused`` the decoder's
+        refused groups (a model whose concurrency inputs are among them books nothing)."""
         seen = self._model_seen
         live_dt = np.asarray([ts - seen.get(mk, prev_ts) for mk in view.models], dtype=float)
         live = live_dt > 0
         target = self._layout.target(view, live.tolist(), lambda e: self._state(e, ts))
+        no_conc = np.asarray([bool(refused) and ((mk, DURATION) in refused
+                                                 or (mk, ACTIVE_GROUP) in refused)
+                              for mk in view.models], dtype=bool)
         concs = update_gauges(self.gauges, self._prev_in_system, view.models, target.gauges,
-                              out, live_dt, live)
+                              out, live_dt, live, no_conc)
         return target.gather(live, concs, view.events(out), res, self._marks.dirty)
 
     def _new_row(self, st: SLOModelState, band: str, ts: float) -> int:
@@ -352,9 +362,12 @@ class SLOEngine:
 
     def iter_metrics(self) -> Iterator[Sample]:
         """``(family, labels, value)`` for every exported series (see
-        :mod:`fleetwatch.slo.outputs.export`), and ``fleetwatch_slo_models_refused_total`` per
-        SLO."""
+        :mod:`fleetwatch.slo.outputs.export`), ``fleetwatch_slo_models_refused_total`` per
+        SLO and ``fleetwatch_slo_intervals_refused_total`` per normalized metric (the
+        decoder's refused values: :mod:`fleetwatch.slo.decode.decoder`)."""
         yield from _status.iter_metrics(self.ledger, self.states, self.autoscaling())
         for slo in self.spec.slos:
             yield ("fleetwatch_slo_models_refused_total", {"slo": slo.name},
                    float(self.models_refused[slo.name]))
+        for metric, n in sorted(self._decoder.refused.items()):
+            yield ("fleetwatch_slo_intervals_refused_total", {"metric": metric}, float(n))
