@@ -2,11 +2,14 @@
 (``fleetwatch normalize``, ``fleetwatch slo replay``) take it.
 
 A capture saved from a gzip scrape (``curl -H 'Accept-Encoding: gzip'``, a ``.prom.gz``)
-starts with gzip's magic bytes ``1f 8b`` and is decompressed here, up to
-:data:`MAX_CAPTURE_BYTES` decompressed; the text is UTF-8 (a leading BOM tolerated, as
-the sidecar's scrape does). :class:`CaptureError` says what is wrong, without the file
-name (the caller adds it). :func:`gunzip` is the bounded one-shot decompression it uses,
-shared with the OTLP receiver (:mod:`fleetwatch.otlp.decode`).
+starts with gzip's magic bytes ``1f 8b`` and is decompressed here — every member of it
+(``cat a.gz b.gz`` is one valid gzip file, RFC 1952 §2.2), up to
+:data:`MAX_CAPTURE_BYTES` decompressed in all; the text is UTF-8 (a leading BOM
+tolerated, as the sidecar's scrape does); the offline commands check a file's size
+against the same bound before reading it (:mod:`fleetwatch.commands.captures`).
+:class:`CaptureError` says what is wrong, without the file name (the caller adds
+it). :func:`gunzip` is the bounded one-shot decompression it uses, shared with the OTLP
+receiver (:mod:`fleetwatch.otlp.decode`).
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ import zlib
 
 __all__ = ["MAX_CAPTURE_BYTES", "CaptureError", "GzipError", "capture_text", "gunzip"]
 
-#: Decompressed bytes a gzip capture may hold (a 3000-model Triton body is 12 MB).
-MAX_CAPTURE_BYTES = 1 << 30
+#: Bytes a capture may hold, as a file and decompressed: twice the sidecar's default
+#: ``scrape.max_body_bytes`` (a 3000-model Triton body is 12 MB; the sidecar's
+#: ``scrape.max_series`` of 250,000 series is about 40 MB of text).
+MAX_CAPTURE_BYTES = 128 * 1024 * 1024
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -35,24 +40,32 @@ class GzipError(ValueError):
 
 
 def gunzip(data: bytes, limit: int) -> bytes:
-    """The decompressed bytes of one gzip stream ``data``, at most ``limit`` of them
-    (the memory of a decompression bomb is bounded by it).
+    """The decompressed bytes of the gzip file ``data`` — every member, in order (RFC
+    1952 §2.2: a gzip file is a series of members; zero bytes after the last one are
+    padding) — at most ``limit`` of them in all (the memory of a decompression bomb is
+    bounded by it).
 
     Raises:
         GzipError: not a valid gzip stream (``corrupt``), more than ``limit`` bytes
-            decompressed (``too_large``), or the stream ends before its end
+            decompressed (``too_large``), or a member ends before its end
             (``truncated``).
     """
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = d.decompress(data, limit + 1)
-    except zlib.error as exc:
-        raise GzipError("corrupt", str(exc)) from None
-    if len(out) > limit or d.unconsumed_tail:
-        raise GzipError("too_large", f"more than {limit} bytes decompressed")
-    if not d.eof:
-        raise GzipError("truncated", "the stream ends before its end")
-    return out
+    out = bytearray()
+    rest = data
+    while True:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            got = d.decompress(rest, limit + 1 - len(out))
+        except zlib.error as exc:
+            raise GzipError("corrupt", str(exc)) from None
+        if len(out) + len(got) > limit or d.unconsumed_tail:
+            raise GzipError("too_large", f"more than {limit} bytes decompressed")
+        if not d.eof:
+            raise GzipError("truncated", "the stream ends before its end")
+        out += got
+        rest = d.unused_data
+        if not rest.strip(b"\0"):
+            return bytes(out)
 
 
 def capture_text(raw: bytes, limit: int = MAX_CAPTURE_BYTES) -> str:
@@ -60,10 +73,13 @@ def capture_text(raw: bytes, limit: int = MAX_CAPTURE_BYTES) -> str:
     bytes, then decoded as UTF-8.
 
     Raises:
-        CaptureError: a broken or cut-short gzip stream, more than ``limit`` bytes once
-            decompressed, or bytes that are not UTF-8 (the message gives the offset).
+        CaptureError: a broken or cut-short gzip stream, more than ``limit`` bytes (as
+            given, or once decompressed), or bytes that are not UTF-8 (the message gives
+            the offset).
     """
     gz = raw[:2] == _GZIP_MAGIC
+    if not gz and len(raw) > limit:
+        raise CaptureError(f"more than the {limit} bytes a capture may hold")
     if gz:
         try:
             raw = gunzip(raw, limit)
@@ -77,3 +93,4 @@ def capture_text(raw: bytes, limit: int = MAX_CAPTURE_BYTES) -> str:
     except UnicodeDecodeError as exc:
         what = "decompressed text" if gz else "text"
         raise CaptureError(f"not UTF-8 {what} (byte {exc.start})") from None
+

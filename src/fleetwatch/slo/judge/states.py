@@ -75,6 +75,12 @@ def worst_state(states: set[str]) -> str:
     return next((s for s in SEVERITY if s in states), "no_data")
 
 
+def _bands(st: SLOModelState) -> str:
+    """The burning bands as words: ``band 16``, ``bands 8, 16``."""
+    bands = st.burning_bands
+    return f"band{'s' if len(bands) != 1 else ''} {', '.join(bands)}"
+
+
 def explain(st: SLOModelState) -> str:
     """A sentence saying why the state is what it is."""
     env = format(st.slo.concurrency.envelope, "g")
@@ -83,7 +89,7 @@ def explain(st: SLOModelState) -> str:
     if st.state == "no_data":
         return "no events yet"
     if st.state == "regression":
-        return (f"budget burning in bands {', '.join(st.burning_bands)} — inside the "
+        return (f"budget burning in {_bands(st)} — inside the "
                 f"envelope (≤ {env} concurrent requests per replica): page the owner")
     att = st.attribution
     if st.state == "interference" and att is not None:
@@ -91,15 +97,15 @@ def explain(st: SLOModelState) -> str:
             f"{n.model} (concurrency {n.before:.3g} before, {n.during:.3g} during"
             + (f", r = {n.correlation:.2f}" if n.correlation is not None else "") + ")"
             for n in att.neighbours)
-        return (f"budget burning in bands {', '.join(st.burning_bands)} inside the envelope "
+        return (f"budget burning in {_bands(st)} inside the envelope "
                 f"(≤ {env}) while co-located {who} got busier on the shared GPU: "
                 f"interference, a ticket to the platform team, not a page")
     if st.state == "gpu_degraded" and att is not None:
         gpus = "; ".join(f"{u} ({', '.join(c)})" for u, c in att.gpus.items())
-        return (f"budget burning in bands {', '.join(st.burning_bands)} inside the envelope "
+        return (f"budget burning in {_bands(st)} inside the envelope "
                 f"(≤ {env}) on a degraded GPU {gpus}: the GPU, not the model — a ticket "
                 f"to the platform team")
     if st.state == "overload":
-        return (f"budget burning only in bands {', '.join(st.burning_bands)}, above the "
+        return (f"budget burning only in {_bands(st)}, above the "
                 f"envelope (≤ {env}): scale out, do not page")
     return "no window pair burns faster than its threshold"
