@@ -509,6 +509,14 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "Models an SLO selects but does not track because it tracks "
               "limits.max_models_per_slo already (counted once per refused model).",
               ("slo",), "alpha", per_model=False),
+    MetricDef("fleetwatch_slo_models_evicted_total", _C, "models",
+              "Models the SLO engine forgot before limits.forget_model_after because it "
+              "held its most models (label churn): the least recently seen first.",
+              (), "alpha", per_model=False),
+    MetricDef("fleetwatch_slo_carried_series_evicted_total", _C, "series",
+              "Absent series whose last cumulative value the SLO engine stopped carrying "
+              "early because a target's carried series reached their bound (label churn).",
+              (), "alpha", per_model=False),
     MetricDef("fleetwatch_slo_intervals_refused_total", _C, "intervals",
               "Intervals of a model whose values of one normalized metric were refused "
               "(not finite, negative counts, withdrawn or back from a gap): that metric's "

@@ -25,8 +25,12 @@ states to judge: :mod:`fleetwatch.slo.judge.marks`). It bounds the state (the SL
 (states, window rows, gauges), an SLO tracks at most ``max_models_per_slo`` models (a
 further one is counted in ``fleetwatch_slo_models_refused_total{slo}`` and logged, at
 most once a minute per SLO:
-``SLO S tracks N models (limits.max_models_per_slo): not tracking model M …``). Events
-that are none or not finite are never booked.
+``SLO S tracks N models (limits.max_models_per_slo): not tracking model M …``). Past
+:attr:`SLOEngine.MAX_MODELS` models with data (label churn: names that come once and
+never again), the models seen least recently are forgotten at once rather than after
+``forget_model_after``, counted in ``fleetwatch_slo_models_evicted_total`` and logged at
+most once a minute (``SLO engine holds N models: forgot K seen least recently …``).
+Events that are none or not finite are never booked.
 
 Only what changed is recomputed: the judge runs for the states whose judged inputs
 changed (new, first events, an error set or cleared, a row whose burning flag flipped;
@@ -54,7 +58,7 @@ from fleetwatch.slo.account.concurrency import in_system_of
 from fleetwatch.slo.account.gauges import ModelGauges, update_gauges
 from fleetwatch.slo.account.layout import Layout
 from fleetwatch.slo.account.ledger import Ledger, Selection
-from fleetwatch.slo.account.limits import ModelLimit
+from fleetwatch.slo.account.limits import Held, ModelCap, ModelLimit
 from fleetwatch.slo.account.trace_book import TraceBook
 from fleetwatch.slo.arrays import FloatArray
 from fleetwatch.slo.capacity.evidence import BandLatency, BandLatencyStore
@@ -73,6 +77,7 @@ from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ALL, STATES, ModelKey, RowCounts, SLOModelState, TraceEvent
 
 __all__ = ["ALL", "STATES", "ModelKey", "SLOEngine", "SLOModelState"]
+
 
 
 class SLOEngine:
@@ -96,6 +101,9 @@ class SLOEngine:
     """
 
     CARRY_SECONDS = Decoder.CARRY_SECONDS
+    #: Models with data the engine holds at most (its per-model gauges, entries, SLO
+    #: states); never fewer than one snapshot's models.
+    MAX_MODELS = 10_000
 
     def __init__(self, slos: SLOFile, registry: Registry | None = None,
                  buckets: int = 60, placement: Placement | None = None) -> None:
@@ -124,6 +132,7 @@ class SLOEngine:
         #: model name → last measured cold start (seconds), set by the sidecar
         self.cold_starts: dict[str, float] = {}
         self._limit = ModelLimit(slos.limits.max_models_per_slo)
+        self._cap = ModelCap(self.MAX_MODELS)  # the models_evicted counter
         #: SLO name → models refused by limits.max_models_per_slo (exported counter).
         self.models_refused = self._limit.refused
         # capacity for all states at once: their band rows (rebuilt when states or rows
@@ -183,6 +192,7 @@ class SLOEngine:
                 if seen < horizon and traced.get(mk, seen) < horizon]
         if traced:  # trace-only models: the same timer
             gone += [mk for mk, t in traced.items() if t < horizon and mk not in self._model_seen]
+        gone += self._cap.evict(self._model_seen, set(gone), ts)
         if not gone:
             return
         gone_set = set(gone)
@@ -223,6 +233,11 @@ class SLOEngine:
         self._layout_changed = True
         self._layout.changed()
         return st
+
+    def held(self) -> Held:
+        """What the engine holds per model and per series (the bounds of the module doc
+        and of :class:`~fleetwatch.slo.decode.decoder.Decoder`)."""
+        return Held(len(self._model_seen), len(self.states), self._decoder.carried)
 
     def mark_changed(self, st: SLOModelState) -> None:
         """Have the next update judge ``st`` again (the engine judges only the states
@@ -369,5 +384,8 @@ class SLOEngine:
         for slo in self.spec.slos:
             yield ("fleetwatch_slo_models_refused_total", {"slo": slo.name},
                    float(self.models_refused[slo.name]))
+        yield ("fleetwatch_slo_models_evicted_total", {}, float(self._cap.evicted))
+        yield ("fleetwatch_slo_carried_series_evicted_total", {},
+               float(self._decoder.evicted))
         for metric, n in sorted(self._decoder.refused.items()):
             yield ("fleetwatch_slo_intervals_refused_total", {"metric": metric}, float(n))

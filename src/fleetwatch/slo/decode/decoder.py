@@ -31,6 +31,7 @@ Units: durations in seconds, counts in events, ratios 0–1, timestamps Unix sec
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -58,7 +59,7 @@ from fleetwatch.slo.decode.plan import (
     _SUM,
     _SUMMARY_COUNT,
     _WAITING,
-    MAX_READERS,
+    MIN_READERS,
     Plan,
     Reader,
     refusal_group,
@@ -137,6 +138,12 @@ def _numbers(n: Normalized, families: list[int],
     return map(float, chain.from_iterable(f.values() for f in fams))
 
 
+#: Series carried while absent, per target: at least this many …
+MIN_CARRIED = 10_000
+#: … or this many times the target's current series.
+CARRIED_PER_SERIES = 2
+
+
 class Decoder:
     """Turns successive snapshots into per-model deltas, as per-slot columns
     (:class:`Decoded`).
@@ -148,6 +155,12 @@ class Decoder:
     against. Cumulative values are kept per target (a series is identified by its target
     and prefix). ``refused``: per normalized metric, the intervals of a model in which
     its values were refused (the module doc).
+
+    Bounds under label churn (series that go and never return): the series carried
+    while absent, per target, at most :data:`CARRIED_PER_SERIES` × the target's current
+    series (at least :data:`MIN_CARRIED`), the oldest evicted first (``evicted`` counts
+    them); the compiled readers, at most 3 × the series of the current plans (at least
+    :data:`~fleetwatch.slo.decode.plan.MIN_READERS`), dropped and rebuilt past that.
     """
 
     CARRY_SECONDS = 3600.0
@@ -167,6 +180,8 @@ class Decoder:
         #: stays (withdrawn series), read by the next :meth:`_read`
         self._withdrawn: dict[str, set[tuple[ModelKey, str]]] = {}
         self.refused: Counter[str] = Counter()
+        #: carried series evicted past the per-target bound (label churn)
+        self.evicted = 0
 
     def decode(self, snap: Snapshot) -> Decoded:
         """Deltas since the previous call (the first call only primes the counters:
@@ -210,6 +225,11 @@ class Decoder:
         decoded.gpu_memory_ratio = gpu_used / gpu_total if gpu_total > 0 else None
         return decoded
 
+    @property
+    def carried(self) -> int:
+        """Series carried while absent, over every target (bounded: the class doc)."""
+        return sum(len(c) for c in self._orphans.values())
+
     def forget(self, models: set[ModelKey]) -> None:
         """Drop the bucket bounds seen for ``models`` (forgotten by the engine)."""
         for k in [(fam, mk) for fam, mk in self.bounds if mk in models]:
@@ -251,7 +271,8 @@ class Decoder:
         """Compile the plan of a target's new set of series, carrying the last cumulative
         values over by series (from the old plan, and from series gone before)."""
         readers_cache = self._readers
-        if len(readers_cache) > MAX_READERS:
+        held = sum(len(k) for k in keys) + sum(p.n_values for p in self._plans.values())
+        if len(readers_cache) > max(MIN_READERS, 3 * held):
             readers_cache.clear()
         readers: list[Reader] = []
         for idx, fam_keys in zip(self.families, keys, strict=True):
@@ -282,6 +303,11 @@ class Decoder:
             for prefix in [p for p, (_v, w) in carried.items()
                            if last - w > self.CARRY_SECONDS]:
                 del carried[prefix]
+        excess = len(carried) - max(MIN_CARRIED, CARRIED_PER_SERIES * len(plan.prefixes))
+        if excess > 0:  # label churn: the oldest gone first (insertion order)
+            for prefix in list(itertools.islice(carried, excess)):
+                del carried[prefix]
+            self.evicted += excess
         if old is not None:
             plan.seen = old.seen  # when the target was last seen, read by _read
             if last is not None and old.seen == last:

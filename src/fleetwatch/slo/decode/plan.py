@@ -61,8 +61,9 @@ class Reader(NamedTuple):
 
 
 _SKIP_READER = Reader(_SKIP, _NO_MODEL, "", 0.0, "")
-#: Compiled readers kept before the cache is dropped (label churn).
-MAX_READERS = 500_000
+#: Compiled readers kept before the cache is dropped (label churn), at least: the
+#: decoder allows 3 × the series of its current plans.
+MIN_READERS = 10_000
 
 
 class Plan:
