@@ -10,8 +10,8 @@ loopback, an upstream test double, one ``/metrics`` scraper and one ``/healthz``
 * **churn**: 300 models, all 300 renamed every scrape, a scrape every 0.5 s — 600 new
   model names a second;
 * **series**: ``--series-models`` stable models (3 series each, 67,000 → about 201,000
-  series), a scrape every 2 s: the RSS a large upstream costs against the 512Mi memory
-  limit of the generated manifests.
+  series), a scrape every 2 s: the RSS a large upstream costs against the memory limit
+  of the generated manifests (``manifests.common.Settings.memory_limit``).
 
 Per scenario and tree it prints ``/healthz`` p50/p99/max (ms) over the run, RSS at the
 first and last report and the largest (MB), and the RSS growth over the last third. With
