@@ -2,8 +2,9 @@
 interval only, never move other values' events into another band or interval.
 
 The committed sweep is replayed twice through the SLO engine: as captured, and with one
-histogram's ``_sum`` turned NaN in five captures (the TTFT histogram, which the SLO's
-events read, or the request-duration histogram, which Little's law reads). The
+histogram's value made invalid in five captures (the TTFT histogram, which the SLO's
+events read, or the request-duration histogram, which Little's law reads): its ``_sum``
+NaN, its ``_count`` negative, or one of its buckets below the one before it. The
 normalizer withdraws a histogram with a refused value, so the decoder sees it go and come
 back; per interval the replay with the bad values must book exactly what the clean one
 booked (same bands, same events) or, in an interval it counts in
@@ -34,10 +35,21 @@ def _refused(replay: SLOReplay) -> float:
                if name == "fleetwatch_slo_intervals_refused_total")
 
 
-def _per_interval(family: str | None) -> tuple[list[dict[str, float]], list[bool]]:
+#: How a value is made invalid: (regular expression of the line, its replacement)
+BREAK = {
+    "nan_sum": (r"^({family}_sum\{{[^}}]*\}}) \S+$", r"\1 NaN"),
+    "negative_count": (r"^({family}_count\{{[^}}]*\}}) \S+$", r"\1 -1"),
+    # the first (lowest) bucket's count above +Inf's: the buckets decrease as le grows
+    "decreasing_bucket": (r"^({family}_bucket\{{[^}}]*\}}) \S+$", r"\1 1e9"),
+}
+
+
+def _per_interval(family: str | None, how: str = "nan_sum"
+                  ) -> tuple[list[dict[str, float]], list[bool]]:
     """Per interval of the replay the events booked per band (``all`` left out) and
-    whether the engine counted a refused interval; ``family``: the vLLM histogram whose
-    ``_sum`` is NaN in the :data:`BAD` captures (None: the sweep as captured)."""
+    whether the engine counted a refused interval; ``family``: the vLLM histogram made
+    invalid in the :data:`BAD` captures as :data:`BREAK` ``[how]`` says (None: the sweep
+    as captured)."""
     slo = sweep_slo(SWEEP)
     assert slo is not None
     replay = SLOReplay(slo_spec(8, slo))
@@ -47,8 +59,9 @@ def _per_interval(family: str | None) -> tuple[list[dict[str, float]], list[bool
     for i, path in enumerate(_captures()):
         text = path.read_text(encoding="utf-8")
         if family is not None and i in BAD:
-            text, n = re.subn(rf"^({re.escape(family)}_sum\{{[^}}]*\}}) \S+$", r"\1 NaN",
-                              text, flags=re.M)
+            pattern, replacement = BREAK[how]
+            text, n = re.subn(pattern.format(family=re.escape(family)), replacement, text,
+                              count=1, flags=re.M)
             assert n == 1
         n_refused = _refused(replay)
         replay.feed(int(path.stem.split("-")[1]) / 1000, text)
@@ -62,11 +75,12 @@ def _per_interval(family: str | None) -> tuple[list[dict[str, float]], list[bool
     return booked, refused
 
 
+@pytest.mark.parametrize("how", sorted(BREAK))
 @pytest.mark.parametrize("family", ["vllm:time_to_first_token_seconds",
                                     "vllm:e2e_request_latency_seconds"])
-def test_a_nan_sum_masks_its_interval_and_moves_no_events(family):
+def test_a_bad_value_masks_its_interval_and_moves_no_events(family, how):
     clean, clean_refused = _per_interval(None)
-    bad, refused = _per_interval(family)
+    bad, refused = _per_interval(family, how)
     assert not any(clean_refused)
     for i, (want, got, was_refused) in enumerate(zip(clean, bad, refused, strict=True)):
         if was_refused:
