@@ -196,7 +196,8 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
 
     A summary (source, series, unmapped families, skipped lines) goes to stderr.
     """
-    from fleetwatch.exporters.capture import CaptureError, capture_text
+    from fleetwatch.commands.captures import read_capture
+    from fleetwatch.exporters.capture import MAX_CAPTURE_BYTES, CaptureError, capture_text
     from fleetwatch.exporters.normalize import Normalizer
     from fleetwatch.exporters.parser import describe_if_not_metrics
     from fleetwatch.exporters.render import render
@@ -204,11 +205,10 @@ def normalize(file: str, source: str, registry_path: str | None, passthrough: bo
     from fleetwatch.exporters.table import TargetContext
 
     try:
-        raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+        text = (capture_text(sys.stdin.buffer.read(MAX_CAPTURE_BYTES + 1)) if file == "-"
+                else read_capture(Path(file)))
     except OSError as exc:
         _fail(f"{file}: cannot read: {exc.strerror or exc}")
-    try:
-        text = capture_text(raw)
     except CaptureError as exc:
         _fail(f"{file}: {exc}: not a Prometheus exposition")
     if not text.strip():

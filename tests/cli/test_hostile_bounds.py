@@ -100,3 +100,41 @@ def test_slo_engine_state_is_bounded_under_model_churn():
         from fleetwatch.slo.state import STATES
         assert body.count("fleetwatch_slo_state{") <= 40 * len(STATES)  # one-hot per state
         assert "limits.max_models_per_slo" in sc.log()
+
+
+def test_model_name_churn_keeps_healthz_answering_and_the_models_held_bounded():
+    """1000 new model names every scrape (tests/support/churn_upstream.py) until more
+    names went by than the SLO engine holds (``SLOEngine.MAX_MODELS``): ``/healthz``
+    answers throughout, ``/autoscaling`` (every model the engine holds) stays within the
+    cap, and the early evictions are counted and logged. Latencies are
+    benchmarks/bench_churn.py's."""
+    from fleetwatch.slo.engine import SLOEngine
+    from tests.support.churn_upstream import churn_exposition
+
+    names = 1000
+    with Upstream(lambda n: churn_exposition(n, names)) as up, Sidecar(
+            {"scrape": {"interval_seconds": 0.5, "timeout_seconds": 0.5},
+             "targets": [{"name": "t", "kind": "triton", "url": up.url}]},
+            slos={"slos": [{"name": "avail", "sli": {"availability": {}},
+                            "objectives": [{"target": 0.99}],
+                            "timeWindow": [{"duration": "1h"}],
+                            "concurrency": {"envelope": 8}}]}) as sc:
+        answers = held = 0
+        deadline = time.monotonic() + 300
+        while up.requests * names <= SLOEngine.MAX_MODELS + 2 * names:
+            assert time.monotonic() < deadline, f"{up.requests} scrapes in 300 s"
+            status, _b, _seconds = sc.get("/healthz", timeout=30)
+            assert status == 200
+            answers += 1
+            _s, text, _ = sc.get("/autoscaling", timeout=30)
+            held = max(held, len(strict_json(text)["models"]))
+            time.sleep(0.2)
+        assert answers >= 10
+        deadline = time.monotonic() + 60
+        while not (sc.metric("fleetwatch_slo_models_evicted_total") or 0) > 0:
+            assert time.monotonic() < deadline, "no eviction counted within 60 s"
+            time.sleep(0.2)
+        _s, text, _ = sc.get("/autoscaling", timeout=30)
+        held = max(held, len(strict_json(text)["models"]))
+        assert 0 < held <= SLOEngine.MAX_MODELS
+        assert "SLO engine holds" in sc.log()

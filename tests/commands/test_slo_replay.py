@@ -193,3 +193,110 @@ def test_one_capture_is_said_to_need_a_second_not_blamed_on_the_selectors(tmp_pa
     assert len(warnings) == 1 and "give at least two captures" in warnings[0], err
     assert "/slo lists no SLO and /autoscaling no model" in warnings[0]
     assert "selects" not in err
+
+
+# -- replay inputs: what a capture holds, bounds, one server ------------------------------
+
+def _gzip_members(text: bytes, parts: int) -> bytes:
+    """``text`` as a gzip file of ``parts`` members (``cat a.gz b.gz``), cut at lines."""
+    import gzip
+
+    lines = text.splitlines(keepends=True)
+    step = -(-len(lines) // parts)
+    return b"".join(gzip.compress(b"".join(lines[i:i + step]))
+                    for i in range(0, len(lines), step))
+
+
+def test_a_multi_member_gzip_capture_is_read_whole(tmp_path):
+    """Every capture of the sweep as a three-member gzip file replays to the same JSON as
+    the plain captures (a reader that stops at the first member loses two thirds of each
+    body, and the engine reads the rest as withdrawn series)."""
+    slos = str(slo_file(tmp_path, 8, SLO))
+    files = [str(_write(tmp_path / f"{p.name}.gz", _gzip_members(p.read_bytes(), 3)))
+             for p in CAPTURES]
+    code, out, err = replay("--slos", slos, *files)
+    assert code == 0, err
+    want_code, want, _ = replay("--slos", slos, *map(str, CAPTURES))
+    assert want_code == 0
+    assert _no_nan(out) == _no_nan(want)
+
+
+def test_a_capture_refused_as_too_many_series_is_said_so(tmp_path):
+    """A capture past the normalizer's series bound is bad input naming the file and the
+    reason, not an empty replay blamed on the selectors."""
+    from fleetwatch.exporters.validate import Limits
+
+    many = Limits().max_series + 10
+    body = CAPTURES[1].read_bytes() + b"".join(
+        b'vllm:num_requests_running{model_name="m%d",engine="0"} 1\n' % i
+        for i in range(many))
+    big = _write(tmp_path / "big-1796148916000.prom", body)
+    code, out, err = replay("--slos", str(slo_file(tmp_path, 8, SLO)), str(CAPTURES[0]),
+                            str(big))
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and str(big) in lines[0] and "too_many_series" in lines[0], err
+    assert "selects" not in err
+
+
+def test_a_capture_past_the_size_bound_is_refused_unread(tmp_path):
+    """A 300 MB capture (a sparse file: no disk, and no memory unless read) is refused from
+    its size, naming the file and the bound."""
+    from fleetwatch.exporters.capture import MAX_CAPTURE_BYTES
+
+    huge = tmp_path / "huge-1796148916000.prom"
+    with huge.open("wb") as f:
+        f.truncate(300 * 1024 * 1024)
+    code, out, err = replay("--slos", str(slo_file(tmp_path, 8, SLO)), str(CAPTURES[0]),
+                            str(huge))
+    assert code == 2 and out == ""
+    assert str(huge) in err and f"more than the {MAX_CAPTURE_BYTES}" in err, err
+
+
+@pytest.mark.parametrize("keep_start", [True, False])
+def test_captures_of_two_servers_interleaved_are_refused(tmp_path, keep_start):
+    """The committed sweeps are two vLLM servers: their captures alternated in time are
+    refused (exit 2, naming a file), not read as a counter reset every capture — by the
+    processes' start times, and without them (lines removed) by the counters that fall
+    and come back above where they were."""
+    slow = captures(SWEEP.parent / "vllm-sweep-slow")
+    files = []
+    for i, p in enumerate([p for pair in zip(CAPTURES[:6], slow[:6], strict=True) for p in pair]):
+        text = p.read_bytes()
+        if not keep_start:
+            text = b"".join(line for line in text.splitlines(keepends=True)
+                            if not line.startswith(b"process_start_time_seconds"))
+        files.append(str(_write(tmp_path / f"{i:04d}-{1796148913000 + 2000 * i}.prom", text)))
+    code, out, err = replay("--slos", str(slo_file(tmp_path, 8, SLO)), *files)
+    assert code == 2 and out == "", err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "two servers interleaved" in lines[0], err
+    assert any(f in lines[0] for f in files)
+    # one server's captures alone replay as before
+    code, _out, err = replay("--slos", str(slo_file(tmp_path, 8, SLO)), *files[0::2])
+    assert code == 0, err
+
+
+def test_html_into_a_missing_folder_fails_before_printing(tmp_path):
+    target = tmp_path / "nonexistent" / "x.html"
+    code, out, err = replay("--slos", str(slo_file(tmp_path, 8, SLO)), "--html",
+                            str(target), *map(str, CAPTURES[:3]))
+    assert code == 1 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and str(target) in lines[0] and "cannot write" in lines[0]
+
+
+def test_one_capture_without_a_time_needs_no_interval(tmp_path):
+    """One capture has no interval, so it needs no time: the warning says what it gives
+    instead of asking for --interval."""
+    one = _write(tmp_path / "scrape.prom", CAPTURES[0].read_bytes())
+    code, out, err = replay("--slos", str(slo_file(tmp_path, 8, SLO)), str(one))
+    assert code == 0, err
+    assert _no_nan(out)["slo"]["slos"] == []
+    assert "--interval" not in err and "give at least two captures" in err
+
+
+def test_one_burning_band_is_said_in_the_singular(tmp_path, knee):
+    st = replay_final(SWEEP, tmp_path, knee, SLO)["slo"]["slos"][0]
+    assert st["state"] == "overload"
+    assert st["explanation"].startswith("budget burning only in band 16, above"), st

@@ -24,7 +24,7 @@ ALL = METRICS + SELF_METRICS
 BASE_UNITS = {"seconds", "bytes", "ratio", "joules", "watts", "celsius", "boolean", "info",
               "requests", "tokens", "blocks", "lookups", "executions", "items",
               "preemptions", "events", "errors", "series", "families", "lines",
-              "samples", "connections", "models", "replicas",
+              "samples", "connections", "models", "replicas", "intervals",
               "flop",  # flop: floating-point operations, a count (MFU numerator)
               "spans", "traces", "bodies",  # the OTLP trace receiver counts what it receives
               # quota families: the unit is the resource label's (GPUs, bytes, instances),

@@ -4,14 +4,21 @@ have said ("what would the engine have said about last night?").
 
 A capture's time (Unix seconds) is the ``<unix_ms>`` in its file name (12–14 digits, e.g.
 ``0007-1796116891265.prom`` as ``tools/capture_vllm_sweep.py`` writes them), or, with
-``--interval S``, S seconds after the previous capture in the order given. Captures are
-replayed in time order; each is one snapshot of one target. Output is strict JSON
-(``null``, never ``NaN``): one document ``{"slo": …, "autoscaling": …}``, or with
-``--each`` one such line per capture (with its ``capture`` name and ``timestamp``).
+``--interval S``, S seconds after the previous capture in the order given; a single
+capture needs no time (it primes the counters and has no interval to account: the
+warning says what it gives). Captures are replayed in time order; each is one snapshot of
+one target. Output is strict JSON (``null``, never ``NaN``): one document ``{"slo": …,
+"autoscaling": …}``, or with ``--each`` one such line per capture (with its ``capture``
+name and ``timestamp``).
 
-Bad input — an unreadable or non-UTF-8 file, a body that is not a Prometheus exposition of
-a known source, a name without a timestamp (and no ``--interval``), two captures at the
-same time — is one ``fleetwatch: error: FILE: …`` line and exit 2.
+Bad input — an unreadable or non-UTF-8 file, a file or gzip body past
+:data:`~fleetwatch.exporters.capture.MAX_CAPTURE_BYTES` (refused from its size, unread), a
+body that is not a Prometheus exposition of a known source, one the normalizer refuses
+whole (``too_many_series``), a name without a timestamp (and no ``--interval``), two
+captures at the same time, captures of two servers interleaved
+(:class:`~fleetwatch.commands.captures.OneServer`) — is one ``fleetwatch: error: FILE: …``
+line and exit 2. An ``--html`` path whose folder does not exist is exit 1 before anything
+is replayed or printed.
 """
 
 from __future__ import annotations
@@ -25,8 +32,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from fleetwatch.exporters.capture import CaptureError, capture_text
+from fleetwatch.commands.captures import OneServer, read_capture, too_many_series
+from fleetwatch.exporters.capture import CaptureError
 from fleetwatch.exporters.snapshot import Snapshot
+from fleetwatch.exporters.validate import TOO_MANY_SERIES, Limits
 from fleetwatch.labels.registry import Registry
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.outputs.status import autoscaling_document, slo_document, strict_json
@@ -45,6 +54,12 @@ class ReplayInputError(click.ClickException):
 
     def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"fleetwatch: error: {self.format_message()}", err=True)
+
+
+class ReplayOutputError(ReplayInputError):
+    """An output the replay cannot write (``--html`` into a missing folder): exit 1."""
+
+    exit_code = 1
 
 
 def normalizer_for(kind_hint: str | None = None) -> Callable[[str, str], Normalized]:
@@ -77,6 +92,8 @@ def capture_times(paths: Sequence[Path], interval: float | None) -> list[float]:
         if not interval > 0:
             raise ReplayInputError(f"--interval must be positive seconds, not {interval:g}")
         return [i * interval for i in range(len(paths))]
+    if len(paths) == 1 and not _STAMP.findall(paths[0].name):
+        return [0.0]  # one capture only primes the counters: its time is never read
     out: list[float] = []
     for p in paths:
         if not p.is_file():  # say the file is missing before asking for its time
@@ -92,7 +109,7 @@ def capture_times(paths: Sequence[Path], interval: float | None) -> list[float]:
 
 def _read(path: Path) -> str:
     try:
-        return capture_text(path.read_bytes())
+        return read_capture(path)
     except OSError as exc:
         raise ReplayInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except CaptureError as exc:
@@ -112,14 +129,35 @@ def replay(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
                                    f"({times[a]:.3f}); captures must be distinct in time")
     engine = SLOEngine(slos, registry)
     normalize = normalizer_for()
+    one_server = OneServer()
     for i in order:
         path = paths[i]
         text = _read(path)
+        past = too_many_series(text, Limits().max_series)
+        if past is not None:
+            raise ReplayInputError(f"{path}: refused ({TOO_MANY_SERIES}): {past}")
         normalized = normalize(text, str(path))
+        if normalized.refused is not None:
+            reason, message = normalized.refused
+            raise ReplayInputError(f"{path}: refused ({reason}): {message}")
+        other = one_server.check(str(path), text, normalized)
+        del text  # the largest object of a step: not kept while the engine runs
+        if other is not None:
+            raise ReplayInputError(f"{path}: {other}; replay one server's captures at a time")
         if models is not None:
             models.update(m[0] for m in normalized.models)
         engine.update(Snapshot(times[i], {"replay": normalized}))
         yield path, times[i], engine
+
+
+def check_output(path: Path) -> None:
+    """Refuse an output file that cannot be written, before any work (exit 1 naming it):
+    a missing folder, a folder in its place."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise ReplayOutputError(f"{path}: cannot write: no folder {folder}")
+    if path.is_dir():
+        raise ReplayOutputError(f"{path}: cannot write: a folder")
 
 
 def document(engine: SLOEngine) -> dict[str, object]:
@@ -163,6 +201,8 @@ def run(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
 
     if not paths:
         raise ReplayInputError("give at least one CAPTURE file")
+    if html is not None:
+        check_output(html)
     last: SLOEngine | None = None
     history = new_history(len(paths))
     seen: set[str] = set()

@@ -64,17 +64,52 @@ def normalized_families(normalized: Iterable[Normalized],
     return out
 
 
+#: The OpenMetrics family types the text format 0.0.4 lacks (its parser refuses the
+#: whole scrape on them: "unknown metric type"), and the type their samples are served
+#: with in it. An ``info``, ``stateset`` or ``gaugehistogram`` family is split into one
+#: family per sample name (``foo_info``; ``foo``; ``foo_bucket``, ``foo_gsum``,
+#: ``foo_gcount``), each a gauge — the series Prometheus stores when it scrapes them as
+#: OpenMetrics, their values 0/1 or current levels, never counters; ``unknown`` is the
+#: text format's ``untyped``. Sources: OpenMetrics 1.0 "Metric types" (Info, StateSet,
+#: GaugeHistogram, Unknown); Prometheus text format 0.0.4 (counter, gauge, histogram,
+#: summary, untyped).
+OPENMETRICS_ONLY: Mapping[str, str] = MappingProxyType({
+    "info": "gauge", "stateset": "gauge", "gaugehistogram": "gauge", "unknown": "untyped"})
+
+
 def passthrough_families(n: Normalized) -> list[Family]:
     """The upstream families of one target re-emitted unchanged (pass-through on),
     with the HELP the upstream wrote and the TYPE it declared before the family's first
     line (a HELP with an escape the text format does not allow, a TYPE after samples are
-    left out: a Prometheus would reject the whole scrape)."""
+    left out: a Prometheus would reject the whole scrape); a family of an OpenMetrics-only
+    type is served as :data:`OPENMETRICS_ONLY` says."""
     out = []
     for name, lines in n.passthrough.items():
         helptext = n.meta.helps.get(name)
         if helptext is not None and not help_is_valid(helptext):
             helptext = None
-        out.append(Family(name, n.passthrough_types.get(name), helptext, list(lines)))
+        ftype = n.passthrough_types.get(name)
+        as_type = OPENMETRICS_ONLY.get(ftype or "")
+        if as_type is None:
+            out.append(Family(name, ftype, helptext, list(lines)))
+        elif as_type == "untyped":
+            out.append(Family(name, as_type, helptext, list(lines)))
+        else:
+            out.extend(Family(sample, as_type, helptext, own)
+                       for sample, own in _by_sample_name(lines).items())
+    return out
+
+
+def _by_sample_name(lines: Iterable[str]) -> dict[str, list[str]]:
+    """Sample lines (``name{labels} value``) grouped by sample name, in first-seen order."""
+    out: dict[str, list[str]] = {}
+    for line in lines:
+        end = len(line)
+        for stop in ("{", " "):
+            at = line.find(stop)
+            if 0 <= at < end:
+                end = at
+        out.setdefault(line[:end], []).append(line)
     return out
 
 

@@ -172,6 +172,8 @@ LABELS: tuple[LabelDef, ...] = (
     LabelDef("resource", "A quota resource (quota file).", ("gpus", "gpu_memory_bytes",
                                                            "instances")),
     LabelDef("slo", "SLO name (SLO file)."),
+    LabelDef("metric", "A normalized metric's name (modelserver_*) whose values the SLO "
+             "engine refused for an interval."),
     LabelDef("band", "Per-replica concurrency band: its upper bound (\"1\", \"2\", \"4\", …, "
              "\"+Inf\"), or \"all\"."),
     LabelDef("window", "Burn-rate window, e.g. 5m, 1h, 3d."),
@@ -515,6 +517,20 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "Models an SLO selects but does not track because it tracks "
               "limits.max_models_per_slo already (counted once per refused model).",
               ("slo",), "alpha", per_model=False),
+    MetricDef("fleetwatch_slo_models_evicted_total", _C, "models",
+              "Models the SLO engine forgot before limits.forget_model_after because it "
+              "held its most models (label churn): the least recently seen first.",
+              (), "alpha", per_model=False),
+    MetricDef("fleetwatch_slo_carried_series_evicted_total", _C, "series",
+              "Absent series whose last cumulative value the SLO engine stopped carrying "
+              "early because a target's carried series reached their bound (label churn).",
+              (), "alpha", per_model=False),
+    MetricDef("fleetwatch_slo_intervals_refused_total", _C, "intervals",
+              "Intervals of a model whose values of one normalized metric were refused "
+              "(not finite, negative counts, withdrawn or back from a gap): that metric's "
+              "events are not booked for the interval, nor the interval if its "
+              "concurrency reads that metric.",
+              ("metric",), "alpha", per_model=False),
     MetricDef("fleetwatch_slo_error_budget_remaining_ratio", _G, "ratio",
               "Share of the period's error budget left (negative when overspent).",
               _SLO_LABELS, "beta", per_model=False),

@@ -16,11 +16,15 @@ scraper once per cycle (:attr:`~.scraper.Scraper.encoded`), the SLO engine's fam
 per engine body, and only fleetwatch's own metrics (current values: ``process_*``, the
 dropped-series counts) per request. Segments are cached under the names the segments
 before them serve, so the result is byte for byte what :func:`assemble` gives for the
-whole body.
+whole body. The SLO engine's segment is made again after every engine update, and its
+size grows with the models the engine holds (10,000 models: about a second of parsing,
+merging and compressing): :meth:`MetricsAssembler.encode_async` makes it in a worker
+thread, so that ``/healthz`` and the other routes keep being served meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -86,6 +90,13 @@ def _segment(key: object, source: object, part: Part, owners: Owners,
     return _Segment(key, source, added, b"".join(gz), merger.dropped, merger.owners)
 
 
+def _slo_segment(key: object, body: bytes, owners: Owners) -> _Segment:
+    """The SLO engine's exposition ``body`` as a segment after the names ``owners``
+    serves (``key``: their signature); pure, so a worker thread may make it."""
+    return _segment(key, body, Part(SLO, parse_families(body.decode())), owners, {},
+                    CACHED_LEVEL)
+
+
 class MetricsAssembler:
     """Assembles the ``/metrics`` body of a running :class:`Scraper` (see module
     docstring); ``slo_metrics`` returns the SLO engine's exposition (bytes, UTF-8);
@@ -110,6 +121,31 @@ class MetricsAssembler:
     def body(self) -> bytes:
         """The ``/metrics`` body (text format 0.0.4, UTF-8)."""
         return self.encode(False)
+
+    async def encode_async(self, gz: bool) -> bytes:
+        """:meth:`encode`, with the SLO engine's segment, when it must be made again,
+        made in a worker thread first (the event loop keeps serving meanwhile). Call
+        it from the event loop, one call at a time (the web handler holds a lock)."""
+        slo_body = self.slo_metrics() if self.slo_metrics is not None else None
+        seg = self._slo
+        if slo_body is not None and (seg is None or seg.source is not slo_body):
+            owners = self._owners_before_slo()
+            if owners is not None:
+                key = owners_signature(owners)
+                self._slo = await asyncio.to_thread(_slo_segment, key, slo_body, owners)
+        return self.encode(gz)
+
+    def _owners_before_slo(self) -> Owners | None:
+        """The names the segments before the SLO engine's serve (None: two normalized
+        families clash, the body is merged whole)."""
+        norm = self.scraper.normalized_part
+        if self.normalized is not None:
+            norm = self.normalized(norm)
+        seg_n = self._normalized(norm)
+        if seg_n is None:
+            return None
+        self_part = Part(SELF, parse_families(generate_latest(self.registry).decode()))
+        return _segment(None, None, self_part, seg_n.owners, {}, REQUEST_LEVEL).owners
 
     def encode(self, gz: bool) -> bytes:
         """The ``/metrics`` body, plain or (``gz``) as concatenated gzip members that
@@ -165,9 +201,7 @@ class MetricsAssembler:
         seg = self._slo
         if seg is not None and seg.source is body and seg.key == key:
             return seg
-        seg = _segment(key, body, Part(SLO, parse_families(body.decode())), owners, {},
-                       CACHED_LEVEL)
-        self._slo = seg
+        seg = self._slo = _slo_segment(key, body, owners)
         return seg
 
     def _passthrough_segment(self, part: Part, owners: Owners) -> _Segment:

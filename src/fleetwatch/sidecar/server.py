@@ -118,13 +118,16 @@ def make_app(scraper: Scraper,
     while ``drain`` drains (:mod:`.shutdown`) /readyz answers 503."""
     assembler = MetricsAssembler(scraper, extra_metrics,
                                  guard.closed if guard is not None else None, normalized)
+    assembling = asyncio.Lock()  # one assembly at a time (its SLO part in a thread)
 
     async def metrics(request: web.Request) -> web.Response:
         gz = wants_gzip(request.headers.get("Accept-Encoding", ""))
         headers = {"Content-Type": METRICS_CONTENT_TYPE, "Vary": "Accept-Encoding"}
         if gz:  # cached gzip members (sidecar.metrics), never compressed per request
             headers["Content-Encoding"] = "gzip"
-        return web.Response(body=assembler.encode(gz), headers=headers)
+        async with assembling:
+            body = await assembler.encode_async(gz)
+        return web.Response(body=body, headers=headers)
 
     async def healthz(_request: web.Request) -> web.Response:
         return web.Response(text="ok\n")

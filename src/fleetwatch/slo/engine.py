@@ -25,8 +25,12 @@ states to judge: :mod:`fleetwatch.slo.judge.marks`). It bounds the state (the SL
 (states, window rows, gauges), an SLO tracks at most ``max_models_per_slo`` models (a
 further one is counted in ``fleetwatch_slo_models_refused_total{slo}`` and logged, at
 most once a minute per SLO:
-``SLO S tracks N models (limits.max_models_per_slo): not tracking model M …``). Events
-that are none or not finite are never booked.
+``SLO S tracks N models (limits.max_models_per_slo): not tracking model M …``). Past
+:attr:`SLOEngine.MAX_MODELS` models with data (label churn: names that come once and
+never again), the models seen least recently are forgotten at once rather than after
+``forget_model_after``, counted in ``fleetwatch_slo_models_evicted_total`` and logged at
+most once a minute (``SLO engine holds N models: forgot K seen least recently …``).
+Events that are none or not finite are never booked.
 
 Only what changed is recomputed: the judge runs for the states whose judged inputs
 changed (new, first events, an error set or cleared, a row whose burning flag flipped;
@@ -54,12 +58,13 @@ from fleetwatch.slo.account.concurrency import in_system_of
 from fleetwatch.slo.account.gauges import ModelGauges, update_gauges
 from fleetwatch.slo.account.layout import Layout
 from fleetwatch.slo.account.ledger import Ledger, Selection
-from fleetwatch.slo.account.limits import ModelLimit
+from fleetwatch.slo.account.limits import Held, ModelCap, ModelLimit
 from fleetwatch.slo.account.trace_book import TraceBook
 from fleetwatch.slo.arrays import FloatArray
 from fleetwatch.slo.capacity.evidence import BandLatency, BandLatencyStore
 from fleetwatch.slo.capacity.rules import BandRows, update_capacities
-from fleetwatch.slo.decode.decoder import Decoded, Decoder, needed_families
+from fleetwatch.slo.decode.decoder import DURATION, Decoded, Decoder, needed_families
+from fleetwatch.slo.decode.plan import ACTIVE_GROUP
 from fleetwatch.slo.judge import states as _judge
 from fleetwatch.slo.judge.interference import Attributor
 from fleetwatch.slo.judge.marks import Marks
@@ -73,6 +78,7 @@ from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ALL, STATES, ModelKey, RowCounts, SLOModelState, TraceEvent
 
 __all__ = ["ALL", "STATES", "ModelKey", "SLOEngine", "SLOModelState"]
+
 
 
 class SLOEngine:
@@ -96,6 +102,9 @@ class SLOEngine:
     """
 
     CARRY_SECONDS = Decoder.CARRY_SECONDS
+    #: Models with data the engine holds at most (its per-model gauges, entries, SLO
+    #: states); never fewer than one snapshot's models.
+    MAX_MODELS = 10_000
 
     def __init__(self, slos: SLOFile, registry: Registry | None = None,
                  buckets: int = 60, placement: Placement | None = None) -> None:
@@ -124,6 +133,7 @@ class SLOEngine:
         #: model name → last measured cold start (seconds), set by the sidecar
         self.cold_starts: dict[str, float] = {}
         self._limit = ModelLimit(slos.limits.max_models_per_slo)
+        self._cap = ModelCap(self.MAX_MODELS)  # the models_evicted counter
         #: SLO name → models refused by limits.max_models_per_slo (exported counter).
         self.models_refused = self._limit.refused
         # capacity for all states at once: their band rows (rebuilt when states or rows
@@ -184,6 +194,7 @@ class SLOEngine:
                 if seen < horizon and traced.get(mk, seen) < horizon]
         if traced:  # trace-only models: the same timer
             gone += [mk for mk, t in traced.items() if t < horizon and mk not in self._model_seen]
+        gone += self._cap.evict(self._model_seen, set(gone), ts)
         if not gone:
             return
         gone_set = set(gone)
@@ -240,6 +251,11 @@ class SLOEngine:
         return _recover.capture(self.states, self.ledger, self.band_latency,
                                 self.last_update or 0.0)
 
+    def held(self) -> Held:
+        """What the engine holds per model and per series (the bounds of the module doc
+        and of :class:`~fleetwatch.slo.decode.decoder.Decoder`)."""
+        return Held(len(self._model_seen), len(self.states), self._decoder.carried)
+
     def mark_changed(self, st: SLOModelState) -> None:
         """Have the next update judge ``st`` again (the engine judges only the states
         whose judged inputs changed: call this when a stage changes another)."""
@@ -262,29 +278,38 @@ class SLOEngine:
         for plan, out, res in decoded.columns:
             view = views[id(plan)] = self._layout.view(plan, self._decoder)
             if prev_ts is not None:
-                gathered.append(self._columns_todo(ts, prev_ts, view, out, res))
+                gathered.append(self._columns_todo(ts, prev_ts, view, out, res,
+                                                   decoded.refused))
         self._layout.keep(views)
         if prev_ts is not None:
             self._add_and_judge(ts, bookings(ts, gathered, self._new_row, self._marks.dirty))
         seen, prev_in_system = self._model_seen, self._prev_in_system
+        refused = decoded.refused
         for plan, _out, res in decoded.columns:
             view = views[id(plan)]
             for mk, r, w in zip(view.models, view.running, view.waiting, strict=True):
                 seen[mk] = ts
+                if refused and (mk, ACTIVE_GROUP) in refused:
+                    prev_in_system.pop(mk, None)  # unknown: the next end stands for both
+                    continue
                 now = in_system_of(res[r] if r >= 0 else None, res[w] if w >= 0 else None)
                 if now is not None:
                     prev_in_system[mk] = now
 
     def _columns_todo(self, ts: float, prev_ts: float, view: PlanColumns, out: FloatArray,
-                      res: list[float]) -> Gathered:
+                      res: list[float], refused: set[tuple[ModelKey, str]]) -> Gathered:
         """One target's models into their gauges, and its bookable (SLO, model) pairs
-        (see :func:`fleetwatch.slo.account.book.bookings`)."""
+        (see :func:`fleetwatch.slo.account.book.bookings`); ``refused`` the decoder's
+        refused groups (a model whose concurrency inputs are among them books nothing)."""
         seen = self._model_seen
         live_dt = np.asarray([ts - seen.get(mk, prev_ts) for mk in view.models], dtype=float)
         live = live_dt > 0
         target = self._layout.target(view, live.tolist(), lambda e: self._state(e, ts))
+        no_conc = np.asarray([bool(refused) and ((mk, DURATION) in refused
+                                                 or (mk, ACTIVE_GROUP) in refused)
+                              for mk in view.models], dtype=bool)
         concs = update_gauges(self.gauges, self._prev_in_system, view.models, target.gauges,
-                              out, live_dt, live)
+                              out, live_dt, live, no_conc)
         return target.gather(live, concs, view.events(out), res, self._marks.dirty)
 
     def _new_row(self, st: SLOModelState, band: str, ts: float) -> int:
@@ -369,9 +394,15 @@ class SLOEngine:
 
     def iter_metrics(self) -> Iterator[Sample]:
         """``(family, labels, value)`` for every exported series (see
-        :mod:`fleetwatch.slo.outputs.export`), and ``fleetwatch_slo_models_refused_total`` per
-        SLO."""
+        :mod:`fleetwatch.slo.outputs.export`), ``fleetwatch_slo_models_refused_total`` per
+        SLO and ``fleetwatch_slo_intervals_refused_total`` per normalized metric (the
+        decoder's refused values: :mod:`fleetwatch.slo.decode.decoder`)."""
         yield from _status.iter_metrics(self.ledger, self.states, self.autoscaling())
         for slo in self.spec.slos:
             yield ("fleetwatch_slo_models_refused_total", {"slo": slo.name},
                    float(self.models_refused[slo.name]))
+        yield ("fleetwatch_slo_models_evicted_total", {}, float(self._cap.evicted))
+        yield ("fleetwatch_slo_carried_series_evicted_total", {},
+               float(self._decoder.evicted))
+        for metric, n in sorted(self._decoder.refused.items()):
+            yield ("fleetwatch_slo_intervals_refused_total", {"metric": metric}, float(n))

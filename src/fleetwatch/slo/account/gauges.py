@@ -46,13 +46,16 @@ class ModelGauges:
 
 def update_gauges(g: ModelGauges, prev_in_system: dict[ModelKey, float],
                   models: list[ModelKey], slots: GaugeSlots, out: FloatArray,
-                  dt: FloatArray, live: BoolArray) -> FloatArray:
+                  dt: FloatArray, live: BoolArray, refused: BoolArray) -> FloatArray:
     """Every live model of a target's interval into its gauges ``g`` (dicts filled in
     model order): ``models`` and their gauge ``slots`` in the per-slot results
     ``out``, ``dt`` each model's interval (seconds), ``live`` whether it is accounted
     (its interval is longer than 0), ``prev_in_system`` running + waiting at each
-    model's previous snapshot. Returns the concurrencies (requests; NaN: none or not
-    live)."""
+    model's previous snapshot, ``refused`` whether a value the concurrency is measured
+    from was refused in the interval (the request-duration histogram, the running and
+    waiting gauges: :mod:`fleetwatch.slo.decode.decoder`). Returns the concurrencies
+    (requests; NaN: none, not live, or refused — the interval is then not booked, rather
+    than booked at what the remaining values would say)."""
     ext = np.append(out, 0.0)
     nan = math.nan
     before = prev_in_system
@@ -71,7 +74,7 @@ def update_gauges(g: ModelGauges, prev_in_system: dict[ModelKey, float],
         (Column(ext[slots.d_count], slots.d_has), Column(ext[slots.d_sum], slots.d_has)),
         column(prev_in), dt, column(previous))
     with np.errstate(invalid="ignore"):
-        found = live & np.isfinite(conc)
+        found = live & np.isfinite(conc) & ~refused
     at = found.nonzero()[0].tolist()
     g.estimator.update((models[i], names[i]) for i in at)
     g.concurrency.update(zip([models[i] for i in at], conc[at].tolist(), strict=True))

@@ -5,12 +5,18 @@ A model past an SLO's limit gets no state for it: it is counted once in
 most once a minute per SLO (``SLO S tracks N models (limits.max_models_per_slo): not
 tracking model M …``); it is tried again at every update, and tracked once a tracked
 model is forgotten.
+
+:class:`ModelCap` bounds the models the engine holds at all (with data, tracked by an
+SLO or not): past its cap the models seen least recently are forgotten at once, counted
+(``fleetwatch_slo_models_evicted_total``) and logged at most once a minute (``SLO engine
+holds N models (at most C): forgot K seen least recently, e.g. M …``).
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
+from typing import NamedTuple
 
 from fleetwatch.slo.state import ModelKey
 
@@ -58,3 +64,43 @@ class ModelLimit:
     def forget(self, models: set[ModelKey]) -> None:
         """Forget the refusals of ``models`` (counted again if refused again)."""
         self._counted = {(slo, mk) for slo, mk in self._counted if mk not in models}
+
+
+class ModelCap:
+    """The models the engine holds, at most ``limit`` (never fewer than one snapshot's);
+    ``evicted`` counts the models forgotten early (the exported counter)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.evicted = 0
+        self._logged: float | None = None
+
+    def evict(self, seen: dict[ModelKey, float], gone: set[ModelKey], ts: float
+              ) -> list[ModelKey]:
+        """The models to forget beyond the cap: of ``seen`` (model → Unix seconds it last
+        had data) less those already ``gone``, the least recently seen, never one seen at
+        ``ts`` (the current snapshot); counted and logged as the module doc says."""
+        excess = len(seen) - len(gone & seen.keys()) - self.limit
+        if excess <= 0:
+            return []
+        oldest = sorted((t, i, mk) for i, (mk, t) in enumerate(seen.items())
+                        if t < ts and mk not in gone)[:excess]
+        out = [mk for _t, _i, mk in oldest]
+        self.evicted += len(out)
+        if out and (self._logged is None or ts - self._logged >= REFUSED_LOG_SECONDS):
+            self._logged = ts
+            log.warning("SLO engine holds %d models (at most %d): forgot %d seen least "
+                        "recently, e.g. %s (%d so far; label churn?)", len(seen), self.limit,
+                        len(out), out[0].model, self.evicted)
+        return out
+
+
+class Held(NamedTuple):
+    """What an SLO engine holds: ``models`` with data (at most its ``MAX_MODELS`` beyond
+    one snapshot's: :class:`ModelCap`), (SLO, model) ``states`` (at most
+    ``limits.max_models_per_slo`` per SLO) and ``carried_series`` (absent series whose
+    last value is kept: :class:`~fleetwatch.slo.decode.decoder.Decoder`)."""
+
+    models: int
+    states: int
+    carried_series: int

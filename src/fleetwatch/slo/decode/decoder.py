@@ -13,12 +13,26 @@ the new value is the delta, never a negative or lost count), gauges at the end o
 interval, summed per model and field with ``bincount``. A changed series set compiles a
 new plan, carrying the last cumulative values over by series.
 
+A refused value masks its *refusal group* (:func:`~fleetwatch.slo.decode.plan.
+refusal_group`: one model's histogram family, its requests counters, its running and
+waiting gauges) for that interval only: the group feeds nothing, so a histogram never
+books its buckets without its ``_count`` nor Little's law a ``_count`` without its
+``_sum``, and :attr:`Decoded.refused` names it (the engine books no event of a refused
+group and no interval whose concurrency it would have measured). A value is refused when
+it is not finite or is a negative count; when its counter series was withdrawn while its
+model stayed (the normalizer withdraws a whole histogram when one of its values is refused);
+and when a counter returns from such a gap, since its delta then spans more than the
+interval it would be booked in (a target that was down as a whole is not such a gap: its
+models' intervals span the gap too). ``Decoder.refused`` counts the refused groups per
+normalized metric.
+
 Units: durations in seconds, counts in events, ratios 0–1, timestamps Unix seconds.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import itertools
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import chain
@@ -45,9 +59,10 @@ from fleetwatch.slo.decode.plan import (
     _SUM,
     _SUMMARY_COUNT,
     _WAITING,
-    MAX_READERS,
+    MIN_READERS,
     Plan,
     Reader,
+    refusal_group,
 )
 from fleetwatch.slo.sli import LATENCY_METRICS, SUMMARY_METRICS
 from fleetwatch.slo.spec import SLOFile
@@ -79,9 +94,10 @@ class TargetColumns(NamedTuple):
 @dataclass(slots=True)
 class Decoded:
     """One snapshot decoded: ``columns`` per target its :class:`TargetColumns` (read by
-    the engine, :mod:`fleetwatch.slo.account.columns`), and the fleet's GPU-memory usage ratio
+    the engine, :mod:`fleetwatch.slo.account.columns`), the fleet's GPU-memory usage ratio
     (``gpu_memory_ratio``: Σ used ÷ Σ total over every target, 0–1; None without GPU
-    series).
+    series), and the refusal groups masked in this interval (``refused``: (model,
+    normalized metric) pairs, see the module doc).
 
     While every value is valid and no model is served by two targets, a target's
     columns are its own plan's; otherwise the snapshot is one :class:`TargetColumns` of a
@@ -90,6 +106,7 @@ class Decoded:
 
     columns: list[TargetColumns] = field(default_factory=list)
     gpu_memory_ratio: float | None = None
+    refused: set[tuple[ModelKey, str]] = field(default_factory=set)
 
 
 def needed_families(slos: SLOFile) -> list[int]:
@@ -121,6 +138,12 @@ def _numbers(n: Normalized, families: list[int],
     return map(float, chain.from_iterable(f.values() for f in fams))
 
 
+#: Series carried while absent, per target: at least this many …
+MIN_CARRIED = 10_000
+#: … or this many times the target's current series.
+CARRIED_PER_SERIES = 2
+
+
 class Decoder:
     """Turns successive snapshots into per-model deltas, as per-slot columns
     (:class:`Decoded`).
@@ -130,7 +153,14 @@ class Decoder:
     counted (over the longer interval) when it returns. ``bounds[(family, model)]``
     collects the bucket bounds seen (seconds), which latency SLIs check their threshold
     against. Cumulative values are kept per target (a series is identified by its target
-    and prefix).
+    and prefix). ``refused``: per normalized metric, the intervals of a model in which
+    its values were refused (the module doc).
+
+    Bounds under label churn (series that go and never return): the series carried
+    while absent, per target, at most :data:`CARRIED_PER_SERIES` × the target's current
+    series (at least :data:`MIN_CARRIED`), the oldest evicted first (``evicted`` counts
+    them); the compiled readers, at most 3 × the series of the current plans (at least
+    :data:`~fleetwatch.slo.decode.plan.MIN_READERS`), dropped and rebuilt past that.
     """
 
     CARRY_SECONDS = 3600.0
@@ -146,6 +176,12 @@ class Decoder:
         #: are not in the target's current plan (carried for CARRY_SECONDS)
         self._orphans: dict[str, dict[str, tuple[float, float]]] = {}
         self._last_ts: float | None = None
+        #: target → the refusal groups its new plan no longer has while their model
+        #: stays (withdrawn series), read by the next :meth:`_read`
+        self._withdrawn: dict[str, set[tuple[ModelKey, str]]] = {}
+        self.refused: Counter[str] = Counter()
+        #: carried series evicted past the per-target bound (label churn)
+        self.evicted = 0
 
     def decode(self, snap: Snapshot) -> Decoded:
         """Deltas since the previous call (the first call only primes the counters:
@@ -159,9 +195,15 @@ class Decoder:
             if normalized is None:
                 continue
             got = self._read(target, normalized, ts)
+            withdrawn = self._withdrawn.pop(target, None)
             if got is None:
                 continue
             plan, valid, contrib, out, all_valid = got
+            if not all_valid:
+                bad = np.unique(plan.group[~valid]).tolist()
+                decoded.refused.update(plan.groups[g] for g in bad)
+            if withdrawn:
+                decoded.refused |= withdrawn
             merge = merge or not all_valid or any(
                 mk in p.models for p, _v, _c in parts for mk in plan.models)
             parts.append((plan, valid, contrib))
@@ -173,6 +215,8 @@ class Decoder:
             merged = Plan.merged([(p, v) for p, v, _c in parts])
             out = merged.slot_sums(np.concatenate([c for _p, _v, c in parts])[merged.take])
             decoded.columns = [TargetColumns(merged, out, out.tolist())]
+        if self._last_ts is not None:
+            self.refused.update(metric for _mk, metric in decoded.refused)
         self._last_ts = ts
         for target in [t for t, p in self._plans.items()
                        if ts - p.seen > self.CARRY_SECONDS]:
@@ -180,6 +224,11 @@ class Decoder:
             self._orphans.pop(target, None)
         decoded.gpu_memory_ratio = gpu_used / gpu_total if gpu_total > 0 else None
         return decoded
+
+    @property
+    def carried(self) -> int:
+        """Series carried while absent, over every target (bounded: the class doc)."""
+        return sum(len(c) for c in self._orphans.values())
 
     def forget(self, models: set[ModelKey]) -> None:
         """Drop the bucket bounds seen for ``models`` (forgotten by the engine)."""
@@ -222,7 +271,8 @@ class Decoder:
         """Compile the plan of a target's new set of series, carrying the last cumulative
         values over by series (from the old plan, and from series gone before)."""
         readers_cache = self._readers
-        if len(readers_cache) > MAX_READERS:
+        held = sum(len(k) for k in keys) + sum(p.n_values for p in self._plans.values())
+        if len(readers_cache) > max(MIN_READERS, 3 * held):
             readers_cache.clear()
         readers: list[Reader] = []
         for idx, fam_keys in zip(self.families, keys, strict=True):
@@ -253,6 +303,15 @@ class Decoder:
             for prefix in [p for p, (_v, w) in carried.items()
                            if last - w > self.CARRY_SECONDS]:
                 del carried[prefix]
+        excess = len(carried) - max(MIN_CARRIED, CARRIED_PER_SERIES * len(plan.prefixes))
+        if excess > 0:  # label churn: the oldest gone first (insertion order)
+            for prefix in list(itertools.islice(carried, excess)):
+                del carried[prefix]
+            self.evicted += excess
+        if old is not None:
+            plan.seen = old.seen  # when the target was last seen, read by _read
+            if last is not None and old.seen == last:
+                self._withdrawn[target] = _withdrawn(old, plan)
         self._plans[target] = plan
         return plan
 
@@ -260,31 +319,53 @@ class Decoder:
               ) -> tuple[Plan, BoolArray, FloatArray, FloatArray, bool] | None:
         """The hot path: every needed series of one target, as ``(plan, valid,
         contributions, per-slot results, whether all valid)`` (None: no needed series).
-        An invalid value (NaN/±Inf, a negative count) contributes 0.0 and is marked
-        not ``valid`` (a merged plan skips it: :class:`Decoded`)."""
+        A refused value (NaN/±Inf, a negative count, a counter back from a gap while
+        the target stayed: the module doc) contributes 0.0 and so does every value of its
+        refusal group, all marked not ``valid`` (a merged plan skips them:
+        :class:`Decoded`); a finite counter's last value is kept all the same, so the
+        refusal lasts one interval."""
         fams = [n.families[idx] for idx in self.families]
         keys = [list(f) for f in fams]  # the same prefix objects every scrape: fast ==
         plan = self._plans.get(target)
+        last = self._last_ts
         if plan is None or keys != plan.keys:
             plan = self._plan(target, n, keys)
+        stayed = last is not None and plan.seen == last  # in the previous snapshot too
         plan.seen = ts
         if not plan.n_values:
             return None
         values = np.fromiter(_numbers(n, self.families, fams), float, plan.n_values)
         v = values[plan.take]
         counter = plan.counter
-        valid = np.isfinite(v) & ~(counter & (v < 0.0))  # never a delta nor a gauge
-        last = self._last_ts
+        finite = np.isfinite(v) & ~(counter & (v < 0.0))  # never a delta nor a gauge
+        valid = finite
+        if stayed:  # a counter back from a gap its target did not have: a longer delta
+            valid = finite & ~(counter & (plan.when < cast(float, last)))
         known = counter & valid & (plan.when >= (-np.inf if last is None else
                                                  last - self.CARRY_SECONDS))
         prev = plan.prev
         with np.errstate(invalid="ignore"):
             delta = np.where(v >= prev, v - prev, v)  # after a reset the value is the delta
         contrib = np.where(counter, np.where(known, delta, 0.0), v)
-        update = counter & valid
+        update = counter & finite
         plan.prev = np.where(update, v, prev)
         plan.when = np.where(update, ts, plan.when)
         all_valid = bool(valid.all())
-        if not all_valid:
+        if not all_valid:  # the whole refusal group of a refused value
+            bad = np.zeros(len(plan.groups), dtype=bool)
+            bad[plan.group[~valid]] = True
+            valid = ~bad[plan.group]
             contrib = np.where(valid, contrib, 0.0)
         return plan, valid, contrib, plan.slot_sums(contrib), all_valid
+
+
+def _withdrawn(old: Plan, new: Plan) -> set[tuple[ModelKey, str]]:
+    """The refusal groups of ``old``'s cumulative series that ``new`` lacks while their
+    model is still in ``new`` (a target's counters withdrawn between two snapshots; a
+    gauge that goes is only absent: the estimators read the others)."""
+    kept = set(new.prefixes)
+    models = new.models
+    prefixes, readers = old.prefixes, old.readers
+    return {refusal_group(readers[k])
+            for k, c in zip(old.take.tolist(), old.counter.tolist(), strict=True)
+            if c and prefixes[k] not in kept and readers[k].model in models}

@@ -29,6 +29,23 @@ _BUCKET, _COUNT, _SUM, _REQ_GOOD, _REQ_BAD, _SUMMARY_COUNT = range(10, 16)
 
 _NO_MODEL = ModelKey("", "", "")
 
+#: The refusal group of a series with no histogram family, named by its normalized
+#: metric: the requests counters (good and all), the in-system gauges (running,
+#: waiting), the KV-cache gauge. A histogram's series (buckets, ``_count``, ``_sum``)
+#: group by the family's name.
+REQUESTS_GROUP = "modelserver_requests_total"
+ACTIVE_GROUP = "modelserver_requests_active"
+KV_GROUP = "modelserver_kv_cache_usage_ratio"
+_GROUP_OF_CODE = {_REQ_GOOD: REQUESTS_GROUP, _REQ_BAD: REQUESTS_GROUP,
+                  _RUNNING: ACTIVE_GROUP, _WAITING: ACTIVE_GROUP, _KV: KV_GROUP}
+
+
+def refusal_group(r: Reader) -> tuple[ModelKey, str]:
+    """The group a series' value is refused with (one model's histogram family, its
+    requests counters, its running + waiting gauges …): a refused value masks its whole
+    group for the interval, so a histogram never books from some of its series."""
+    return r.model, _GROUP_OF_CODE.get(r.code, r.family)
+
 
 class Reader(NamedTuple):
     """How one series feeds the per-slot results: its ``code`` (``_BUCKET``, ``_RUNNING``
@@ -44,8 +61,9 @@ class Reader(NamedTuple):
 
 
 _SKIP_READER = Reader(_SKIP, _NO_MODEL, "", 0.0, "")
-#: Compiled readers kept before the cache is dropped (label churn).
-MAX_READERS = 500_000
+#: Compiled readers kept before the cache is dropped (label churn), at least: the
+#: decoder allows 3 × the series of its current plans.
+MIN_READERS = 10_000
 
 
 class Plan:
@@ -56,7 +74,8 @@ class Plan:
     series that feeds something, as arrays: ``take`` (its position among the needed
     series' values), ``code``, ``slot`` (the output field it adds to), ``slot2`` (a second
     field, −1 if none: a successful request is also a request); ``prev``/``when`` the
-    series' last valid cumulative value and when it was seen (NaN: never). ``fields``:
+    series' last valid cumulative value and when it was seen (NaN: never); ``group``
+    its refusal group's position in ``groups`` (:func:`refusal_group`). ``fields``:
     per slot its :class:`Reader`; ``models``: per model (first
     appearance order) its :class:`_ModelFields`.
     """
@@ -67,6 +86,8 @@ class Plan:
         self.readers = readers
         slots: dict[Reader, int] = {}
         take: list[int] = []
+        groups: dict[tuple[ModelKey, str], int] = {}
+        group: list[int] = []
         code: list[int] = []
         slot: list[int] = []
         slot2: list[int] = []
@@ -81,6 +102,7 @@ class Plan:
                 continue
             take.append(i)
             code.append(c)
+            group.append(groups.setdefault(refusal_group(readers[i]), len(groups)))
             if c == _REQ_GOOD:
                 slot.append(slot_of(_REQ_GOOD, mk))
                 slot2.append(slot_of(_REQ_BAD, mk))  # the total
@@ -97,6 +119,9 @@ class Plan:
         self.gpu_total = slots.get(Reader(_GPU_TOTAL, _NO_MODEL, "", 0.0, ""), -1)
         self.take = np.asarray(take, dtype=np.int64)
         self.code = np.asarray(code, dtype=np.int64)
+        #: per entry its refusal group (:func:`refusal_group`), and the groups in order
+        self.group = np.asarray(group, dtype=np.int64)
+        self.groups = list(groups)
         self.slot = np.asarray(slot, dtype=np.int64)
         self.slot2 = np.asarray(slot2, dtype=np.int64)
         self.counter = self.code >= _COUNTERS

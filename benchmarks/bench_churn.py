@@ -1,0 +1,102 @@
+"""Benchmark of the sidecar under model-name churn and under a 200k-series upstream:
+``/healthz`` latency and RSS, this tree against another (alternated, same run).
+
+    python benchmarks/bench_churn.py [--base /path/to/other/checkout] [--rounds 2]
+        [--seconds 30] [--series-models 67000]
+
+Two scenarios, each run by ``tools/soak.py`` (``fleetwatch serve`` as a subprocess on
+loopback, an upstream test double, one ``/metrics`` scraper and one ``/healthz`` client):
+
+* **churn**: 300 models, all 300 renamed every scrape, a scrape every 0.5 s — 600 new
+  model names a second;
+* **series**: ``--series-models`` stable models (3 series each, 67,000 → about 201,000
+  series), a scrape every 2 s: the RSS a large upstream costs against the memory limit
+  of the generated manifests (``manifests.common.Settings.memory_limit``).
+
+Per scenario and tree it prints ``/healthz`` p50/p99/max (ms) over the run, RSS at the
+first and last report and the largest (MB), and the RSS growth over the last third. With
+``--base`` the same scenario runs on the other checkout's ``src`` first, then this one's,
+``--rounds`` times, and the ratios (this ÷ base) of the p99 and the largest RSS are
+printed. Latencies depend on the machine: compare trees within one run, never against a
+figure from another machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import soak  # noqa: E402  (tools/soak.py: the harness both scenarios run)
+
+SCENARIOS = {
+    "churn": {"models": 300, "churn": 300, "interval": 0.5},
+    "series": {"models": 67_000, "churn": 0, "interval": 2.0},
+}
+
+
+def _run(src: Path, scenario: str, seconds: float, series_models: int) -> dict[str, Any]:
+    """One soak of ``scenario`` with ``src`` on the sidecar's PYTHONPATH."""
+    params = dict(SCENARIOS[scenario])
+    if scenario == "series":
+        params["models"] = series_models
+    args = argparse.Namespace(duration=seconds, scrapers=1, pause=0.2, forget=3600.0,
+                              max_models=2000, report=1.0, json=None, **params)
+    os.environ["PYTHONPATH"] = str(src)
+    got = soak.soak(args)
+    rows = got["rows"]
+    return {"rss_first": rows[0]["rss_mb"], "rss_last": rows[-1]["rss_mb"],
+            "rss_max": max(r["rss_mb"] for r in rows),
+            "growth_last_third": got["rss_growth_last_third_mb"],
+            "healthz_p50": statistics.median(r["healthz_p50_ms"] for r in rows),
+            "healthz_p99": max(r["healthz_p99_ms"] for r in rows),
+            "answers": got["ok"], "refused": got["refused"],
+            "scrapes": got["upstream_scrapes"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--base", type=Path, help="another checkout to compare with")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--seconds", type=float, default=30.0)
+    p.add_argument("--series-models", type=int, default=67_000)
+    p.add_argument("--scenario", choices=sorted(SCENARIOS), action="append")
+    a = p.parse_args(argv)
+    trees = [("this", ROOT / "src")]
+    if a.base is not None:
+        trees.insert(0, ("base", a.base / "src"))
+    results: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for scenario in a.scenario or sorted(SCENARIOS):
+        for _ in range(a.rounds):
+            for name, src in trees:
+                r = _run(src, scenario, a.seconds, a.series_models)
+                results.setdefault((scenario, name), []).append(r)
+                print(f"== {scenario} {name}: healthz p50 {r['healthz_p50']:.1f} ms, p99 "
+                      f"{r['healthz_p99']:.1f} ms; RSS {r['rss_first']:.0f} → "
+                      f"{r['rss_last']:.0f} MB (max {r['rss_max']:.0f}, last third "
+                      f"+{r['growth_last_third']:.1f}); {r['answers']} answers, "
+                      f"{r['refused']} refused, {r['scrapes']} upstream scrapes", flush=True)
+    print("\nscenario  tree  healthz_p99_ms(median of rounds)  rss_max_mb  growth_last_third_mb")
+    for (scenario, name), rs in sorted(results.items()):
+        print(f"{scenario:8} {name:5} {statistics.median(r['healthz_p99'] for r in rs):10.1f}"
+              f" {statistics.median(r['rss_max'] for r in rs):10.1f}"
+              f" {statistics.median(r['growth_last_third'] for r in rs):10.1f}")
+    if a.base is not None:
+        for scenario in a.scenario or sorted(SCENARIOS):
+            b, t = results[(scenario, "base")], results[(scenario, "this")]
+            p99 = statistics.median(r["healthz_p99"] for r in t) / max(
+                statistics.median(r["healthz_p99"] for r in b), 1e-9)
+            rss = statistics.median(r["rss_max"] for r in t) / statistics.median(
+                r["rss_max"] for r in b)
+            print(f"{scenario}: this ÷ base — healthz p99 ×{p99:.2f}, RSS max ×{rss:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
