@@ -2,11 +2,14 @@
 (``fleetwatch normalize``, ``fleetwatch slo replay``) take it.
 
 A capture saved from a gzip scrape (``curl -H 'Accept-Encoding: gzip'``, a ``.prom.gz``)
-starts with gzip's magic bytes ``1f 8b`` and is decompressed here, up to
-:data:`MAX_CAPTURE_BYTES` decompressed; the text is UTF-8 (a leading BOM tolerated, as
-the sidecar's scrape does). :class:`CaptureError` says what is wrong, without the file
-name (the caller adds it). :func:`gunzip` is the bounded one-shot decompression it uses,
-shared with the OTLP receiver (:mod:`fleetwatch.otlp.decode`).
+starts with gzip's magic bytes ``1f 8b`` and is decompressed here — every member of it
+(``cat a.gz b.gz`` is one valid gzip file, RFC 1952 §2.2), up to
+:data:`MAX_CAPTURE_BYTES` decompressed in all; the text is UTF-8 (a leading BOM
+tolerated, as the sidecar's scrape does); the offline commands check a file's size
+against the same bound before reading it (:mod:`fleetwatch.commands.captures`).
+:class:`CaptureError` says what is wrong, without the file name (the caller adds
+it). :func:`gunzip` is the bounded one-shot decompression it uses, shared with the OTLP
+receiver (:mod:`fleetwatch.otlp.decode`).
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ import zlib
 
 __all__ = ["MAX_CAPTURE_BYTES", "CaptureError", "GzipError", "capture_text", "gunzip"]
 
-#: Decompressed bytes a gzip capture may hold (a 3000-model Triton body is 12 MB).
-MAX_CAPTURE_BYTES = 1 << 30
+#: Bytes a capture may hold, as a file and decompressed: twice the sidecar's default
+#: ``scrape.max_body_bytes`` (a 3000-model Triton body is 12 MB; the sidecar's
+#: ``scrape.max_series`` of 250,000 series is about 40 MB of text).
+MAX_CAPTURE_BYTES = 128 * 1024 * 1024
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -72,10 +77,13 @@ def capture_text(raw: bytes, limit: int = MAX_CAPTURE_BYTES) -> str:
     bytes, then decoded as UTF-8.
 
     Raises:
-        CaptureError: a broken or cut-short gzip stream, more than ``limit`` bytes once
-            decompressed, or bytes that are not UTF-8 (the message gives the offset).
+        CaptureError: a broken or cut-short gzip stream, more than ``limit`` bytes (as
+            given, or once decompressed), or bytes that are not UTF-8 (the message gives
+            the offset).
     """
     gz = raw[:2] == _GZIP_MAGIC
+    if not gz and len(raw) > limit:
+        raise CaptureError(f"more than the {limit} bytes a capture may hold")
     if gz:
         try:
             raw = gunzip(raw, limit)
