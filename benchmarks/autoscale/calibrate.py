@@ -20,7 +20,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.autoscale.llm_engine import (  # noqa: E402
+from benchmarks.autoscale.llm_engine import (
     CALIBRATED,
     EngineConfig,
     Shape,
