@@ -131,7 +131,15 @@ class Replica:
         return f"r{self.index}"
 
     def start(self) -> None:
-        """Start Triton and the sidecar; return once the sidecar's ``/readyz`` answers."""
+        """Start Triton and the sidecar; return once the sidecar's ``/readyz`` answers.
+        On any failure both are stopped before the error propagates."""
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> None:
         self.started_at = time.monotonic()
         server = TritonServer([MODEL], MODEL_REPOSITORY, start_timeout_s=START_TIMEOUT_S)
         server.start()
@@ -198,6 +206,7 @@ class HAProxy:
   maxconn 4096
 defaults
   mode http
+  option http-no-delay
   timeout connect 2s
   timeout client 300s
   timeout server 300s
