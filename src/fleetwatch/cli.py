@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from fleetwatch import __version__
+from fleetwatch.commands.autoscale import autoscale
 from fleetwatch.commands.common import fail as _fail
 from fleetwatch.commands.common import registry_or_fail as _registry
 from fleetwatch.commands.common import setup_logging as _setup_logging
@@ -330,6 +331,7 @@ def demo(duration: float, port: int, log_level: str) -> None:
 for _command in (*GENERATORS, *ROLLOUT_COMMANDS):
     main.add_command(_command)
 main.add_command(quota)
+main.add_command(autoscale)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,15 +18,6 @@ from fleetwatch.autoscale.trace import (
     segment,
     write_mooncake_jsonl,
 )
-from tests.support.helpers import ROOT
-
-AZURE = ROOT / "tests" / "data" / "workloads" / "AzureLLMInferenceTrace_code.csv"
-
-
-@pytest.fixture(scope="module")
-def azure() -> list[Request]:
-    with AZURE.open(encoding="utf-8") as f:
-        return read_azure_csv(f)
 
 
 def test_azure_trace_has_every_request_over_57_minutes(azure: list[Request]) -> None:
@@ -96,3 +87,5 @@ def test_mapping_compresses_time_and_scales_and_clamps_tokens() -> None:
         TraceMapping(time_compression=0.5)
     with pytest.raises(ValueError, match="token_scale"):
         TraceMapping(token_scale=0.0)
+    own = map_trace(reqs, TraceMapping(token_scale=0.1, output_token_scale=1.0))
+    assert [(r.input_tokens, r.output_tokens) for r in own] == [(100, 10), (800, 1), (1, 400)]

@@ -155,8 +155,9 @@ class TraceMapping:
       by it, so the arrival *rate* is multiplied by it. Every duration of the autoscaler
       (HPA periods, stabilization windows, scrape and poll intervals, cold start) is
       divided by the same factor so that decisions keep their place relative to bursts.
-    * ``token_scale`` (> 0): tokens here per trace token, applied to input and output
-      lengths (a replica here is smaller than the production one);
+    * ``token_scale`` (> 0): tokens here per trace token, applied to input lengths, and
+      to output lengths unless ``output_token_scale`` is given (a replica here is smaller
+      than the production one; prompts shrink more than outputs, which are short);
     * ``min_input_tokens``/``max_input_tokens`` and ``min_output_tokens``/
       ``max_output_tokens``: the clamp applied after scaling (the engine's context
       length, at least one output token).
@@ -164,6 +165,7 @@ class TraceMapping:
 
     time_compression: float = 1.0
     token_scale: float = 1.0
+    output_token_scale: float | None = None
     min_input_tokens: int = 1
     max_input_tokens: int = 1_000_000
     min_output_tokens: int = 1
@@ -174,6 +176,9 @@ class TraceMapping:
             raise ValueError(f"time_compression {self.time_compression}: must be ≥ 1")
         if not (math.isfinite(self.token_scale) and self.token_scale > 0):
             raise ValueError(f"token_scale {self.token_scale}: must be > 0")
+        out = self.output_token_scale
+        if out is not None and not (math.isfinite(out) and out > 0):
+            raise ValueError(f"output_token_scale {out}: must be > 0")
         if not 1 <= self.min_input_tokens <= self.max_input_tokens:
             raise ValueError("need 1 ≤ min_input_tokens ≤ max_input_tokens")
         if not 1 <= self.min_output_tokens <= self.max_output_tokens:
@@ -191,11 +196,13 @@ def _clamp(value: float, low: int, high: int) -> int:
 
 def map_trace(requests: Iterable[Request], mapping: TraceMapping) -> list[Request]:
     """The one mapping from a production trace to the replay here: arrival ÷
-    ``time_compression``; tokens × ``token_scale``, rounded, clamped to the mapping's
+    ``time_compression``; input tokens × ``token_scale``, output tokens ×
+    ``output_token_scale`` (default ``token_scale``), rounded, clamped to the mapping's
     bounds. Order and count are kept (no request is dropped)."""
     m = mapping
     c, s = m.time_compression, m.token_scale
+    so = s if m.output_token_scale is None else m.output_token_scale
     return [Request(r.arrival / c,
                     _clamp(r.input_tokens * s, m.min_input_tokens, m.max_input_tokens),
-                    _clamp(r.output_tokens * s, m.min_output_tokens, m.max_output_tokens))
+                    _clamp(r.output_tokens * so, m.min_output_tokens, m.max_output_tokens))
             for r in requests]

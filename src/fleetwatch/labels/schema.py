@@ -558,6 +558,11 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "Recommended minimum replicas: autoscaling.cold_start_min_replicas when the "
               "model's cold start exceeds autoscaling.cold_start_bound_seconds, else 1.",
               _MODEL_KEY, "beta", per_model=False),
+    MetricDef("fleetwatch_autoscaling_desired_replicas", _G, "replicas",
+              "Replicas this replica's load needs at an autoscaling target of 1: "
+              "max(min_replicas, ceil(signal)); /autoscaling names the component that "
+              "drives it. The fleet's desired replicas are ceil(sum of the signal).",
+              _MODEL_KEY, "beta", per_model=False),
     MetricDef("fleetwatch_autoscaling_component_ratio", _G, "ratio",
               "Autoscaling components: concurrency ÷ capacity at SLO, queue wait ÷ target, "
               "KV-cache usage ÷ target, GPU-memory usage ÷ target.",

@@ -198,6 +198,16 @@ def slos_section(slos: Sequence[Row], thresholds: dict[str, float],
             + "</section>")
 
 
+def _desired(r: Row) -> str:
+    """`` · desired N replicas (driven by C)`` when the row has them (sidecar rows)."""
+    n = r.get("desired_replicas")
+    if n is None:
+        return ""
+    by = r.get("driver")
+    return (f' · desired <b class="desired">{number(n)}</b> replica{"" if n == 1 else "s"}'
+            + (f' (driven by <span class="driver">{text(by)}</span>)' if by else ""))
+
+
 def autoscaling_section(models: Sequence[Row], history: dict[str, list[HistoryPoint]],
                         note: str = "") -> str:
     """Per model: the signal, its components as bars, state, capacity, history (or
@@ -214,7 +224,8 @@ def autoscaling_section(models: Sequence[Row], history: dict[str, list[HistoryPo
             f'data-version="{text(r.get("model_version"))}" '
             f'data-signal="{text(num(r.get("signal")))}">'
             f'<h3>{text(label)} {_state(r.get("state"))}</h3>'
-            f'<p class="facts">signal <b>{number(r.get("signal"))}</b> · capacity '
+            f'<p class="facts">signal <b>{number(r.get("signal"))}</b>'
+            + _desired(r) + ' · capacity '
             f'{number(r.get("capacity"))} · concurrency {number(r.get("concurrency"))}'
             + (f' · instance {text(r["instance"])}' if r.get("instance") else "") + "</p>"
             + (f"<table><tbody>{comp_rows}</tbody></table>" if comp_rows else

@@ -7,10 +7,18 @@ concurrency ÷ capacity at SLO), ``queue_wait`` (mean queue wait ÷
 ``gpu_memory_usage_ratio``). The signal is the largest component; with a target of 1,
 desired replicas = ceil(Σ signal over replicas). ``min_replicas`` is the cold-start floor
 (see :class:`~fleetwatch.slo.spec.AutoscalingSettings`).
+
+Each model also says what the signal asks of the autoscaler (the decision explained, as
+WVA's ``wva_desired_replicas`` and Dynamo's planner gauges do): ``desired_replicas``, the
+replicas this replica's load needs at the ScaledObject's target of 1 —
+``max(min_replicas, ceil(signal))`` — and ``driver``, the component that sets the signal
+(the largest). Summed over the fleet's sidecars it bounds the fleet's answer from above;
+the fleet's own is ``ceil(Σ signal)`` (docs/autoscaling.md).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TypedDict
 
@@ -35,6 +43,8 @@ class ModelSignal(TypedDict):
     state: str  # the worst state over the model's SLOs
     cold_start_seconds: float | None  # last measured cold start (None: not seen)
     min_replicas: int  # recommended floor (cold start above the bound: a larger floor)
+    desired_replicas: int  # max(min_replicas, ceil(signal)): what this replica's load needs
+    driver: str | None  # the component that sets the signal (None without components)
 
 
 def model_capacity(states: States, mk: ModelKey) -> float | None:
@@ -53,6 +63,19 @@ def min_replicas(targets: AutoscalingSettings, cold_start: float | None) -> int:
     if cold_start is not None and cold_start > targets.cold_start_bound_seconds:
         return targets.cold_start_min_replicas
     return 1
+
+
+def desired_replicas(signal: float, floor: int) -> int:
+    """Replicas one replica's load needs at a target of 1: ``max(floor, ceil(signal))``
+    (a signal within 1e-9 of an integer counts as that integer; non-finite: ``floor``)."""
+    if not math.isfinite(signal):
+        return floor
+    return max(floor, math.ceil(signal - 1e-9))
+
+
+def driver(components: Mapping[str, float]) -> str | None:
+    """The component with the largest ratio (ties: the first by name); None if none."""
+    return max(sorted(components), key=lambda k: components[k]) if components else None
 
 
 def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
@@ -79,12 +102,15 @@ def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
             comps["kv_cache"] = gauges.kv_usage[mk] / targets.kv_cache_usage_ratio
         if gauges.gpu_memory_ratio is not None:
             comps["gpu_memory"] = gauges.gpu_memory_ratio / targets.gpu_memory_usage_ratio
+        signal = max(comps.values()) if comps else 0.0
+        floor = min_replicas(targets, cold_starts.get(mk.model))
         out.append({
             "model": mk.model, "model_version": mk.model_version, "backend": mk.backend,
-            "signal": max(comps.values()) if comps else 0.0,
+            "signal": signal,
             "components": comps, "capacity": cap, "concurrency": conc,
             "state": worst_state({st.state for st in own}),
             "cold_start_seconds": cold_starts.get(mk.model),
-            "min_replicas": min_replicas(targets, cold_starts.get(mk.model)),
+            "min_replicas": floor,
+            "desired_replicas": desired_replicas(signal, floor), "driver": driver(comps),
         })
     return out

@@ -203,6 +203,7 @@ def iter_metrics(ledger: Ledger, states: States,
             yield "fleetwatch_slo_concurrency", base, obj["concurrency"]
         yield "fleetwatch_autoscaling_signal_ratio", base, obj["signal"]
         yield "fleetwatch_autoscaling_min_replicas", base, float(obj["min_replicas"])
+        yield "fleetwatch_autoscaling_desired_replicas", base, float(obj["desired_replicas"])
         for comp, v in sorted(obj["components"].items()):
             yield "fleetwatch_autoscaling_component_ratio", {**base, "component": comp}, v
 

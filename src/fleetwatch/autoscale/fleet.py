@@ -1,0 +1,268 @@
+"""The advisory twin's fleet: a discrete-event simulation of a least-connections balancer
+over replicas of one :class:`~fleetwatch.autoscale.replica.ReplicaModel`, with a
+controller asked for the desired replicas at every decision interval.
+
+* **Balancer**: each arrival goes to the ready, not draining replica with the fewest
+  requests in it (running + waiting; ties: the oldest replica), as HAProxy's
+  ``leastconn`` or a Service behind a least-request router does. A replica whose queue
+  holds ``max_waiting`` requests refuses the arrival: the request is *dropped*.
+* **Scale-out**: a new replica takes traffic after the cold start. **Scale-in**: replicas
+  still starting go first, then the ready ones with the fewest requests; a removed
+  replica takes no new requests and finishes the ones it holds (Kubernetes' graceful
+  termination), then is gone.
+* **Metrics** per ready replica at each decision (the policies' inputs,
+  :class:`~fleetwatch.autoscale.policies.ReplicaSample`): requests waiting and running
+  and KV usage at that moment; the time-averaged requests in it over the interval
+  (what the sidecar's Little's law reads), the mean queue wait of the requests admitted
+  in it, the busy fraction (time with a request running), the peaks of waiting and KV
+  usage over the WVA lookback; fleetwatch's signal is the largest of concurrency ÷
+  capacity, queue wait ÷ its target and KV usage ÷ its target (the sidecar's rule).
+
+Time is seconds of the replay clock. Every request ends served or dropped.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from fleetwatch.autoscale.policies import ReplicaSample
+from fleetwatch.autoscale.replica import ReplicaModel
+from fleetwatch.autoscale.trace import Request
+
+__all__ = ["Controller", "FleetConfig", "FleetRun", "ScaleEvent", "simulate"]
+
+#: ``(now, ready replicas' samples, current replicas, ready replicas)`` → desired replicas
+Controller = Callable[[float, Sequence[ReplicaSample], int, int], int]
+
+
+@dataclass(frozen=True, slots=True)
+class FleetConfig:
+    """The simulation's settings (replay seconds): ``interval_seconds`` between
+    decisions (the HPA's sync period), ``cold_start_seconds``, ``wva_lookback_seconds``
+    (WVA's ``max_over_time`` range), ``capacity`` (fleetwatch's capacity at SLO,
+    requests per replica), the signal's ``queue_wait_target`` (seconds) and
+    ``kv_target`` (ratio), ``max_waiting`` (a replica's queue bound), ``initial_replicas``."""
+
+    interval_seconds: float
+    cold_start_seconds: float
+    wva_lookback_seconds: float
+    capacity: float
+    queue_wait_target: float = 0.5
+    kv_target: float = 0.9
+    max_waiting: int = 1000
+    initial_replicas: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleEvent:
+    """A change of the replica count at ``time``: ``before`` → ``after``."""
+
+    time: float
+    before: int
+    after: int
+
+
+@dataclass(frozen=True, slots=True)
+class FleetRun:
+    """One simulation: per request (trace order) ``ttft`` and ``itl`` (seconds; NaN for
+    a dropped request), ``dropped``; ``timeline`` ``(time, replicas, ready)`` at each
+    decision; ``events``; ``replica_seconds`` (every replica from creation until gone);
+    ``end`` (the last completion)."""
+
+    ttft: list[float]
+    itl: list[float]
+    dropped: list[bool]
+    timeline: list[tuple[float, int, int]]
+    events: list[ScaleEvent]
+    replica_seconds: float
+    end: float
+
+
+@dataclass(slots=True)
+class _Replica:
+    created: float
+    ready: bool = False
+    draining: bool = False
+    gone: float | None = None
+    running: int = 0
+    waiting: deque[int] = field(default_factory=deque)
+    kv_used: float = 0.0
+    last: float = 0.0
+    area: float = 0.0
+    busy: float = 0.0
+    qwait_sum: float = 0.0
+    qwait_n: int = 0
+    peaks: deque[tuple[float, float, float]] = field(default_factory=deque)
+
+    @property
+    def in_system(self) -> int:
+        return self.running + len(self.waiting)
+
+    def advance(self, t: float) -> None:
+        dt = t - self.last
+        if dt > 0:
+            self.area += self.in_system * dt
+            if self.running:
+                self.busy += dt
+            self.last = t
+
+
+@dataclass(slots=True)
+class _Sim:
+    reqs: Sequence[Request]
+    model: ReplicaModel
+    cfg: FleetConfig
+    reps: list[_Replica] = field(default_factory=list)
+    heap: list[tuple[float, int, int, int]] = field(default_factory=list)
+    seq: int = 0
+    ttft: list[float] = field(default_factory=list)
+    itl: list[float] = field(default_factory=list)
+    dropped: list[bool] = field(default_factory=list)
+    tokens: list[float] = field(default_factory=list)
+    holder: list[int] = field(default_factory=list)
+    in_flight: int = 0
+
+    def push(self, t: float, kind: int, a: int) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t, kind, self.seq, a))
+
+    def add_replica(self, t: float, ready: bool) -> None:
+        rep = _Replica(created=t, ready=ready, last=t)
+        self.reps.append(rep)
+        if not ready:
+            self.push(t + self.cfg.cold_start_seconds, _READY, len(self.reps) - 1)
+
+    def arrive(self, t: float, i: int) -> None:
+        best: _Replica | None = None
+        for k, rep in enumerate(self.reps):
+            if rep.ready and not rep.draining and (best is None or rep.in_system < best.in_system):
+                best, self.holder[i] = rep, k
+        if best is None or len(best.waiting) >= self.cfg.max_waiting:
+            self.dropped[i] = True
+            return
+        best.advance(t)
+        best.waiting.append(i)
+        self.in_flight += 1
+        self.admit(best, t)
+
+    def admit(self, rep: _Replica, t: float) -> None:
+        m = self.model
+        while rep.waiting and rep.running < m.slots:
+            i = rep.waiting[0]
+            need = self.tokens[i]
+            if rep.running and rep.kv_used + need > m.kv_capacity_tokens:
+                return
+            rep.waiting.popleft()
+            r = self.reqs[i]
+            n = rep.running + 1
+            itl = m.itl.at(n)
+            first = t + m.prefill_seconds(n, r.input_tokens)
+            self.ttft[i] = first - r.arrival
+            self.itl[i] = itl
+            rep.running = n
+            rep.kv_used += need
+            rep.qwait_sum += t - r.arrival
+            rep.qwait_n += 1
+            self.push(first + max(0, r.output_tokens - 1) * itl, _DONE, i)
+
+    def done(self, t: float, i: int) -> None:
+        owner = self.reps[self.holder[i]]
+        owner.advance(t)
+        owner.running -= 1
+        owner.kv_used -= self.tokens[i]
+        self.in_flight -= 1
+        self.admit(owner, t)
+        if owner.draining and owner.in_system == 0 and owner.gone is None:
+            owner.gone = t
+
+    def sample(self, rep: _Replica, t: float) -> ReplicaSample:
+        cfg, iv = self.cfg, self.cfg.interval_seconds
+        kv = rep.kv_used / self.model.kv_capacity_tokens
+        rep.peaks.append((t, float(len(rep.waiting)), kv))
+        while rep.peaks and rep.peaks[0][0] < t - cfg.wva_lookback_seconds:
+            rep.peaks.popleft()
+        conc = rep.area / iv
+        qwait = rep.qwait_sum / rep.qwait_n if rep.qwait_n else 0.0
+        signal = max(conc / cfg.capacity, qwait / cfg.queue_wait_target, kv / cfg.kv_target)
+        s = ReplicaSample(waiting=float(len(rep.waiting)), running=float(rep.running),
+                          kv_usage=kv, signal=signal, utilization=min(1.0, rep.busy / iv),
+                          waiting_peak=max(p[1] for p in rep.peaks),
+                          kv_usage_peak=max(p[2] for p in rep.peaks))
+        rep.area = rep.busy = rep.qwait_sum = 0.0
+        rep.qwait_n = 0
+        return s
+
+
+_DONE, _READY, _TICK = 0, 1, 2
+
+
+def _scale(sim: _Sim, t: float, desired: int) -> None:
+    """Add or remove replicas to reach ``desired`` (see the module docstring)."""
+    live = [r for r in sim.reps if r.gone is None and not r.draining]
+    for _ in range(desired - len(live)):
+        sim.add_replica(t, ready=sim.cfg.cold_start_seconds <= 0)
+    extra = len(live) - desired
+    if extra <= 0:
+        return
+    starting = [r for r in reversed(live) if not r.ready]
+    ready = sorted((r for r in live if r.ready), key=lambda r: r.in_system)
+    for rep in (starting + ready)[:extra]:
+        rep.advance(t)
+        rep.draining = True
+        if rep.in_system == 0:
+            rep.gone = t
+
+
+def simulate(requests: Sequence[Request], model: ReplicaModel, cfg: FleetConfig,
+             controller: Controller, horizon: float = 0.0) -> FleetRun:
+    """Replay ``requests`` (sorted by arrival, replay seconds) through the fleet, asking
+    ``controller`` for the desired replicas every ``cfg.interval_seconds``; see the
+    module docstring. Runs until ``horizon`` (seconds: the end of the traffic's period,
+    quiet time included) and until every request is served or dropped."""
+    n = len(requests)
+    sim = _Sim(requests, model, cfg, ttft=[math.nan] * n, itl=[math.nan] * n,
+               dropped=[False] * n,
+               tokens=[float(r.input_tokens + r.output_tokens) for r in requests],
+               holder=[-1] * n)
+    for _ in range(max(1, cfg.initial_replicas)):
+        sim.add_replica(0.0, ready=True)
+    sim.push(cfg.interval_seconds, _TICK, 0)
+    timeline: list[tuple[float, int, int]] = []
+    events: list[ScaleEvent] = []
+    nxt, end = 0, 0.0
+    while sim.heap:
+        t, kind, _, a = sim.heap[0]
+        if nxt < n and requests[nxt].arrival < t:
+            sim.arrive(requests[nxt].arrival, nxt)
+            nxt += 1
+            continue
+        heapq.heappop(sim.heap)
+        if kind == _DONE:
+            sim.done(t, a)
+            end = max(end, t)
+        elif kind == _READY:
+            rep = sim.reps[a]
+            if rep.gone is None and not rep.draining:
+                rep.ready, rep.last = True, t
+        elif nxt < n or sim.in_flight or t < horizon:
+            live = [r for r in sim.reps if r.gone is None and not r.draining]
+            ready = [r for r in live if r.ready]
+            for r in sim.reps:
+                if r.gone is None:
+                    r.advance(t)
+            samples = [sim.sample(r, t) for r in ready]
+            desired = max(1, controller(t, samples, len(live), len(ready)))
+            if desired != len(live):
+                events.append(ScaleEvent(t, len(live), desired))
+                _scale(sim, t, desired)
+            timeline.append((t, desired, sum(1 for r in sim.reps if r.ready and r.gone is None
+                                             and not r.draining)))
+            sim.push(t + cfg.interval_seconds, _TICK, 0)
+    end = max(end, horizon, requests[-1].arrival if n else 0.0)
+    rs = sum((r.gone if r.gone is not None else end) - r.created for r in sim.reps)
+    return FleetRun(sim.ttft, sim.itl, sim.dropped, timeline, events, rs, end)
+

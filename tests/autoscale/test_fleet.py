@@ -1,0 +1,72 @@
+"""The twin's fleet: every request accounted for, the balancer, scale-out after the cold
+start, drops at the queue bound."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from fleetwatch.autoscale.fleet import FleetConfig, simulate
+from fleetwatch.autoscale.policies import ReplicaSample
+from fleetwatch.autoscale.replica import LatencyCurve, ReplicaModel
+from fleetwatch.autoscale.trace import Request
+
+MODEL = ReplicaModel(slots=2, ttft=LatencyCurve(((1.0, 0.01), (2.0, 0.02))),
+                     itl=LatencyCurve(((1.0, 0.01),)), ref_input_tokens=10,
+                     kv_capacity_tokens=1000, cold_start_seconds=0.0)
+
+
+def cfg(**kw: float) -> FleetConfig:
+    base = {"interval_seconds": 1.0, "cold_start_seconds": 2.0, "wva_lookback_seconds": 4.0,
+            "capacity": 2.0}
+    base.update(kw)
+    return FleetConfig(**base)  # type: ignore[arg-type]
+
+
+def fixed(n: int):  # type: ignore[no-untyped-def]
+    def decide(now: float, samples: Sequence[ReplicaSample], current: int, ready: int) -> int:
+        return n
+    return decide
+
+
+def test_one_replica_serves_in_order_with_its_slots() -> None:
+    reqs = [Request(0.0, 10, 11), Request(0.0, 10, 11), Request(0.0, 10, 11)]
+    run = simulate(reqs, MODEL, cfg(), fixed(1))
+    # two slots: the first two run at once (TTFT at 1 and 2 running), the third waits
+    # for the first to finish: 0.01 + 10 · 0.01 = 0.11 s, then its own 0.02 s prefill
+    assert run.ttft[0] == 0.01 and run.ttft[1] == 0.02
+    assert math.isclose(run.ttft[2], 0.11 + 0.02)
+    assert run.dropped == [False] * 3 and not run.events
+
+
+def test_every_request_is_served_or_dropped_at_the_queue_bound() -> None:
+    reqs = [Request(i * 0.001, 10, 50) for i in range(40)]
+    run = simulate(reqs, MODEL, cfg(max_waiting=5), fixed(1))
+    served = [not d for d in run.dropped]
+    # each request holds a slot ≈ 0.5 s; within the 40 ms of arrivals two run, five wait
+    assert sum(run.dropped) == 40 - 2 - 5
+    assert all(math.isfinite(t) for t, s in zip(run.ttft, served, strict=True) if s)
+    assert all(math.isnan(t) for t, s in zip(run.ttft, served, strict=True) if not s)
+    assert sum(served) + sum(run.dropped) == 40
+
+
+def test_new_replicas_take_traffic_only_after_the_cold_start() -> None:
+    reqs = [Request(0.1 * i, 10, 2) for i in range(100)]
+    asks = {"n": 1}
+
+    def decide(now: float, samples: Sequence[ReplicaSample], current: int, ready: int) -> int:
+        asks["n"] = 3 if now >= 1.0 else 1
+        return asks["n"]
+    run = simulate(reqs, MODEL, cfg(cold_start_seconds=2.5), decide)
+    assert run.events[0].time == 1.0 and (run.events[0].before, run.events[0].after) == (1, 3)
+    ready = {t: r for t, _, r in run.timeline}
+    assert ready[2.0] == 1 and ready[3.0] == 1 and ready[4.0] == 3
+    # three replicas from 1 s (two of them starting), one before: replica-seconds
+    assert math.isclose(run.replica_seconds, run.end + 2 * (run.end - 1.0))
+
+
+def test_least_connections_spreads_a_burst() -> None:
+    reqs = [Request(0.0, 10, 100) for _ in range(6)]
+    run = simulate(reqs, MODEL, cfg(initial_replicas=3), fixed(3))
+    # six requests on three replicas of two slots: nobody waits for a slot
+    assert max(run.ttft) <= 0.02 + 1e-12

@@ -1,0 +1,68 @@
+"""``fleetwatch autoscale replay`` on the bundled Azure trace and the real-vLLM sweep, and
+on bad input (exit 2 naming the file)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from fleetwatch.autoscale.policies import POLICIES
+from fleetwatch.autoscale.trace import read_azure_csv, segment, write_mooncake_jsonl
+from fleetwatch.cli import main
+from tests.support.helpers import ROOT
+
+TRACE = ROOT / "tests" / "data" / "workloads" / "AzureLLMInferenceTrace_code.csv"
+SWEEP = ROOT / "tests" / "data" / "vllm-sweep" / "captures"
+SLOS = ROOT / "src" / "fleetwatch" / "demo" / "slos.yaml"
+BASE = ["autoscale", "replay", "--slos", str(SLOS), "--captures", str(SWEEP)]
+
+
+def run(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(main, [*BASE, *args])
+    return res.exit_code, res.output
+
+
+def test_json_has_every_policy_on_the_segment() -> None:
+    code, out = run(str(TRACE), "--segment", "2460:600", "--itl-seconds", "0.05", "--json")
+    assert code == 0, out
+    doc = json.loads(out)
+    with TRACE.open(encoding="utf-8") as f:
+        expected = len(segment(read_azure_csv(f), 2460.0, 600.0))
+    assert doc["requests"] == expected
+    assert doc["span_seconds"] == 60.0  # 600 trace seconds at the default compression 10
+    assert [r["policy"] for r in doc["results"]] == [p.name for p in POLICIES]
+    static = doc["results"][-1]
+    assert static["cost_ratio"] == 1.0 and static["scale_events"] == 0
+
+
+def test_table_and_policy_choice_on_a_mooncake_trace(tmp_path: Path) -> None:
+    with TRACE.open(encoding="utf-8") as f:
+        reqs = segment(read_azure_csv(f), 2460.0, 300.0)
+    jsonl = tmp_path / "trace.jsonl"
+    jsonl.write_text(write_mooncake_jsonl(reqs), encoding="utf-8")
+    code, out = run(str(jsonl), "--policy", "fleetwatch", "--policy", "wva")
+    assert code == 0, out
+    assert f"{len(reqs)} requests" in out
+    assert "fleetwatch" in out and "wva" in out and "production-stack" not in out
+
+
+def test_help_shows_the_worked_example() -> None:
+    res = CliRunner().invoke(main, ["autoscale", "replay", "--help"])
+    assert res.exit_code == 0
+    assert "AzureLLMInferenceTrace_code.csv" in res.output and "--captures" in res.output
+
+
+def test_bad_input_exits_2_naming_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9,x,1\n",
+                   encoding="utf-8")
+    code, out = run(str(bad))
+    assert code == 2 and f"{bad}: line 2: ContextTokens" in out
+    code, out = run(str(TRACE), "--segment", "10")
+    assert code == 2 and "--segment" in out
+    code, out = run(str(tmp_path / "missing.csv"))
+    assert code == 2 and "cannot read" in out
+    code, out = run(str(TRACE), "--segment", "100000:60")
+    assert code == 2 and "no request" in out
