@@ -121,8 +121,10 @@ def _sel(model: str, extra: str = "") -> str:
 
 
 def _fleetwatch_queries(model: str) -> Mapping[str, str]:
-    return {"metric": (f"max(sum(fleetwatch_autoscaling_signal_ratio{_sel(model)}) or vector(0), "
-                       f"max(fleetwatch_autoscaling_min_replicas{_sel(model)}) or vector(1))")}
+    # PromQL's max is an aggregation of one vector, not of two: the floor is a clamp_min.
+    return {"metric": (f"clamp_min(sum(fleetwatch_autoscaling_signal_ratio{_sel(model)}) "
+                       f"or vector(0), scalar(max(fleetwatch_autoscaling_min_replicas"
+                       f"{_sel(model)}) or vector(1)))")}
 
 
 def _fleetwatch_metric(samples: Sequence[ReplicaSample], current: int) -> float:
