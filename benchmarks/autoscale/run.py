@@ -19,8 +19,9 @@ import json
 import math
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -37,7 +38,7 @@ from benchmarks.autoscale.load import AiperfRun, ClientRecord, default_tokenizer
 from benchmarks.autoscale.scaler import FleetController, measure
 from benchmarks.autoscale.svg import timeline_svg
 
-from fleetwatch.autoscale.hpa import HPA, HPASpec
+from fleetwatch.autoscale.hpa import DEFAULT_BEHAVIOR, HPA, HPASpec
 from fleetwatch.autoscale.policies import policy as get_policy
 from fleetwatch.autoscale.trace import (
     Request,
@@ -60,6 +61,8 @@ MAPPING = TraceMapping(time_compression=5.0, token_scale=1 / 16, min_input_token
 TTFT_SLO_S = 0.1
 ITL_SLO_S = 0.025
 OBJECTIVE = 0.99
+#: Replay seconds every run continues after the tail's stabilization window.
+TAIL_SLACK_S = 10.0
 #: Width of the windows of the attainment timeline, replay seconds.
 WINDOW_S = 5.0
 SIDECAR_SLOS = {
@@ -163,34 +166,64 @@ def summarize(name: str, sent: list[Request], records: list[ClientRecord], sampl
         peak_replicas=max((s.replicas for s in samples), default=0), duration_s=duration_s)
 
 
-def run_policy(name: str, requests: list[Request], workdir: Path, max_replicas: int,
-               static_replicas: int) -> tuple[list[ClientRecord], list[Sample], float, float]:
-    """Replay ``requests`` against a fleet scaled by policy ``name``; returns aiperf's
-    records, the scaler's samples, the replica-seconds and the run's duration."""
+@dataclass(frozen=True, slots=True)
+class Experiment:
+    """What every policy of one run shares: the mapped requests, the mapping, the fleet's
+    bounds and the run's length in replay seconds (the segment, then a tail of one
+    scale-down stabilization window plus `TAIL_SLACK_S`, where scale-in shows and quiet
+    time costs replica-seconds for every policy alike)."""
+
+    requests: tuple[Request, ...]
+    mapping: TraceMapping
+    segment_s: float
+    max_replicas: int = 4
+    static_replicas: int = 4
+
+    @property
+    def run_s(self) -> float:
+        """Replay seconds each policy runs."""
+        window = self.mapping.seconds(DEFAULT_BEHAVIOR.scale_down.stabilization_window_seconds)
+        return self.mapping.seconds(self.segment_s) + window + TAIL_SLACK_S
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRun:
+    """One policy's raw outcome: aiperf's records, the scaler's samples, replica-seconds."""
+
+    records: list[ClientRecord]
+    samples: list[Sample]
+    replica_seconds: float
+    duration_s: float
+
+
+def run_policy(name: str, exp: Experiment, workdir: Path) -> PolicyRun:
+    """Replay ``exp.requests`` against a fleet scaled by policy ``name`` for ``exp.run_s``
+    replay seconds (and until aiperf has every answer)."""
     policy = get_policy(name)
     workdir.mkdir(parents=True, exist_ok=True)
     files = write_fleet_files(workdir, SIDECAR_SLOS)
-    haproxy, prometheus = HAProxy(workdir, max_replicas), Prometheus(workdir)
+    haproxy, prometheus = HAProxy(workdir, exp.max_replicas), Prometheus(workdir)
     haproxy.start()
     prometheus.start()
-    fleet = FleetController(files, haproxy, prometheus, max_replicas)
+    fleet = FleetController(files, haproxy, prometheus, exp.max_replicas)
     samples: list[Sample] = []
     try:
-        start = static_replicas if policy.target is None else 1
+        start = exp.static_replicas if policy.target is None else 1
         fleet.scale_to(start)
         fleet.wait_ready(start, 300)
         time.sleep(3)  # the sidecars' first scrapes reach Prometheus
         trace = workdir / "trace.jsonl"
-        trace.write_text(write_mooncake_jsonl(requests))
+        trace.write_text(write_mooncake_jsonl(exp.requests))
         load = AiperfRun(haproxy.url, MODEL, trace, workdir / "aiperf", default_tokenizer())
-        spec = HPASpec(1, max_replicas, policy.target) if policy.target else None
-        hpa = HPA(spec.compressed(MAPPING.time_compression)) if spec else None
-        period = (spec.sync_period_seconds / MAPPING.time_compression) if spec else 1.0
-        fleet.account()
-        t0 = time.monotonic()
-        fleet.replica_seconds = 0.0
+        c = exp.mapping.time_compression
+        spec = HPASpec(1, exp.max_replicas, policy.target) if policy.target else None
+        hpa = HPA(spec.compressed(c)) if spec else None
+        period = spec.sync_period_seconds / c if spec else 1.0
         client = load.start()
-        while client.poll() is None:
+        fleet.account()
+        fleet.replica_seconds = 0.0
+        t0 = time.monotonic()
+        while client.poll() is None or time.monotonic() - t0 < exp.run_s:
             time.sleep(period)
             now = time.monotonic() - t0
             current, pods = fleet.current, fleet.ready_names()
@@ -200,19 +233,43 @@ def run_policy(name: str, requests: list[Request], workdir: Path, max_replicas: 
             fleet.scale_to(desired)
         fleet.account()
         duration = time.monotonic() - t0
-        if client.returncode != 0 and not (workdir / "aiperf" / "profile_export.jsonl").exists():
-            raise RuntimeError(f"aiperf exited {client.returncode}: see {workdir}/aiperf.log")
-        return read_records(workdir / "aiperf"), samples, fleet.replica_seconds, duration
+        if not (workdir / "aiperf" / "profile_export.jsonl").exists():
+            raise RuntimeError(f"aiperf exited {client.returncode} without records: "
+                               f"see {workdir}/aiperf.log")
+        return PolicyRun(read_records(workdir / "aiperf"), samples, fleet.replica_seconds,
+                         duration)
     finally:
         fleet.stop()
         haproxy.stop()
         prometheus.stop()
 
 
-def load_segment(start_s: float, duration_s: float) -> list[Request]:
+def load_segment(start_s: float, duration_s: float, mapping: TraceMapping) -> list[Request]:
     """The mapped requests of the trace's ``[start, start + duration)`` (trace seconds)."""
     with TRACE.open() as f:
-        return map_trace(segment(read_azure_csv(f), start_s, duration_s), MAPPING)
+        return map_trace(segment(read_azure_csv(f), start_s, duration_s), mapping)
+
+
+def run_experiment(exp: Experiment, names: list[str], workdir: Path) -> dict[str, Any]:
+    """Every policy of ``names`` (the static pool first) on ``exp``; the result document."""
+    names = sorted(names, key=lambda n: n != "static")
+    results, timelines = [], {}
+    static_rs: float | None = None
+    window = exp.mapping.seconds(DEFAULT_BEHAVIOR.scale_down.stabilization_window_seconds)
+    for name in names:
+        run = run_policy(name, exp, workdir / name)
+        if name == "static":
+            static_rs = run.replica_seconds
+        results.append(summarize(name, list(exp.requests), run.records, run.samples,
+                                 run.replica_seconds, static_rs, window, run.duration_s))
+        t0 = min((r.start_s for r in run.records), default=0.0)
+        timelines[name] = {"samples": [asdict(s) for s in run.samples],
+                           "attainment": attainment_windows(run.records, t0)}
+        print(json.dumps(asdict(results[-1])), flush=True)
+    return {"segment_s": exp.segment_s, "requests": len(exp.requests),
+            "mapping": asdict(exp.mapping), "run_s": exp.run_s,
+            "slo": {"ttft_s": TTFT_SLO_S, "itl_s": ITL_SLO_S, "objective": OBJECTIVE},
+            "results": [asdict(r) for r in results], "timelines": timelines}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -222,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="START:DURATION of the trace, trace seconds (default 0:900)")
     parser.add_argument("--policy", action="append",
                         help="policy to run (repeatable; default: all, static first)")
+    parser.add_argument("--compression", type=float, default=MAPPING.time_compression,
+                        help="time compression of the trace (default %(default)s)")
     parser.add_argument("--max-replicas", type=int, default=4)
     parser.add_argument("--static-replicas", type=int, default=4,
                         help="size of the static pool (sized for the segment's peak)")
@@ -230,29 +289,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="result path without suffix (.json and .svg are written)")
     args = parser.parse_args(argv)
     start, duration = (float(x) for x in args.segment.split(":"))
-    requests = load_segment(start, duration)
+    mapping = replace(MAPPING, time_compression=args.compression)
+    exp = Experiment(tuple(load_segment(start, duration, mapping)), mapping, duration,
+                     args.max_replicas, args.static_replicas)
     names = args.policy or ["static", "fleetwatch", "production-stack", "wva", "hpa-utilization"]
-    names = sorted(names, key=lambda n: n != "static")
-    results, timelines = [], {}
-    static_rs: float | None = None
-    window = 300.0 / MAPPING.time_compression
-    for name in names:
-        records, samples, rs, dur = run_policy(name, requests, args.workdir / name,
-                                               args.max_replicas, args.static_replicas)
-        if name == "static":
-            static_rs = rs
-        results.append(summarize(name, requests, records, samples, rs, static_rs, window, dur))
-        t0 = min((r.start_s for r in records), default=0.0)
-        timelines[name] = {"samples": [asdict(s) for s in samples],
-                           "attainment": attainment_windows(records, t0)}
-        print(json.dumps(asdict(results[-1])), flush=True)
-    doc = {"segment": {"start_s": start, "duration_s": duration, "requests": len(requests)},
-           "mapping": asdict(MAPPING), "slo": {"ttft_s": TTFT_SLO_S, "itl_s": ITL_SLO_S,
-                                               "objective": OBJECTIVE},
-           "results": [asdict(r) for r in results], "timelines": timelines}
+    doc = run_experiment(exp, names, args.workdir)
+    doc["segment_start_s"] = start
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(doc, indent=1))
-    args.out.with_suffix(".svg").write_text(timeline_svg(timelines, OBJECTIVE))
+    args.out.with_suffix(".svg").write_text(timeline_svg(doc["timelines"], OBJECTIVE))
     return 0
 
 
