@@ -187,6 +187,13 @@ class TritonPythonModel:
             self.m_itl.observe(now - live.last_token_s)
         live.last_token_s = now
         done = request.finished_s is not None
+        if done:  # counted before the final flag: a client that saw it sees them
+            del self.live[request.request_id]
+            self.m_e2e.observe(now - live.sent_s)
+            self.m_req_prompt.observe(request.prompt_tokens)
+            self.m_req_gen.observe(request.generated)
+            self.m_prompt.increment(request.prompt_tokens)
+            self.m_gen.increment(request.generated)
         token = pb_utils.Tensor("text_output", np.array([b" tok"], dtype=np.object_))
         try:
             for _ in range(count):
@@ -195,13 +202,6 @@ class TritonPythonModel:
                 live.sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         except Exception:  # the client went away: the request still runs to its end
             pass
-        if done:
-            del self.live[request.request_id]
-            self.m_e2e.observe(now - live.sent_s)
-            self.m_req_prompt.observe(request.prompt_tokens)
-            self.m_req_gen.observe(request.generated)
-            self.m_prompt.increment(request.prompt_tokens)
-            self.m_gen.increment(request.generated)
 
     def _gauges(self):
         self.m_running.set(len(self.engine.running))
