@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
+import yaml
 
 from fleetwatch.autoscale.hpa import calculate_replicas
 from fleetwatch.autoscale.policies import POLICIES, ReplicaSample, policy, wva_desired
+from fleetwatch.promql.names import metric_names
+from tests.support.helpers import tool
 
 
 def sample(waiting: float = 0.0, kv: float = 0.0, signal: float = 0.0,
@@ -75,3 +81,44 @@ def test_registry_names_are_unique_and_documented() -> None:
             assert p.source and "metric" in p.queries("m"), p.name
     with pytest.raises(KeyError, match="choose from"):
         policy("cpu")
+
+
+def test_every_query_is_valid_promql_for_a_hostile_model_name(tmp_path: Path) -> None:
+    rules = [{"record": f"fleetwatch_test:{p.name.replace('-', '_')}:{key}", "expr": q}
+             for p in POLICIES for key, q in p.queries('we"ird\\model\n').items()]
+    assert len(rules) >= 6
+    path = tmp_path / "queries.rules.yml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "policies", "rules": rules}]}),
+                    encoding="utf-8")
+    res = subprocess.run([tool("promtool"), "check", "rules", str(path)],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+    names = metric_names(policy("production-stack").queries("m")["metric"])
+    assert names == {"modelserver_requests_active"}
+
+
+def test_fleetwatch_query_takes_the_larger_of_signal_sum_and_floor(tmp_path: Path) -> None:
+    """promtool evaluates the query on series of two sidecars: Σ signal 1.4 + 1.3 = 2.7
+    against a floor of 2; then Σ 0.3 + 0.4 against the floor 2; then no series at all."""
+    q = policy("fleetwatch").queries("m")["metric"]
+    (tmp_path / "q.rules.yml").write_text(yaml.safe_dump(
+        {"groups": [{"name": "q", "rules": [{"record": "fleetwatch_test:q", "expr": q}]}]}),
+        encoding="utf-8")
+    series = [
+        {"series": 'fleetwatch_autoscaling_signal_ratio{model="m",instance="a"}',
+         "values": "1.4 0.3 stale"},
+        {"series": 'fleetwatch_autoscaling_signal_ratio{model="m",instance="b"}',
+         "values": "1.3 0.4 stale"},
+        {"series": 'fleetwatch_autoscaling_min_replicas{model="m",instance="a"}',
+         "values": "2 2 stale"},
+    ]
+    cases = [("0m", 2.7), ("1m", 2.0), ("2m", 1.0)]
+    tests = {"rule_files": ["q.rules.yml"], "evaluation_interval": "1m", "tests": [
+        {"interval": "1m", "input_series": series, "promql_expr_test": [
+            {"expr": "fleetwatch_test:q", "eval_time": t,
+             "exp_samples": [{"labels": "fleetwatch_test:q", "value": v}]}
+            for t, v in cases]}]}
+    (tmp_path / "q.test.yml").write_text(yaml.safe_dump(tests), encoding="utf-8")
+    res = subprocess.run([tool("promtool"), "test", "rules", "q.test.yml"], cwd=tmp_path,
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr

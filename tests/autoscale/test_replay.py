@@ -4,6 +4,8 @@ out during a burst and in after it."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from fleetwatch.autoscale.policies import POLICIES, policy
@@ -81,3 +83,16 @@ def test_fleetwatch_scales_out_in_the_burst_and_in_after_it(result: ReplayResult
     assert max(during) > max(start)
     assert after and after[-1] < max(during)
     assert fw.scale_events >= 2
+
+
+def test_a_slow_cold_start_keeps_the_sidecars_floor(
+        burst: list[Request], sweep_fit: tuple[ReplicaModel, SLOSpec, float]) -> None:
+    """A cold start above autoscaling.cold_start_bound_seconds (120 s): the sidecars
+    recommend cold_start_min_replicas (2), and fleetwatch's query never goes below it."""
+    model, spec, capacity = sweep_fit
+    cfg = config(spec, capacity)
+    quick = run_policy(burst, model, cfg, policy("fleetwatch"), 1)
+    slow = run_policy(burst, dataclasses.replace(model, cold_start_seconds=200.0), cfg,
+                      policy("fleetwatch"), 1)
+    assert min(n for _, n, _ in quick.timeline) == 1
+    assert min(n for _, n, _ in slow.timeline) == cfg.targets.cold_start_min_replicas == 2

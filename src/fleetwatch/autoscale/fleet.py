@@ -45,7 +45,9 @@ class FleetConfig:
     decisions (the HPA's sync period), ``cold_start_seconds``, ``wva_lookback_seconds``
     (WVA's ``max_over_time`` range), ``capacity`` (fleetwatch's capacity at SLO,
     requests per replica), the signal's ``queue_wait_target`` (seconds) and
-    ``kv_target`` (ratio), ``max_waiting`` (a replica's queue bound), ``initial_replicas``."""
+    ``kv_target`` (ratio), ``signal_floor`` (the sidecar's cold-start floor,
+    ``min_replicas`` of the samples), ``max_waiting`` (a replica's queue bound),
+    ``initial_replicas``."""
 
     interval_seconds: float
     cold_start_seconds: float
@@ -53,6 +55,7 @@ class FleetConfig:
     capacity: float
     queue_wait_target: float = 0.5
     kv_target: float = 0.9
+    signal_floor: int = 1
     max_waiting: int = 1000
     initial_replicas: int = 1
 
@@ -84,11 +87,13 @@ class FleetRun:
 
 @dataclass(slots=True)
 class _Replica:
+    rid: int
     created: float
     ready: bool = False
     draining: bool = False
     gone: float | None = None
     running: int = 0
+    in_system: int = 0  # running + waiting
     waiting: deque[int] = field(default_factory=deque)
     kv_used: float = 0.0
     last: float = 0.0
@@ -97,10 +102,6 @@ class _Replica:
     qwait_sum: float = 0.0
     qwait_n: int = 0
     peaks: deque[tuple[float, float, float]] = field(default_factory=deque)
-
-    @property
-    def in_system(self) -> int:
-        return self.running + len(self.waiting)
 
     def advance(self, t: float) -> None:
         dt = t - self.last
@@ -116,14 +117,16 @@ class _Sim:
     reqs: Sequence[Request]
     model: ReplicaModel
     cfg: FleetConfig
-    reps: list[_Replica] = field(default_factory=list)
+    reps: list[_Replica] = field(default_factory=list)  # not gone yet
+    starting: dict[int, _Replica] = field(default_factory=dict)
+    retired_seconds: float = 0.0
     heap: list[tuple[float, int, int, int]] = field(default_factory=list)
     seq: int = 0
     ttft: list[float] = field(default_factory=list)
     itl: list[float] = field(default_factory=list)
     dropped: list[bool] = field(default_factory=list)
     tokens: list[float] = field(default_factory=list)
-    holder: list[int] = field(default_factory=list)
+    holder: list[_Replica | None] = field(default_factory=list)
     in_flight: int = 0
 
     def push(self, t: float, kind: int, a: int) -> None:
@@ -131,21 +134,33 @@ class _Sim:
         heapq.heappush(self.heap, (t, kind, self.seq, a))
 
     def add_replica(self, t: float, ready: bool) -> None:
-        rep = _Replica(created=t, ready=ready, last=t)
+        self.seq += 1
+        rep = _Replica(self.seq, created=t, ready=ready, last=t)
         self.reps.append(rep)
         if not ready:
-            self.push(t + self.cfg.cold_start_seconds, _READY, len(self.reps) - 1)
+            self.starting[rep.rid] = rep
+            self.push(t + self.cfg.cold_start_seconds, _READY, rep.rid)
+
+    def retire(self, rep: _Replica, t: float) -> None:
+        """``rep`` is gone at ``t``: its replica-seconds are booked, the list forgets it."""
+        rep.gone = t
+        self.retired_seconds += t - rep.created
+        self.reps.remove(rep)
+        self.starting.pop(rep.rid, None)
 
     def arrive(self, t: float, i: int) -> None:
         best: _Replica | None = None
-        for k, rep in enumerate(self.reps):
-            if rep.ready and not rep.draining and (best is None or rep.in_system < best.in_system):
-                best, self.holder[i] = rep, k
+        low = 1 << 62
+        for rep in self.reps:
+            if rep.in_system < low and rep.ready and not rep.draining:
+                best, low = rep, rep.in_system
+        self.holder[i] = best
         if best is None or len(best.waiting) >= self.cfg.max_waiting:
             self.dropped[i] = True
             return
         best.advance(t)
         best.waiting.append(i)
+        best.in_system += 1
         self.in_flight += 1
         self.admit(best, t)
 
@@ -170,14 +185,17 @@ class _Sim:
             self.push(first + max(0, r.output_tokens - 1) * itl, _DONE, i)
 
     def done(self, t: float, i: int) -> None:
-        owner = self.reps[self.holder[i]]
+        owner = self.holder[i]
+        assert owner is not None
+        self.holder[i] = None
         owner.advance(t)
         owner.running -= 1
+        owner.in_system -= 1
         owner.kv_used -= self.tokens[i]
         self.in_flight -= 1
         self.admit(owner, t)
         if owner.draining and owner.in_system == 0 and owner.gone is None:
-            owner.gone = t
+            self.retire(owner, t)
 
     def sample(self, rep: _Replica, t: float) -> ReplicaSample:
         cfg, iv = self.cfg, self.cfg.interval_seconds
@@ -191,7 +209,8 @@ class _Sim:
         s = ReplicaSample(waiting=float(len(rep.waiting)), running=float(rep.running),
                           kv_usage=kv, signal=signal, utilization=min(1.0, rep.busy / iv),
                           waiting_peak=max(p[1] for p in rep.peaks),
-                          kv_usage_peak=max(p[2] for p in rep.peaks))
+                          kv_usage_peak=max(p[2] for p in rep.peaks),
+                          min_replicas=cfg.signal_floor)
         rep.area = rep.busy = rep.qwait_sum = 0.0
         rep.qwait_n = 0
         return s
@@ -202,7 +221,7 @@ _DONE, _READY, _TICK = 0, 1, 2
 
 def _scale(sim: _Sim, t: float, desired: int) -> None:
     """Add or remove replicas to reach ``desired`` (see the module docstring)."""
-    live = [r for r in sim.reps if r.gone is None and not r.draining]
+    live = [r for r in sim.reps if not r.draining]
     for _ in range(desired - len(live)):
         sim.add_replica(t, ready=sim.cfg.cold_start_seconds <= 0)
     extra = len(live) - desired
@@ -214,7 +233,7 @@ def _scale(sim: _Sim, t: float, desired: int) -> None:
         rep.advance(t)
         rep.draining = True
         if rep.in_system == 0:
-            rep.gone = t
+            sim.retire(rep, t)
 
 
 def simulate(requests: Sequence[Request], model: ReplicaModel, cfg: FleetConfig,
@@ -227,7 +246,7 @@ def simulate(requests: Sequence[Request], model: ReplicaModel, cfg: FleetConfig,
     sim = _Sim(requests, model, cfg, ttft=[math.nan] * n, itl=[math.nan] * n,
                dropped=[False] * n,
                tokens=[float(r.input_tokens + r.output_tokens) for r in requests],
-               holder=[-1] * n)
+               holder=[None] * n)
     for _ in range(max(1, cfg.initial_replicas)):
         sim.add_replica(0.0, ready=True)
     sim.push(cfg.interval_seconds, _TICK, 0)
@@ -245,24 +264,22 @@ def simulate(requests: Sequence[Request], model: ReplicaModel, cfg: FleetConfig,
             sim.done(t, a)
             end = max(end, t)
         elif kind == _READY:
-            rep = sim.reps[a]
-            if rep.gone is None and not rep.draining:
+            rep = sim.starting.pop(a, None)
+            if rep is not None and not rep.draining:
                 rep.ready, rep.last = True, t
         elif nxt < n or sim.in_flight or t < horizon:
-            live = [r for r in sim.reps if r.gone is None and not r.draining]
+            live = [r for r in sim.reps if not r.draining]
             ready = [r for r in live if r.ready]
             for r in sim.reps:
-                if r.gone is None:
-                    r.advance(t)
+                r.advance(t)
             samples = [sim.sample(r, t) for r in ready]
             desired = max(1, controller(t, samples, len(live), len(ready)))
             if desired != len(live):
                 events.append(ScaleEvent(t, len(live), desired))
                 _scale(sim, t, desired)
-            timeline.append((t, desired, sum(1 for r in sim.reps if r.ready and r.gone is None
-                                             and not r.draining)))
+            timeline.append((t, desired, sum(1 for r in sim.reps if r.ready and not r.draining)))
             sim.push(t + cfg.interval_seconds, _TICK, 0)
     end = max(end, horizon, requests[-1].arrival if n else 0.0)
-    rs = sum((r.gone if r.gone is not None else end) - r.created for r in sim.reps)
+    rs = sim.retired_seconds + sum(end - r.created for r in sim.reps)
     return FleetRun(sim.ttft, sim.itl, sim.dropped, timeline, events, rs, end)
 

@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fleetwatch.autoscale.hpa import MetricTarget
+from fleetwatch.promql import agg, sel
 
 __all__ = ["POLICIES", "Policy", "ReplicaSample", "WVAThresholds", "policy", "wva_desired"]
 
@@ -112,19 +113,17 @@ class Policy:
     metric: MetricFn
 
 
-_WAITING = 'state="waiting"'
-
-
-def _sel(model: str, extra: str = "") -> str:
-    esc = model.replace("\\", "\\\\").replace('"', '\\"')
-    return "{" + f'model="{esc}"' + (f",{extra}" if extra else "") + "}"
+def _model(model: str, **more: str) -> dict[str, str]:
+    return {"model": model, **more}
 
 
 def _fleetwatch_queries(model: str) -> Mapping[str, str]:
-    # PromQL's max is an aggregation of one vector, not of two: the floor is a clamp_min.
-    return {"metric": (f"clamp_min(sum(fleetwatch_autoscaling_signal_ratio{_sel(model)}) "
-                       f"or vector(0), scalar(max(fleetwatch_autoscaling_min_replicas"
-                       f"{_sel(model)}) or vector(1)))")}
+    signal = sel("fleetwatch_autoscaling_signal_ratio", _model(model))
+    floor = sel("fleetwatch_autoscaling_min_replicas", _model(model))
+    # PromQL's max() takes one vector: the two parts become one vector of two series
+    parts = (f'label_replace(sum({signal}) or vector(0), "part", "signal", "", "")'
+             f' or label_replace(max({floor}) or vector(1), "part", "floor", "", "")')
+    return {"metric": f"max({parts})"}
 
 
 def _fleetwatch_metric(samples: Sequence[ReplicaSample], current: int) -> float:
@@ -133,7 +132,7 @@ def _fleetwatch_metric(samples: Sequence[ReplicaSample], current: int) -> float:
 
 
 def _waiting_queries(model: str) -> Mapping[str, str]:
-    return {"metric": f"sum(modelserver_requests_active{_sel(model, _WAITING)})"}
+    return {"metric": f"sum({sel('modelserver_requests_active', _model(model, state='waiting'))})"}
 
 
 def _waiting_metric(samples: Sequence[ReplicaSample], current: int) -> float:
@@ -141,13 +140,11 @@ def _waiting_metric(samples: Sequence[ReplicaSample], current: int) -> float:
 
 
 def _wva_queries(model: str) -> Mapping[str, str]:
-    return {
-        "kv_usage_peak": ("max by (pod) (max_over_time(modelserver_kv_cache_usage_ratio"
-                          f"{_sel(model)}[1m]))"),
-        "waiting_peak": ("max by (pod) (max_over_time(modelserver_requests_active"
-                         f"{_sel(model, _WAITING)}[1m]))"),
-        "metric": "wva_desired_replicas",
-    }
+    kv = sel("modelserver_kv_cache_usage_ratio", _model(model))
+    waiting = sel("modelserver_requests_active", _model(model, state="waiting"))
+    return {"kv_usage_peak": agg("max", ["pod"], f"max_over_time({kv}[1m])"),
+            "waiting_peak": agg("max", ["pod"], f"max_over_time({waiting}[1m])"),
+            "metric": sel("wva_desired_replicas", _model(model))}
 
 
 def _wva_metric(samples: Sequence[ReplicaSample], current: int) -> float:
@@ -155,7 +152,7 @@ def _wva_metric(samples: Sequence[ReplicaSample], current: int) -> float:
 
 
 def _util_queries(model: str) -> Mapping[str, str]:
-    return {"metric": f"avg(modelserver_gpu_utilization_ratio{_sel(model)})"}
+    return {"metric": f"avg({sel('modelserver_gpu_utilization_ratio', _model(model))})"}
 
 
 def _util_metric(samples: Sequence[ReplicaSample], current: int) -> float:

@@ -27,13 +27,15 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fleetwatch.autoscale.fleet import FleetConfig, FleetRun, ScaleEvent, simulate
 from fleetwatch.autoscale.hpa import DEFAULT_BEHAVIOR, HPA, Behavior, HPASpec
 from fleetwatch.autoscale.policies import Policy, ReplicaSample
 from fleetwatch.autoscale.replica import ReplicaModel
 from fleetwatch.autoscale.trace import Request, TraceMapping
+from fleetwatch.slo.outputs.autoscaling import min_replicas
+from fleetwatch.slo.spec import AutoscalingSettings
 
 __all__ = ["PolicyResult", "ReplayConfig", "ReplayResult", "replay_policies"]
 
@@ -45,7 +47,9 @@ class ReplayConfig:
     goodput is TTFT only) and ``objective`` (0–1): the SLO; ``capacity``: fleetwatch's
     capacity at SLO (requests per replica); ``min_replicas``/``max_replicas``;
     ``behavior``, ``sync_period_seconds`` and ``wva_lookback_seconds`` in production
-    seconds (the cold start is the replica model's); ``static_replicas`` (None: sized for
+    seconds (the cold start is the replica model's); ``targets``: the SLO file's
+    ``autoscaling`` settings (the signal's queue-wait and KV targets, the cold-start
+    floor, as the sidecar applies them); ``static_replicas`` (None: sized for
     the peak); ``duration_seconds``: the traffic's period in trace seconds, quiet end
     included (None: until the last arrival) — replica-seconds count until then."""
 
@@ -61,6 +65,7 @@ class ReplayConfig:
     wva_lookback_seconds: float = 60.0
     static_replicas: int | None = None
     duration_seconds: float | None = None
+    targets: AutoscalingSettings = field(default_factory=AutoscalingSettings)
 
     @property
     def horizon(self) -> float:
@@ -105,7 +110,10 @@ def _fleet_config(cfg: ReplayConfig, model: ReplicaModel, initial: int) -> Fleet
     return FleetConfig(interval_seconds=sec(cfg.sync_period_seconds),
                        cold_start_seconds=sec(model.cold_start_seconds),
                        wva_lookback_seconds=sec(cfg.wva_lookback_seconds),
-                       capacity=cfg.capacity, initial_replicas=initial)
+                       capacity=cfg.capacity, initial_replicas=initial,
+                       queue_wait_target=cfg.targets.queue_wait_seconds,
+                       kv_target=cfg.targets.kv_cache_usage_ratio,
+                       signal_floor=min_replicas(cfg.targets, model.cold_start_seconds))
 
 
 def _hpa_controller(policy: Policy, cfg: ReplayConfig) -> HPA:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fleetwatch.slo.capacity.model import isotonic
 
@@ -47,13 +47,16 @@ class LatencyCurve:
 
     points: tuple[tuple[float, float], ...]
 
+    xs: tuple[float, ...] = field(init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
         if not self.points:
             raise FitError("a latency curve needs at least one band")
+        object.__setattr__(self, "xs", tuple(p[0] for p in self.points))
 
     def at(self, running: float) -> float:
         """The latency (seconds) at ``running`` requests."""
-        xs = [p[0] for p in self.points]
+        xs = self.xs
         i = bisect.bisect_left(xs, running)
         if i == 0:
             return self.points[0][1]

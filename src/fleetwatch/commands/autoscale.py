@@ -275,7 +275,7 @@ def replay_command(trace: str, slos_path: str, registry_path: str | None,
     cfg = ReplayConfig(mapping=mapping, ttft_seconds=spec.sli.latency.threshold_seconds,
                        itl_seconds=itl_seconds, objective=spec.objective, capacity=capacity,
                        max_replicas=max_replicas,
-                       static_replicas=static_replicas,
+                       static_replicas=static_replicas, targets=slos.autoscaling,
                        duration_seconds=seg[1] if seg is not None else requests[-1].arrival)
     chosen = [policy(n) for n in policy_names] or list(POLICIES)
     result = replay_policies(map_trace(requests, mapping), replica, cfg, chosen,
