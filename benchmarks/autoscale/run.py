@@ -272,6 +272,22 @@ def run_experiment(exp: Experiment, names: list[str], workdir: Path) -> dict[str
             "results": [asdict(r) for r in results], "timelines": timelines}
 
 
+def markdown_table(doc: dict[str, Any]) -> str:
+    """The result document's table, as in docs/autoscaling.md."""
+    head = ("| policy | TTFT attainment | TTFT+ITL goodput | replica-s | ÷ static | peak | "
+            "scale events | reversals | back under SLO (s) | errors | dropped |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|\n")
+    rows = []
+    for r in doc["results"]:
+        ratio = "—" if r["ratio_to_static"] is None else f"{r['ratio_to_static']:.2f}"
+        back = "never" if r["recovery_s"] is None else f"{r['recovery_s']:.0f}"
+        rows.append(f"| {r['policy']} | {r['ttft_attainment']:.1%} | {r['goodput']:.1%} | "
+                    f"{r['replica_seconds']:.0f} | {ratio} | {r['peak_replicas']} | "
+                    f"{r['scale_events']} | {r['reversals']} | {back} | {r['errors']} | "
+                    f"{r['dropped']} |")
+    return head + "\n".join(rows) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the experiment; write ``<out>.json`` and ``<out>.svg``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -298,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(doc, indent=1))
     args.out.with_suffix(".svg").write_text(timeline_svg(doc["timelines"], OBJECTIVE))
+    print(markdown_table(doc))
     return 0
 
 
