@@ -59,7 +59,7 @@ def test_new_replicas_take_traffic_only_after_the_cold_start() -> None:
         return asks["n"]
     run = simulate(reqs, MODEL, cfg(cold_start_seconds=2.5), decide)
     assert run.events[0].time == 1.0 and (run.events[0].before, run.events[0].after) == (1, 3)
-    ready = {t: r for t, _, r in run.timeline}
+    ready = {p.time: p.ready for p in run.timeline}
     assert ready[2.0] == 1 and ready[3.0] == 1 and ready[4.0] == 3
     # three replicas from 1 s (two of them starting), one before: replica-seconds
     assert math.isclose(run.replica_seconds, run.end + 2 * (run.end - 1.0))

@@ -54,7 +54,7 @@ def test_static_pool_never_scales_and_meets_the_objective_every_minute(
         result: ReplayResult) -> None:
     static = next(r for r in result.results if r.policy == "static")
     assert static.scale_events == 0 and static.cost_ratio == 1.0
-    assert {n for _, n, _ in static.timeline} == {result.static_replicas}
+    assert {p.replicas for p in static.timeline} == {result.static_replicas}
     assert static.ttft_attainment >= 0.99 and static.recovery_seconds == 0.0
 
 
@@ -77,9 +77,9 @@ def test_static_pool_is_the_smallest_that_meets_every_minute(
 def test_fleetwatch_scales_out_in_the_burst_and_in_after_it(result: ReplayResult) -> None:
     fw = next(r for r in result.results if r.policy == "fleetwatch")
     width = MAPPING.seconds(60.0)
-    start = [n for t, n, _ in fw.timeline if t < width]
-    during = [n for t, n, _ in fw.timeline if width <= t < 3 * width]
-    after = [n for t, n, _ in fw.timeline if t >= 9 * width]
+    start = [p.replicas for p in fw.timeline if p.time < width]
+    during = [p.replicas for p in fw.timeline if width <= p.time < 3 * width]
+    after = [p.replicas for p in fw.timeline if p.time >= 9 * width]
     assert max(during) > max(start)
     assert after and after[-1] < max(during)
     assert fw.scale_events >= 2
@@ -94,5 +94,5 @@ def test_a_slow_cold_start_keeps_the_sidecars_floor(
     quick = run_policy(burst, model, cfg, policy("fleetwatch"), 1)
     slow = run_policy(burst, dataclasses.replace(model, cold_start_seconds=200.0), cfg,
                       policy("fleetwatch"), 1)
-    assert min(n for _, n, _ in quick.timeline) == 1
-    assert min(n for _, n, _ in slow.timeline) == cfg.targets.cold_start_min_replicas == 2
+    assert min(p.replicas for p in quick.timeline) == 1
+    assert min(p.replicas for p in slow.timeline) == cfg.targets.cold_start_min_replicas == 2

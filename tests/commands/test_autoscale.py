@@ -35,6 +35,8 @@ def test_json_has_every_policy_on_the_segment() -> None:
     assert [r["policy"] for r in doc["results"]] == [p.name for p in POLICIES]
     static = doc["results"][-1]
     assert static["cost_ratio"] == 1.0 and static["scale_events"] == 0
+    assert {p["replicas"] for p in static["timeline"]} == {doc["static_replicas"]}
+    assert set(static["timeline"][0]) == {"time", "replicas", "ready"}
 
 
 def test_table_and_policy_choice_on_a_mooncake_trace(tmp_path: Path) -> None:

@@ -28,12 +28,13 @@ import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from fleetwatch.autoscale.policies import ReplicaSample
 from fleetwatch.autoscale.replica import ReplicaModel
 from fleetwatch.autoscale.trace import Request
 
-__all__ = ["Controller", "FleetConfig", "FleetRun", "ScaleEvent", "simulate"]
+__all__ = ["Controller", "FleetConfig", "FleetRun", "ScaleEvent", "TimelinePoint", "simulate"]
 
 #: ``(now, ready replicas' samples, current replicas, ready replicas)`` → desired replicas
 Controller = Callable[[float, Sequence[ReplicaSample], int, int], int]
@@ -69,17 +70,26 @@ class ScaleEvent:
     after: int
 
 
+class TimelinePoint(NamedTuple):
+    """The fleet at one decision: ``time`` (seconds), ``replicas`` desired (and created),
+    ``ready`` of them taking traffic."""
+
+    time: float
+    replicas: int
+    ready: int
+
+
 @dataclass(frozen=True, slots=True)
 class FleetRun:
     """One simulation: per request (trace order) ``ttft`` and ``itl`` (seconds; NaN for
-    a dropped request), ``dropped``; ``timeline`` ``(time, replicas, ready)`` at each
-    decision; ``events``; ``replica_seconds`` (every replica from creation until gone);
-    ``end`` (the last completion)."""
+    a dropped request), ``dropped``; ``timeline`` at each decision; ``events``;
+    ``replica_seconds`` (every replica from creation until gone); ``end`` (the last
+    completion, or the horizon)."""
 
     ttft: list[float]
     itl: list[float]
     dropped: list[bool]
-    timeline: list[tuple[float, int, int]]
+    timeline: list[TimelinePoint]
     events: list[ScaleEvent]
     replica_seconds: float
     end: float
@@ -250,7 +260,7 @@ def simulate(requests: Sequence[Request], model: ReplicaModel, cfg: FleetConfig,
     for _ in range(max(1, cfg.initial_replicas)):
         sim.add_replica(0.0, ready=True)
     sim.push(cfg.interval_seconds, _TICK, 0)
-    timeline: list[tuple[float, int, int]] = []
+    timeline: list[TimelinePoint] = []
     events: list[ScaleEvent] = []
     nxt, end = 0, 0.0
     while sim.heap:
@@ -277,7 +287,8 @@ def simulate(requests: Sequence[Request], model: ReplicaModel, cfg: FleetConfig,
             if desired != len(live):
                 events.append(ScaleEvent(t, len(live), desired))
                 _scale(sim, t, desired)
-            timeline.append((t, desired, sum(1 for r in sim.reps if r.ready and not r.draining)))
+            timeline.append(TimelinePoint(t, desired, sum(1 for r in sim.reps
+                                                          if r.ready and not r.draining)))
             sim.push(t + cfg.interval_seconds, _TICK, 0)
     end = max(end, horizon, requests[-1].arrival if n else 0.0)
     rs = sim.retired_seconds + sum(end - r.created for r in sim.reps)

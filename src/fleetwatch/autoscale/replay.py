@@ -28,8 +28,9 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from fleetwatch.autoscale.fleet import FleetConfig, FleetRun, ScaleEvent, simulate
+from fleetwatch.autoscale.fleet import FleetConfig, FleetRun, ScaleEvent, TimelinePoint, simulate
 from fleetwatch.autoscale.hpa import DEFAULT_BEHAVIOR, HPA, Behavior, HPASpec
 from fleetwatch.autoscale.policies import Policy, ReplicaSample
 from fleetwatch.autoscale.replica import ReplicaModel
@@ -90,7 +91,7 @@ class PolicyResult:
     recovery_seconds: float | None
     dropped: int
     peak_replicas: int
-    timeline: tuple[tuple[float, int, int], ...]
+    timeline: tuple[TimelinePoint, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,22 +159,29 @@ def _good(run: FleetRun, i: int, cfg: ReplayConfig) -> tuple[bool, bool]:
     return ok, both
 
 
-def _minutes(requests: Sequence[Request], run: FleetRun, cfg: ReplayConfig,
-             ) -> list[tuple[int, int]]:
-    """Per trace minute (replay seconds 60 ÷ compression): (requests, TTFT-good)."""
+class Minute(NamedTuple):
+    """One trace minute of a run: ``requests`` arriving in it, ``good`` of them within
+    the TTFT threshold."""
+
+    requests: int
+    good: int
+
+    def meets(self, objective: float) -> bool:
+        """The minute meets the objective (a minute without requests does)."""
+        return self.requests == 0 or self.good >= objective * self.requests - 1e-9
+
+
+def _minutes(requests: Sequence[Request], run: FleetRun, cfg: ReplayConfig) -> list[Minute]:
+    """Per trace minute (replay seconds 60 ÷ compression), from the first."""
     width = cfg.mapping.seconds(60.0)
-    out: list[tuple[int, int]] = []
+    counts: list[list[int]] = []
     for i, r in enumerate(requests):
         k = int(r.arrival // width)
-        while len(out) <= k:
-            out.append((0, 0))
-        n, g = out[k]
-        out[k] = (n + 1, g + int(_good(run, i, cfg)[0]))
-    return out
-
-
-def _meets(n: int, good: int, objective: float) -> bool:
-    return n == 0 or good >= objective * n - 1e-9
+        while len(counts) <= k:
+            counts.append([0, 0])
+        counts[k][0] += 1
+        counts[k][1] += int(_good(run, i, cfg)[0])
+    return [Minute(n, g) for n, g in counts]
 
 
 def size_static(requests: Sequence[Request], model: ReplicaModel, cfg: ReplayConfig,
@@ -184,7 +192,7 @@ def size_static(requests: Sequence[Request], model: ReplicaModel, cfg: ReplayCon
     while lo < hi:
         mid = (lo + hi) // 2
         run = run_policy(requests, model, cfg, static, mid)
-        if all(_meets(n, g, cfg.objective) for n, g in _minutes(requests, run, cfg)):
+        if all(m.meets(cfg.objective) for m in _minutes(requests, run, cfg)):
             hi = mid
         else:
             lo = mid + 1
@@ -199,13 +207,12 @@ def _reversals(events: Sequence[ScaleEvent], window: float) -> int:
     return count
 
 
-def _recovery(minutes: Sequence[tuple[int, int]], width: float, objective: float,
-              ) -> float | None:
+def _recovery(minutes: Sequence[Minute], width: float, objective: float) -> float | None:
     if not minutes:
         return None
-    burst = max(range(len(minutes)), key=lambda k: minutes[k][0])
+    burst = max(range(len(minutes)), key=lambda k: minutes[k].requests)
     for k in range(burst, len(minutes)):
-        if _meets(*minutes[k], objective):
+        if minutes[k].meets(objective):
             return 0.0 if k == burst else (k + 1 - burst) * width
     return None
 
@@ -228,7 +235,7 @@ def summarize(requests: Sequence[Request], run: FleetRun, cfg: ReplayConfig, pol
         scale_events=len(run.events), reversals=_reversals(run.events, window),
         recovery_seconds=_recovery(_minutes(requests, run, cfg), cfg.mapping.seconds(60.0),
                                    cfg.objective),
-        dropped=sum(run.dropped), peak_replicas=max((r for _, r, _ in run.timeline), default=0),
+        dropped=sum(run.dropped), peak_replicas=max((p.replicas for p in run.timeline), default=0),
         timeline=tuple(run.timeline))
 
 

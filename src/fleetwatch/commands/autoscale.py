@@ -164,10 +164,14 @@ def fit(slos: SLOFile, registry: Registry | None, paths: Sequence[Path], model: 
 
 
 def result_json(result: ReplayResult) -> str:
-    """The result as strict JSON (NaN → null)."""
+    """The result as strict JSON (NaN → null; timeline points as objects)."""
+    from fleetwatch.autoscale.fleet import TimelinePoint
+
     def clean(o: object) -> object:
         if isinstance(o, float) and not math.isfinite(o):
             return None
+        if isinstance(o, TimelinePoint):
+            return clean(o._asdict())
         if isinstance(o, dict):
             return {k: clean(v) for k, v in o.items()}
         if isinstance(o, (list, tuple)):
