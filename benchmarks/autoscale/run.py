@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
@@ -32,6 +34,7 @@ from benchmarks.autoscale.fleet import (
     MODEL,
     HAProxy,
     Prometheus,
+    stop_process,
     write_fleet_files,
 )
 from benchmarks.autoscale.load import AiperfRun, ClientRecord, default_tokenizer, read_records
@@ -207,6 +210,7 @@ def run_policy(name: str, exp: Experiment, workdir: Path) -> PolicyRun:
     prometheus.start()
     fleet = FleetController(files, haproxy, prometheus, exp.max_replicas)
     samples: list[Sample] = []
+    client: subprocess.Popen[bytes] | None = None
     try:
         start = exp.static_replicas if policy.target is None else 1
         fleet.scale_to(start)
@@ -239,6 +243,8 @@ def run_policy(name: str, exp: Experiment, workdir: Path) -> PolicyRun:
         return PolicyRun(read_records(workdir / "aiperf"), samples, fleet.replica_seconds,
                          duration)
     finally:
+        if client is not None:
+            stop_process(client)
         fleet.stop()
         haproxy.stop()
         prometheus.stop()
@@ -304,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True,
                         help="result path without suffix (.json and .svg are written)")
     args = parser.parse_args(argv)
+    # SIGTERM (a timeout, a CI cancel) unwinds like Ctrl-C: every finally stops its servers
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     start, duration = (float(x) for x in args.segment.split(":"))
     mapping = replace(MAPPING, time_compression=args.compression)
     exp = Experiment(tuple(load_segment(start, duration, mapping)), mapping, duration,
