@@ -7,14 +7,19 @@ concurrency ÷ capacity at SLO), ``queue_wait`` (mean queue wait ÷
 ``gpu_memory_usage_ratio``). The signal is the largest component; with a target of 1,
 desired replicas = ceil(Σ signal over replicas). ``min_replicas`` is the cold-start floor
 (see :class:`~fleetwatch.slo.spec.AutoscalingSettings`).
+
+A model whose data is missing or frozen (:mod:`fleetwatch.slo.judge.freshness`) publishes
+its last fresh signal for ``autoscaling.stale_hold``, then ``autoscaling.stale_signal``;
+its ``freshness`` object says which, why and since when.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TypedDict
 
 from fleetwatch.slo.account.gauges import ModelGauges
+from fleetwatch.slo.judge.freshness import Freshness, FreshnessStatus
 from fleetwatch.slo.judge.states import worst_state
 from fleetwatch.slo.spec import AutoscalingSettings
 from fleetwatch.slo.state import ModelKey, SLOModelState
@@ -28,13 +33,15 @@ class ModelSignal(TypedDict):
     model: str
     model_version: str
     backend: str
-    signal: float  # ratio: the largest component (0.0 without components)
+    signal: float  # ratio: the largest component (0.0 without components); when stale,
+    # held, then autoscaling.stale_signal (freshness.signal says which)
     components: dict[str, float]  # ratios, see the module docstring
     capacity: float | None  # concurrent requests per replica; None without an SLO
     concurrency: float | None  # requests in the system per replica
     state: str  # the worst state over the model's SLOs
     cold_start_seconds: float | None  # last measured cold start (None: not seen)
     min_replicas: int  # recommended floor (cold start above the bound: a larger floor)
+    freshness: FreshnessStatus  # fresh or stale (why, since when), last fresh data
 
 
 def model_capacity(states: States, mk: ModelKey) -> float | None:
@@ -55,12 +62,21 @@ def min_replicas(targets: AutoscalingSettings, cold_start: float | None) -> int:
     return 1
 
 
+def keyed(objs: list[ModelSignal]) -> Iterator[tuple[ModelKey, float]]:
+    """``(model key, signal)`` of each object (what :meth:`Freshness.hold` keeps)."""
+    for o in objs:
+        yield ModelKey(o["model"], o["model_version"], o["backend"]), o["signal"]
+
+
 def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
-            cold_starts: Mapping[str, float] | None = None) -> list[ModelSignal]:
+            cold_starts: Mapping[str, float] | None = None,
+            freshness: Freshness | None = None) -> list[ModelSignal]:
     """One :class:`ModelSignal` per model seen (with gauges or SLOs), sorted by model;
-    ``cold_starts``: model name → last measured cold start (seconds, from the sidecar).
-    Linear in the states (grouped by model once)."""
+    ``cold_starts``: model name → last measured cold start (seconds, from the sidecar);
+    ``freshness``: the stale models' signals are held or saturated (None: every model
+    reads as measured and fresh). Linear in the states (grouped by model once)."""
     cold_starts = cold_starts or {}
+    fresh = freshness or Freshness(targets)
     by_model: dict[ModelKey, list[SLOModelState]] = {}
     for (_, m), st in states.items():
         by_model.setdefault(m, []).append(st)
@@ -79,12 +95,14 @@ def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
             comps["kv_cache"] = gauges.kv_usage[mk] / targets.kv_cache_usage_ratio
         if gauges.gpu_memory_ratio is not None:
             comps["gpu_memory"] = gauges.gpu_memory_ratio / targets.gpu_memory_usage_ratio
+        signal, how = fresh.signal(mk, max(comps.values()) if comps else 0.0)
         out.append({
             "model": mk.model, "model_version": mk.model_version, "backend": mk.backend,
-            "signal": max(comps.values()) if comps else 0.0,
+            "signal": signal,
             "components": comps, "capacity": cap, "concurrency": conc,
             "state": worst_state({st.state for st in own}),
             "cold_start_seconds": cold_starts.get(mk.model),
             "min_replicas": min_replicas(targets, cold_starts.get(mk.model)),
+            "freshness": fresh.status(mk, how),
         })
     return out
