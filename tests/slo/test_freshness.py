@@ -144,7 +144,7 @@ def test_frozen_counters_with_requests_in_flight_hold_then_saturate(captures):
 def test_an_idle_engine_with_still_counters_stays_fresh():
     """Counters that do not move while no request runs or waits are an idle model."""
     normalize = normalizer_for("vllm")
-    idle = [normalize(p.read_text(), p.name) for p in CAPTURES[:1]][0]
+    idle = normalize(CAPTURES[0].read_text(), CAPTURES[0].name)
     assert all(v == 0 for k, v in idle.samples() if k.startswith("modelserver_requests_active"))
     feed = Feed()
     for _ in range(FROZEN_AFTER * 4):
