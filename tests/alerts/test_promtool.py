@@ -97,20 +97,21 @@ def test_behaviour_tests_catch_a_wrong_threshold(tmp_path):
     assert group in res.stdout + res.stderr
 
 
-def _only_groups(tmp_path, prefix: str) -> None:
-    """The golden rule files and the golden behaviour tests' groups named ``prefix…``."""
+def _only_groups(src, tmp_path, prefix: str) -> None:
+    """The rule files generated in ``src`` and its behaviour tests' groups named
+    ``prefix…``."""
     for name in RULE_FILES:
-        shutil.copy(ALERTS / name, tmp_path / name)
-    doc = yaml.safe_load((ALERTS / TESTS_FILE).read_text())
+        shutil.copy(src / name, tmp_path / name)
+    doc = yaml.safe_load((src / TESTS_FILE).read_text())
     doc["tests"] = [t for t in doc["tests"] if t["name"].startswith(prefix)]
     assert len(doc["tests"]) == 1
     (tmp_path / TESTS_FILE).write_text(yaml.safe_dump(doc))
 
 
-def test_engine_frozen_alert_fires_in_promtool(tmp_path):
+def test_engine_frozen_alert_fires_in_promtool(examples_out, tmp_path):
     """FleetwatchEngineFrozen fires for the sidecar whose model is frozen, naming model and
     instance; a rule that ignores the reason fires for a target down too and fails."""
-    _only_groups(tmp_path, "Engine frozen")
+    _only_groups(examples_out, tmp_path, "Engine frozen")
     group = yaml.safe_load((tmp_path / TESTS_FILE).read_text())["tests"][0]
     fired = [a for t in group["alert_rule_test"] for a in t["exp_alerts"]]
     assert [(a["exp_labels"]["model"], a["exp_labels"]["instance"]) for a in fired] \
@@ -126,10 +127,10 @@ def test_engine_frozen_alert_fires_in_promtool(tmp_path):
     assert res.returncode != 0
 
 
-def test_fleet_signal_sums_only_scraped_sidecars_in_promtool(tmp_path):
+def test_fleet_signal_sums_only_scraped_sidecars_in_promtool(examples_out, tmp_path):
     """model:fleetwatch_autoscaling_signal:sum leaves out a sidecar whose up is 0 (its
     last signal still stored); without the health filter the recording test fails."""
-    _only_groups(tmp_path, "Recording rules")
+    _only_groups(examples_out, tmp_path, "Recording rules")
     res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
     rec = (tmp_path / "fleetwatch-recording.rules.yml").read_text()
