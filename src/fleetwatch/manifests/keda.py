@@ -104,7 +104,7 @@ def fallback(dep: Deployment, settings: Settings) -> dict[str, Any] | None:
 def scaled_object(dep: Deployment, settings: Settings) -> dict[str, Any]:
     """The ScaledObject of ``dep`` (named like the Deployment, in its namespace), with
     :func:`fallback` for the Prometheus trigger."""
-    obj = {
+    obj: dict[str, Any] = {
         "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
         "metadata": {"name": dep.name, "namespace": dep.namespace, "labels": dict(MANAGED),
                      "annotations": {MODEL_ANNOTATION: dep.model}},

@@ -8,8 +8,8 @@ A model's data is **stale** for one of three reasons (the ``reason`` of
 * ``scrape_timeout`` — its scrape did not finish within ``scrape.timeout_seconds``
   (reason ``timeout`` of ``fleetwatch_upstream_scrape_errors_total``);
 * ``frozen`` — its target answers, but the model's progress counters (of
-  :data:`PROGRESS_FAMILIES`: requests finished, tokens, batch executions, token latency
-  observations) did not move for ``autoscaling.frozen_after_scrapes`` snapshots in a row
+  :data:`PROGRESS_FAMILIES`: requests finished, tokens, batch executions, preemptions)
+  did not move for ``autoscaling.frozen_after_scrapes`` snapshots in a row
   while ``modelserver_requests_active`` says requests are running or waiting: an engine
   core that hangs behind an API server that still answers ``/metrics``. Unchanged counters
   with no request in flight are an idle model, which is fresh.
@@ -49,14 +49,13 @@ STALE = "stale"
 REASONS = ("target_down", "scrape_timeout", "frozen")
 #: Scrape error reasons read as ``scrape_timeout``; every other one is ``target_down``.
 TIMEOUT_ERRORS = frozenset({"timeout"})
-#: Counter families (and histograms, whose lines are counters) that move while an engine
-#: makes progress: requests finished, tokens (every decode step of an LLM), batch
-#: executions (Triton), preemptions, and the per-token latency histograms.
+#: Counter families that move while an engine makes progress: requests finished (by
+#: every source), tokens (vLLM and SGLang count them at every prefill and decode step),
+#: batch executions and items (Triton), preemptions. (The latency histograms move with
+#: these: their ``_count`` is requests or tokens again.)
 PROGRESS_FAMILIES = ("modelserver_requests_total", "modelserver_tokens_total",
                      "modelserver_batch_executions_total", "modelserver_batch_items_total",
-                     "modelserver_preemptions_total", "modelserver_request_duration_seconds",
-                     "modelserver_time_to_first_token_seconds",
-                     "modelserver_inter_token_latency_seconds")
+                     "modelserver_preemptions_total")
 _INDEX = {m.name: i for i, m in enumerate(METRICS)}
 _PROGRESS = tuple(_INDEX[name] for name in PROGRESS_FAMILIES)
 _ACTIVE = _INDEX["modelserver_requests_active"]
@@ -74,11 +73,11 @@ class FreshnessStatus(TypedDict):
 
 @dataclass(slots=True)
 class Progress:
-    """What one snapshot says about a model's progress: ``counters`` (the sum of each
-    family of :data:`PROGRESS_FAMILIES`, in that order) and ``in_flight`` (requests
-    running + waiting)."""
+    """What one snapshot says about a model's progress: ``counters`` (the sum of its
+    series of :data:`PROGRESS_FAMILIES`: it moves whenever one of them does, since
+    counters only grow or reset) and ``in_flight`` (requests running + waiting)."""
 
-    counters: tuple[float, ...]
+    counters: float
     in_flight: float
 
 
@@ -99,30 +98,59 @@ class ModelFreshness:
     held: float | None = None
 
 
+#: Prefix → model cache entries kept at most (cleared whole beyond: label churn).
+MAX_CACHED_PREFIXES = 500_000
+_NO_MODEL = ModelKey("", "", "")
+
+
+class ProgressReader:
+    """Reads each model's :class:`Progress` off a normalized exposition. The model of a
+    series prefix is looked up once and cached (:data:`MAX_CACHED_PREFIXES`), so a
+    snapshot costs one dictionary lookup per series read."""
+
+    def __init__(self) -> None:
+        self._models: dict[str, ModelKey] = {}
+
+    def read(self, n: Normalized) -> dict[ModelKey, Progress]:
+        """Each model's progress in ``n`` (models with neither progress nor in-flight
+        series are left out)."""
+        if len(self._models) > MAX_CACHED_PREFIXES:
+            self._models.clear()
+        totals: dict[ModelKey, float] = {}
+        for idx in _PROGRESS:
+            self._add(n, idx, totals)
+        active: dict[ModelKey, float] = {}
+        self._add(n, _ACTIVE, active)
+        return {mk: Progress(totals.get(mk, 0.0), active.get(mk, 0.0))
+                for mk in totals.keys() | active.keys() if mk is not _NO_MODEL}
+
+    def _add(self, n: Normalized, idx: int, into: dict[ModelKey, float]) -> None:
+        fam = n.families[idx]
+        if not fam:
+            return
+        nums = n.numbers[idx] if n.numbers is not None else None
+        values = nums if nums is not None and len(nums) == len(fam) \
+            else [value_of(v) for v in fam.values()]
+        models = self._models
+        for prefix, v in zip(fam, values, strict=True):
+            mk = models.get(prefix)
+            if mk is None:
+                mk = models[prefix] = _model_key(n, prefix)
+            if mk is _NO_MODEL:
+                continue
+            into[mk] = into.get(mk, 0.0) + v
+
+
 def progress_of(n: Normalized) -> dict[ModelKey, Progress]:
-    """Each model's :class:`Progress` in one normalized exposition (models without any
-    progress or in-flight series are left out). Linear in the series of the families read."""
-    sums: dict[ModelKey, list[float]] = {}
-    width = len(_PROGRESS)
-    for slot, idx in enumerate(_PROGRESS):
-        for prefix, v in n.families[idx].items():
-            mk = _model_key(n, prefix)
-            if mk is not None:
-                sums.setdefault(mk, [0.0] * width)[slot] += value_of(v)
-    active: dict[ModelKey, float] = {}
-    for prefix, v in n.families[_ACTIVE].items():
-        mk = _model_key(n, prefix)
-        if mk is not None:
-            active[mk] = active.get(mk, 0.0) + value_of(v)
-    return {mk: Progress(tuple(sums.get(mk, ())), active.get(mk, 0.0))
-            for mk in sums.keys() | active.keys()}
+    """Each model's :class:`Progress` in one normalized exposition (uncached)."""
+    return ProgressReader().read(n)
 
 
-def _model_key(n: Normalized, prefix: str) -> ModelKey | None:
+def _model_key(n: Normalized, prefix: str) -> ModelKey:
     labels = dict(n.key(prefix)[1])
     model, backend = labels.get("model"), labels.get("backend")
     if model is None or backend is None:
-        return None
+        return _NO_MODEL
     return ModelKey(model, labels.get("model_version", ""), backend)
 
 
@@ -138,6 +166,7 @@ class Freshness:
         self.settings = settings
         self.models: dict[ModelKey, ModelFreshness] = {}
         self.now: float | None = None
+        self._reader = ProgressReader()
 
     def observe(self, snap: Snapshot) -> bool:
         """Read one snapshot; True when a model went stale at it, or its counters stopped
@@ -149,7 +178,7 @@ class Freshness:
                 for name, n in snap.targets.items() if n is None}
         for name, n in snap.targets.items():
             if n is not None:
-                went_stale |= self._observe_target(name, ts, progress_of(n))
+                went_stale |= self._observe_target(name, ts, self._reader.read(n))
         if down:
             for mk, mf in self.models.items():
                 reason = down.get(mf.target)
