@@ -97,6 +97,51 @@ def test_behaviour_tests_catch_a_wrong_threshold(tmp_path):
     assert group in res.stdout + res.stderr
 
 
+def _only_groups(src, tmp_path, prefix: str) -> None:
+    """The rule files generated in ``src`` and its behaviour tests' groups named
+    ``prefix…``."""
+    for name in RULE_FILES:
+        shutil.copy(src / name, tmp_path / name)
+    doc = yaml.safe_load((src / TESTS_FILE).read_text())
+    doc["tests"] = [t for t in doc["tests"] if t["name"].startswith(prefix)]
+    assert len(doc["tests"]) == 1
+    (tmp_path / TESTS_FILE).write_text(yaml.safe_dump(doc))
+
+
+def test_engine_frozen_alert_fires_in_promtool(examples_out, tmp_path):
+    """FleetwatchEngineFrozen fires for the sidecar whose model is frozen, naming model and
+    instance; a rule that ignores the reason fires for a target down too and fails."""
+    _only_groups(examples_out, tmp_path, "Engine frozen")
+    group = yaml.safe_load((tmp_path / TESTS_FILE).read_text())["tests"][0]
+    fired = [a for t in group["alert_rule_test"] for a in t["exp_alerts"]]
+    assert [(a["exp_labels"]["model"], a["exp_labels"]["instance"]) for a in fired] \
+        == [(fired[0]["exp_labels"]["model"], "sidecar-a:9810")]
+    res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    platform = (tmp_path / "fleetwatch-platform.rules.yml").read_text()
+    frozen = 'fleetwatch_autoscaling_signal_stale{reason="frozen"} == 1'
+    assert platform.count(frozen) == 2  # both branches of the owner join
+    (tmp_path / "fleetwatch-platform.rules.yml").write_text(
+        platform.replace(frozen, "fleetwatch_autoscaling_signal_stale == 1"))
+    res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=tmp_path)
+    assert res.returncode != 0
+
+
+def test_fleet_signal_sums_only_scraped_sidecars_in_promtool(examples_out, tmp_path):
+    """model:fleetwatch_autoscaling_signal:sum leaves out a sidecar whose up is 0 (its
+    last signal still stored); without the health filter the recording test fails."""
+    _only_groups(examples_out, tmp_path, "Recording rules")
+    res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    rec = (tmp_path / "fleetwatch-recording.rules.yml").read_text()
+    health = " and on (job, instance) (up == 1)"
+    assert rec.count(health) == 1
+    (tmp_path / "fleetwatch-recording.rules.yml").write_text(rec.replace(health, ""))
+    res = run(tool("promtool"), "test", "rules", TESTS_FILE, cwd=tmp_path)
+    assert res.returncode != 0
+    assert "model:fleetwatch_autoscaling_signal:sum" in res.stdout + res.stderr
+
+
 @pytest.mark.parametrize("where", ["golden", "examples"])
 def test_amtool_check_config(where, examples_out):
     d = ALERTS if where == "golden" else examples_out

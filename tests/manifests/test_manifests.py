@@ -214,6 +214,28 @@ def test_prometheus_trigger_sums_the_fleet_signal_with_average_value():
     assert behavior["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 600
 
 
+def test_prometheus_scaled_objects_hold_the_replicas_when_the_metric_is_missing():
+    """KEDA's fallback: after 3 failed polls (no series: ignoreNullValues false) the
+    current replicas are kept (currentReplicasIfHigher with the minimum), never fewer; the
+    fallback passes the real KEDA CRD schema, and a wrong behaviour does not."""
+    for name, so in _scaled(_build()).items():
+        fb = so["spec"]["fallback"]
+        assert fb == {"failureThreshold": 3, "replicas": so["spec"]["minReplicaCount"],
+                      "behavior": "currentReplicasIfHigher"}, name
+        assert errors(so) == []
+        broken = copy.deepcopy(so)
+        broken["spec"]["fallback"]["behavior"] = "keepCurrent"
+        assert errors(broken), name
+        broken["spec"]["fallback"] = {"replicas": 1}  # failureThreshold is required
+        assert errors(broken), name
+
+
+def test_metrics_api_scaled_objects_have_no_fallback():
+    """KEDA refuses fallback with metricType Value (its admission webhook)."""
+    so = _scaled(_build(Settings(trigger="metrics-api")))
+    assert all("fallback" not in s["spec"] for s in so.values())
+
+
 def test_metrics_api_trigger_reads_one_sidecar_with_metric_type_value():
     so = _scaled(_build(Settings(trigger="metrics-api")))
     t = so["llama-3-8b"]["spec"]["triggers"][0]

@@ -12,6 +12,7 @@ platform-alert settings and Alertmanager routing parameters.
       sidecar_job: fleetwatch     # the Prometheus job scraping the sidecars (up{job=…})
       sidecar_down: {for: 2m, severity: page}
       upstream_down: {for: 2m, severity: page}
+      engine_frozen: {for: 2m, severity: page}  # counters still while requests run or wait
       model_not_ready:            # start-up allowance per latency tier (LLMs load slowly)
         severity: page
         startup_allowance: {default: 10m, interactive: 5m, streaming: 30m}
@@ -168,6 +169,7 @@ class Platform(_Strict):
     sidecar_job: str = Field("fleetwatch", min_length=1)
     sidecar_down: Timed = Timed()
     upstream_down: Timed = Timed()
+    engine_frozen: Timed = Timed()
     model_not_ready: ModelNotReady = ModelNotReady()
     queue_wait: QueueWait = QueueWait()
     kv_cache: UsageRatio = UsageRatio()

@@ -25,7 +25,8 @@ Per-model signals (5-minute windows):
   models it serves), ``team:fleetwatch_quota_limit:max`` (every sidecar exports the same
   limit), ``team_model:fleetwatch_quota_model_usage:sum``,
   ``team_model:fleetwatch_quota_model_limit:max``;
-* ``model:fleetwatch_slo_concurrency:sum``, ``model:fleetwatch_autoscaling_signal:sum``;
+* ``model:fleetwatch_slo_concurrency:sum``, ``model:fleetwatch_autoscaling_signal:sum`` (the
+  latter only over sidecars whose own scrape succeeds: ``and on (job, instance) up == 1``);
 * ``model_rollout:fleetwatch_rollout_verdict:max`` (labels ``model, baseline, candidate,
   verdict``): a verdict any replica's sidecar gives (:mod:`fleetwatch.rollout`).
 
@@ -115,6 +116,9 @@ def burn_windows(slos: SLOFile) -> list[float]:
     return sorted(ws)
 
 
+#: The health filter of per-sidecar values: the sidecar's own scrape succeeded (the
+#: series of a failed scrape linger in a remote store or a federation, not in ``up``).
+SIDECAR_HEALTHY = "up == 1"
 _REQUESTS_ERROR = sel("modelserver_requests_total", {"outcome": "error"})
 _REQUESTS_ALL = agg("sum", MODEL, rate("modelserver_requests_total"))
 _EVENTS = "fleetwatch_slo_events_total"
@@ -179,8 +183,11 @@ def _model_rules() -> tuple[RecordingRule, ...]:
         RecordingRule(SLO_CONCURRENCY, agg("sum", MODEL, "fleetwatch_slo_concurrency"), MODEL,
                       "Observed concurrency summed over replicas."),
         RecordingRule(AUTOSCALING_SIGNAL,
-                      agg("sum", MODEL, "fleetwatch_autoscaling_signal_ratio"), MODEL,
-                      "Autoscaling signal summed over replicas: desired replicas = ceil(this)."),
+                      agg("sum", MODEL, "fleetwatch_autoscaling_signal_ratio and on "
+                                        f"(job, instance) ({SIDECAR_HEALTHY})"), MODEL,
+                      "Autoscaling signal summed over the replicas whose sidecar Prometheus "
+                      "scrapes (up == 1): desired replicas = ceil(this). A sidecar serves a "
+                      "stale model's signal held, then saturated (docs/autoscaling.md)."),
         RecordingRule(ROLLOUT_VERDICT, agg("max", ROLLOUT, "fleetwatch_rollout_verdict"),
                       ROLLOUT, "Rollout verdict of each candidate version over the replicas "
                                "(1 when any replica's sidecar gives that verdict)."),

@@ -8,7 +8,7 @@ down). Consumers read series as :data:`SeriesKey` — sample name and label pair
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -23,7 +23,10 @@ SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
 @dataclass
 class Snapshot:
     """One scrape cycle: Unix ``timestamp`` (seconds) and each target's normalized state
-    (``None`` when the target is down)."""
+    (``None`` when the target is down); ``errors``: for a target that is down, why (the
+    ``reason`` label of ``fleetwatch_upstream_scrape_errors_total``: ``timeout``,
+    ``connection``, ``http_status``, …; a down target missing here is just down)."""
 
     timestamp: float
     targets: dict[str, Normalized | None]
+    errors: dict[str, str] = field(default_factory=dict)

@@ -578,6 +578,12 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "Autoscaling signal: the largest component; with an HPA/KEDA AverageValue "
               "target of 1, desired replicas = ceil(sum over replicas).", _MODEL_KEY, "beta",
               per_model=False),
+    MetricDef("fleetwatch_autoscaling_signal_stale", _G, "boolean",
+              "1 for the reason the model's data is stale (target_down, scrape_timeout, "
+              "frozen: counters still while requests run or wait), 0 for the others; while "
+              "stale the signal is held for autoscaling.stale_hold, then reads "
+              "autoscaling.stale_signal (docs/autoscaling.md).", (*_MODEL_KEY, "reason"),
+              "beta", per_model=False),
     MetricDef("fleetwatch_autoscaling_min_replicas", _G, "replicas",
               "Recommended minimum replicas: autoscaling.cold_start_min_replicas when the "
               "model's cold start exceeds autoscaling.cold_start_bound_seconds, else 1.",

@@ -24,6 +24,17 @@ registry refuses 0): the signal is measured by the replicas, so it cannot wake a
 from zero. ``cooldownPeriod`` only applies to scaling to zero in KEDA; scale-down
 between ``max`` and ``min`` is paced by the HPA's ``scaleDown.stabilizationWindowSeconds``
 (the highest recommendation of that window wins).
+
+**Missing data never scales in.** A sidecar whose model's data is missing or frozen
+serves a held, then saturated, signal (docs/autoscaling.md); the recording rule sums only
+sidecars Prometheus scrapes (``up == 1``). When the query itself fails or finds no series
+``fallback.failureThreshold`` polls in a row, KEDA's ``fallback`` takes over:
+``behavior: currentReplicasIfHigher`` with ``replicas`` the deployment's minimum keeps
+the current replica count (never fewer than the minimum) until the metric is back. KEDA
+accepts ``fallback`` only with ``metricType: AverageValue`` (its admission webhook refuses
+it otherwise), so the metrics-api trigger (``Value``) has none: there the HPA keeps the
+current replicas on a scaler error, and the sidecar's held or saturated signal covers
+stale data.
 """
 
 from __future__ import annotations
@@ -76,9 +87,24 @@ def trigger(dep: Deployment, settings: Settings) -> dict[str, Any]:
                          "ignoreNullValues": "false"}}
 
 
+#: Failed polls of the Prometheus query before KEDA's ``fallback`` applies.
+FALLBACK_FAILURE_THRESHOLD = 3
+
+
+def fallback(dep: Deployment, settings: Settings) -> dict[str, Any] | None:
+    """KEDA's ``fallback`` for ``dep``: hold the current replicas after
+    :data:`FALLBACK_FAILURE_THRESHOLD` failed polls (None for the metrics-api trigger,
+    whose ``Value`` metric type KEDA refuses a fallback for)."""
+    if settings.trigger == "metrics-api":
+        return None
+    return {"failureThreshold": FALLBACK_FAILURE_THRESHOLD, "replicas": dep.min_replicas,
+            "behavior": "currentReplicasIfHigher"}
+
+
 def scaled_object(dep: Deployment, settings: Settings) -> dict[str, Any]:
-    """The ScaledObject of ``dep`` (named like the Deployment, in its namespace)."""
-    return {
+    """The ScaledObject of ``dep`` (named like the Deployment, in its namespace), with
+    :func:`fallback` for the Prometheus trigger."""
+    obj: dict[str, Any] = {
         "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
         "metadata": {"name": dep.name, "namespace": dep.namespace, "labels": dict(MANAGED),
                      "annotations": {MODEL_ANNOTATION: dep.model}},
@@ -94,3 +120,7 @@ def scaled_object(dep: Deployment, settings: Settings) -> dict[str, Any]:
             "triggers": [trigger(dep, settings)],
         },
     }
+    fb = fallback(dep, settings)
+    if fb is not None:
+        obj["spec"]["fallback"] = fb
+    return obj

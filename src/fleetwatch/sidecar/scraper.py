@@ -132,7 +132,9 @@ class Scraper:
         for name, s in self.states.items():
             self.cold_starts.observe(name, s.up, s.models_ready, s.target.models, seen)
         snap = Snapshot(ts, {n: (s.normalized if s.up else None)
-                             for n, s in self.states.items()})
+                             for n, s in self.states.items()},
+                        {n: s.last_reason or "down" for n, s in self.states.items()
+                         if not s.up})
         live = [n for n in snap.targets.values() if n is not None]
         models = {m for n in live for m in n.models}
         identity = {m: s.identity for s in self.states.values()

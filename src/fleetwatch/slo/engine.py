@@ -66,6 +66,7 @@ from fleetwatch.slo.capacity.rules import BandRows, update_capacities
 from fleetwatch.slo.decode.decoder import DURATION, Decoded, Decoder, needed_families
 from fleetwatch.slo.decode.plan import ACTIVE_GROUP
 from fleetwatch.slo.judge import states as _judge
+from fleetwatch.slo.judge.freshness import Freshness
 from fleetwatch.slo.judge.interference import Attributor
 from fleetwatch.slo.judge.marks import Marks
 from fleetwatch.slo.judge.states import judge_marked
@@ -143,6 +144,8 @@ class SLOEngine:
         self._layout_changed = True
         self.band_latency = BandLatencyStore()
         self._recovered: _recover.Recovered | None = None
+        #: missing or frozen data per model (signal held, then saturated)
+        self.freshness = Freshness(slos.autoscaling)
 
     @property
     def gpu_memory_ratio(self) -> float | None:
@@ -175,6 +178,8 @@ class SLOEngine:
         ts = snap.timestamp
         if self._prev_ts is not None and ts <= self._prev_ts:
             return
+        if self.freshness.observe(snap):  # hold the signals of before this snapshot
+            self.freshness.hold(_autoscaling.keyed(self._signals(None)))
         decoded = self._decoder.decode(snap)
         self.attribution.observe(snap)
         self.gauges.gpu_memory_ratio = decoded.gpu_memory_ratio
@@ -214,6 +219,7 @@ class SLOEngine:
             for mk in gone:
                 d.pop(mk, None)
         self._traces.forget(gone_set)
+        self.freshness.forget(gone_set)
         self._selects.forget(gone_set)
         self._layout.forget(gone_set)
         self._decoder.forget(gone_set)
@@ -378,9 +384,13 @@ class SLOEngine:
     def autoscaling(self) -> list[ModelSignal]:
         """One object per model (KEDA metrics-api shape, see
         :class:`~fleetwatch.slo.outputs.autoscaling.ModelSignal`): ``signal`` (the largest
-        component), ``components`` (ratios), ``capacity``, ``concurrency``, ``state``."""
+        component; held, then saturated, when the model's data is missing or frozen),
+        ``components`` (ratios), ``capacity``, ``concurrency``, ``state``, ``freshness``."""
+        return self._signals(self.freshness)
+
+    def _signals(self, freshness: Freshness | None) -> list[ModelSignal]:
         return _autoscaling.signals(self.spec.autoscaling, self.states, self.gauges,
-                                    self.cold_starts)
+                                    self.cold_starts, freshness)
 
     def status(self) -> list[SLOStatus]:
         """Per SLO and model (see :class:`~fleetwatch.slo.outputs.status.SLOStatus`): state,

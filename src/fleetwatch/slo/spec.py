@@ -317,13 +317,29 @@ class AutoscalingSettings(_Strict):
     """Targets of the autoscaling components (each component = observed / target), and
     the cold-start floor: a model whose measured cold start (seconds from not ready to
     ready) exceeds ``cold_start_bound_seconds`` gets a recommended minimum of
-    ``cold_start_min_replicas`` replicas (it cannot be scaled out in time)."""
+    ``cold_start_min_replicas`` replicas (it cannot be scaled out in time).
+
+    Missing or frozen data (:mod:`fleetwatch.slo.judge.freshness`, docs/autoscaling.md):
+    a model whose target is down, whose scrape timed out, or whose engine is frozen
+    (progress counters unchanged for ``frozen_after_scrapes`` scrapes in a row while its
+    gauges say requests are running or waiting) keeps its last signal for ``stale_hold``
+    (seconds, or "1m"), then reads ``stale_signal`` (a ratio; the default 1.0 is
+    "at target": the replica counts as full, so the fleet never scales in on it).
+    """
 
     queue_wait_seconds: float = Field(0.5, gt=0, allow_inf_nan=False)
     kv_cache_usage_ratio: float = Field(0.9, gt=0, le=1)
     gpu_memory_usage_ratio: float = Field(0.9, gt=0, le=1)
     cold_start_bound_seconds: float = Field(120.0, gt=0, allow_inf_nan=False)
     cold_start_min_replicas: int = Field(2, ge=1)
+    stale_hold: Duration = 60.0
+    stale_signal: float = Field(1.0, ge=0, allow_inf_nan=False)
+    frozen_after_scrapes: int = Field(6, ge=2)
+
+    @field_validator("stale_hold", mode="before")
+    @classmethod
+    def _hold(cls, v: object) -> float:
+        return parse_duration(v)  # type: ignore[arg-type]
 
 
 class EngineLimits(_Strict):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from fleetwatch.alerts.families import (
     attribution,
     burn,
+    engine_frozen,
     gpus,
     misconfigured,
     no_data,
@@ -25,5 +26,6 @@ SLO_FAMILIES: tuple[SLOFamily, ...] = (burn.FAMILY, attribution.FAMILY, no_data.
                                        misconfigured.FAMILY)
 #: Families in the platform group.
 PLATFORM_FAMILIES: tuple[PlatformFamily, ...] = (
-    sidecar_down.FAMILY, upstream_down.FAMILY, not_ready.FAMILY, saturation.FAMILY,
+    sidecar_down.FAMILY, upstream_down.FAMILY, engine_frozen.FAMILY, not_ready.FAMILY,
+    saturation.FAMILY,
     gpus.FAMILY, rollout.FAMILY)

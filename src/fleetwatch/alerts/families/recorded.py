@@ -1,6 +1,7 @@
 """Scenarios of the recording rules (:mod:`fleetwatch.alerts.recording`): not an alert
 family, but its rules are in the same files and get the same behaviour tests — each
-recorded name with its labels and its value, summed over two replicas."""
+recorded name with its labels and its value, summed over two replicas (the autoscaling
+signal also with a third whose sidecar is not scraped: left out)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,12 @@ def recording_scenarios(suite: Suite) -> list[TestGroup]:
         g.add("fleetwatch_slo_concurrency", {**mk, "instance": inst}, linear(0, steps, 1.5))
         g.add("fleetwatch_autoscaling_signal_ratio", {**mk, "instance": inst},
               linear(0, steps, 0.75))
+        g.add("up", {"instance": inst}, linear(0, steps, 1))
+    # a third sidecar Prometheus no longer scrapes, its last signal still in the store:
+    # left out of the sum (the health filter)
+    g.add("fleetwatch_autoscaling_signal_ratio", {**mk, "instance": "sidecar-c:9810"},
+          linear(0, steps, 2))
+    g.add("up", {"instance": "sidecar-c:9810"}, linear(0, steps, 0))
     for inst, verdict in (("sidecar-a:9810", "worse"), ("sidecar-b:9810", "same")):
         for v in ("same", "worse"):
             g.add("fleetwatch_rollout_verdict", {"model": "model-a", "baseline": "1",

@@ -14,15 +14,20 @@ replicas this replica's load needs at the ScaledObject's target of 1 —
 ``max(min_replicas, ceil(signal))`` — and ``driver``, the component that sets the signal
 (the largest). Summed over the fleet's sidecars it bounds the fleet's answer from above;
 the fleet's own is ``ceil(Σ signal)`` (docs/autoscaling.md).
+
+A model whose data is missing or frozen (:mod:`fleetwatch.slo.judge.freshness`) publishes
+its last fresh signal for ``autoscaling.stale_hold``, then ``autoscaling.stale_signal``;
+its ``freshness`` object says which, why and since when.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TypedDict
 
 from fleetwatch.slo.account.gauges import ModelGauges
+from fleetwatch.slo.judge.freshness import Freshness, FreshnessStatus
 from fleetwatch.slo.judge.states import worst_state
 from fleetwatch.slo.spec import AutoscalingSettings
 from fleetwatch.slo.state import ModelKey, SLOModelState
@@ -36,7 +41,8 @@ class ModelSignal(TypedDict):
     model: str
     model_version: str
     backend: str
-    signal: float  # ratio: the largest component (0.0 without components)
+    signal: float  # ratio: the largest component (0.0 without components); when stale,
+    # held, then autoscaling.stale_signal (freshness.signal says which)
     components: dict[str, float]  # ratios, see the module docstring
     capacity: float | None  # concurrent requests per replica; None without an SLO
     concurrency: float | None  # requests in the system per replica
@@ -45,6 +51,7 @@ class ModelSignal(TypedDict):
     min_replicas: int  # recommended floor (cold start above the bound: a larger floor)
     desired_replicas: int  # max(min_replicas, ceil(signal)): what this replica's load needs
     driver: str | None  # the component that sets the signal (None without components)
+    freshness: FreshnessStatus  # fresh or stale (why, since when), last fresh data
 
 
 def model_capacity(states: States, mk: ModelKey) -> float | None:
@@ -78,12 +85,21 @@ def driver(components: Mapping[str, float]) -> str | None:
     return max(sorted(components), key=lambda k: components[k]) if components else None
 
 
+def keyed(objs: list[ModelSignal]) -> Iterator[tuple[ModelKey, float]]:
+    """``(model key, signal)`` of each object (what :meth:`Freshness.hold` keeps)."""
+    for o in objs:
+        yield ModelKey(o["model"], o["model_version"], o["backend"]), o["signal"]
+
+
 def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
-            cold_starts: Mapping[str, float] | None = None) -> list[ModelSignal]:
+            cold_starts: Mapping[str, float] | None = None,
+            freshness: Freshness | None = None) -> list[ModelSignal]:
     """One :class:`ModelSignal` per model seen (with gauges or SLOs), sorted by model;
-    ``cold_starts``: model name → last measured cold start (seconds, from the sidecar).
-    Linear in the states (grouped by model once)."""
+    ``cold_starts``: model name → last measured cold start (seconds, from the sidecar);
+    ``freshness``: the stale models' signals are held or saturated (None: every model
+    reads as measured and fresh). Linear in the states (grouped by model once)."""
     cold_starts = cold_starts or {}
+    fresh = freshness or Freshness(targets)
     by_model: dict[ModelKey, list[SLOModelState]] = {}
     for (_, m), st in states.items():
         by_model.setdefault(m, []).append(st)
@@ -102,7 +118,7 @@ def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
             comps["kv_cache"] = gauges.kv_usage[mk] / targets.kv_cache_usage_ratio
         if gauges.gpu_memory_ratio is not None:
             comps["gpu_memory"] = gauges.gpu_memory_ratio / targets.gpu_memory_usage_ratio
-        signal = max(comps.values()) if comps else 0.0
+        signal, how = fresh.signal(mk, max(comps.values()) if comps else 0.0)
         floor = min_replicas(targets, cold_starts.get(mk.model))
         out.append({
             "model": mk.model, "model_version": mk.model_version, "backend": mk.backend,
@@ -111,6 +127,9 @@ def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
             "state": worst_state({st.state for st in own}),
             "cold_start_seconds": cold_starts.get(mk.model),
             "min_replicas": floor,
-            "desired_replicas": desired_replicas(signal, floor), "driver": driver(comps),
+            "desired_replicas": desired_replicas(signal, floor),
+            # a held or saturated signal is set by missing data, not a component
+            "driver": driver(comps) if how == "measured" else "stale",
+            "freshness": fresh.status(mk, how),
         })
     return out

@@ -17,6 +17,7 @@ from fleetwatch.slo.account.gauges import ModelGauges
 from fleetwatch.slo.account.ledger import Ledger
 from fleetwatch.slo.bands import budget_remaining
 from fleetwatch.slo.durations import format_duration
+from fleetwatch.slo.judge.freshness import REASONS
 from fleetwatch.slo.judge.states import explain
 from fleetwatch.slo.outputs.autoscaling import ModelSignal
 from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState, band_sort
@@ -208,6 +209,10 @@ def iter_metrics(ledger: Ledger, states: States,
         yield "fleetwatch_autoscaling_signal_ratio", base, obj["signal"]
         yield "fleetwatch_autoscaling_min_replicas", base, float(obj["min_replicas"])
         yield "fleetwatch_autoscaling_desired_replicas", base, float(obj["desired_replicas"])
+        why = obj["freshness"]["reason"]
+        for reason in REASONS:
+            yield ("fleetwatch_autoscaling_signal_stale", {**base, "reason": reason},
+                   1.0 if why == reason else 0.0)
         for comp, v in sorted(obj["components"].items()):
             yield "fleetwatch_autoscaling_component_ratio", {**base, "component": comp}, v
 
@@ -231,5 +236,10 @@ def slo_document(engine: Engine) -> dict[str, object]:
 
 
 def autoscaling_document(engine: Engine) -> dict[str, object]:
-    """The ``/autoscaling`` body: ``{"updated": …, "models": [ModelSignal…]}``."""
-    return {"updated": engine.last_update, "models": engine.autoscaling()}
+    """The ``/autoscaling`` body: ``{"updated": …, "models": [ModelSignal…]}``;
+    ``updated`` is the oldest of the models' last fresh data (Unix seconds: every signal
+    of the document rests on data at least that recent), the last snapshot without
+    models."""
+    models = engine.autoscaling()
+    times = [t for m in models if (t := m["freshness"]["updated"]) is not None]
+    return {"updated": min(times) if times else engine.last_update, "models": models}

@@ -1,0 +1,166 @@
+"""Missing or frozen data never reads as idle (slo/judge/freshness.py): a model whose target
+is down, whose scrape timed out, or whose engine is frozen (counters still while its
+gauges say requests run and wait) holds its last signal for ``autoscaling.stale_hold``,
+then reads ``autoscaling.stale_signal``; ``/autoscaling`` and the metrics say ``stale``,
+why and since when; fresh data makes it fresh again.
+
+The data is a real vLLM concurrency sweep (tests/data/vllm-sweep/: 1 → 16 concurrent
+requests against ``--max-num-seqs 8``); the snapshots get the test's own timestamps (the
+engine's clock), 5 s apart, so holds are exact and nothing depends on the machine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fleetwatch.commands.slo_replay import normalizer_for
+from fleetwatch.exporters.normalized import Normalized
+from fleetwatch.exporters.snapshot import Snapshot
+from fleetwatch.slo.engine import SLOEngine
+from fleetwatch.slo.outputs.status import autoscaling_document
+from fleetwatch.slo.spec import parse_slo_file
+from tests.support.helpers import ROOT
+
+CAPTURES = sorted((ROOT / "tests/data/vllm-sweep/captures").glob("*.prom"))
+STEP = 5.0
+T0 = 1_800_000_000.0
+HOLD = 30.0
+SATURATED = 1.5
+FROZEN_AFTER = 3
+
+
+def _engine() -> SLOEngine:
+    doc = yaml.safe_load((ROOT / "src/fleetwatch/demo/slos.yaml").read_text())
+    doc["autoscaling"] = {"stale_hold": f"{HOLD:g}s", "stale_signal": SATURATED,
+                          "frozen_after_scrapes": FROZEN_AFTER}
+    return parse_slo_file(doc)
+
+
+def _busy_captures() -> list[Normalized]:
+    """The sweep up to its last capture under load (7 running, 8 waiting), normalized."""
+    normalize = normalizer_for("vllm")
+    out = [normalize(p.read_text(), p.name) for p in CAPTURES[:20]]
+    last = out[-1]
+    assert sum(v for k, v in last.samples() if k.startswith("modelserver_requests_active")) \
+        > 0
+    return out
+
+
+class Feed:
+    """Snapshots of one target ``vllm`` at T0, T0 + 5 s, …"""
+
+    def __init__(self) -> None:
+        self.engine = SLOEngine(_engine())
+        self.t = T0
+
+    def up(self, n: Normalized) -> None:
+        self.engine.update(Snapshot(self.t, {"vllm": n}))
+        self.t += STEP
+
+    def down(self, reason: str) -> None:
+        self.engine.update(Snapshot(self.t, {"vllm": None}, {"vllm": reason}))
+        self.t += STEP
+
+    def model(self) -> dict:
+        [obj] = [o for o in self.engine.autoscaling() if o["model"] == "tiny-llm"]
+        return obj
+
+    def stale_series(self) -> dict[str, float]:
+        return {lab["reason"]: v for name, lab, v in self.engine.iter_metrics()
+                if name == "fleetwatch_autoscaling_signal_stale" and lab["model"] == "tiny-llm"}
+
+
+@pytest.fixture(scope="module")
+def captures() -> list[Normalized]:
+    return _busy_captures()
+
+
+@pytest.mark.parametrize(("error", "reason"), [("connection", "target_down"),
+                                               ("http_status", "target_down"),
+                                               ("timeout", "scrape_timeout")])
+def test_a_target_down_holds_then_saturates_then_recovers(captures, error, reason):
+    feed = Feed()
+    for n in captures[:-1]:
+        feed.up(n)
+    fresh = feed.model()
+    assert fresh["freshness"] == {"state": "fresh", "reason": None, "since": None,
+                                  "updated": feed.t - STEP, "signal": "measured"}
+    last_good, measured = feed.t - STEP, fresh["signal"]
+    assert measured > 0
+    assert feed.stale_series() == {"target_down": 0.0, "scrape_timeout": 0.0, "frozen": 0.0}
+    down_at = feed.t
+    feed.down(error)
+    obj = feed.model()
+    assert obj["freshness"] == {"state": "stale", "reason": reason, "since": down_at,
+                                "updated": last_good, "signal": "held"}
+    assert obj["signal"] == measured
+    assert autoscaling_document(feed.engine)["updated"] == last_good  # not the current time
+    assert feed.stale_series()[reason] == 1.0
+    assert sum(feed.stale_series().values()) == 1.0
+    while feed.engine.last_update - down_at < HOLD:  # held for the whole hold …
+        assert feed.model()["signal"] == measured
+        feed.down(error)
+    obj = feed.model()  # … then saturated
+    assert feed.engine.last_update - down_at >= HOLD
+    assert obj["signal"] == SATURATED and obj["freshness"]["signal"] == "saturated"
+    assert obj["freshness"]["since"] == down_at and obj["freshness"]["updated"] == last_good
+    feed.up(captures[-1])  # the target answers again with fresh counters
+    obj = feed.model()
+    assert obj["freshness"]["state"] == "fresh" and obj["freshness"]["signal"] == "measured"
+    assert obj["freshness"]["updated"] == feed.t - STEP
+    assert sum(feed.stale_series().values()) == 0.0
+
+
+def test_frozen_counters_with_requests_in_flight_hold_then_saturate(captures):
+    feed = Feed()
+    for n in captures:
+        feed.up(n)
+    measured, last_good = feed.model()["signal"], feed.t - STEP
+    frozen_from = feed.t
+    for i in range(FROZEN_AFTER - 1):  # the same exposition again: counters still
+        feed.up(captures[-1])
+        assert feed.model()["freshness"]["state"] == "fresh", i
+    feed.up(captures[-1])
+    obj = feed.model()
+    assert obj["freshness"] == {"state": "stale", "reason": "frozen", "since": frozen_from,
+                                "updated": last_good, "signal": "held"}
+    assert obj["signal"] == measured
+    assert feed.stale_series()["frozen"] == 1.0
+    while feed.engine.last_update - frozen_from < HOLD:
+        assert feed.model()["signal"] == measured
+        feed.up(captures[-1])
+    obj = feed.model()
+    assert obj["signal"] == SATURATED and obj["freshness"]["reason"] == "frozen"
+    assert obj["freshness"]["signal"] == "saturated"
+    # the engine moves again (the sweep's next captures: counters far above)
+    feed.up(_rerun(captures[-1]))
+    assert feed.model()["freshness"]["state"] == "fresh"
+    assert feed.stale_series()["frozen"] == 0.0
+
+
+def test_an_idle_engine_with_still_counters_stays_fresh():
+    """Counters that do not move while no request runs or waits are an idle model."""
+    normalize = normalizer_for("vllm")
+    idle = normalize(CAPTURES[0].read_text(), CAPTURES[0].name)
+    assert all(v == 0 for k, v in idle.samples() if k.startswith("modelserver_requests_active"))
+    feed = Feed()
+    for _ in range(FROZEN_AFTER * 4):
+        feed.up(idle)
+    assert feed.model()["freshness"]["state"] == "fresh"
+    assert feed.model()["freshness"]["updated"] == feed.t - STEP
+
+
+def _rerun(n: Normalized) -> Normalized:
+    """The last busy capture with every request counter one higher (an engine moving
+    again), normalized by a fresh normalizer."""
+    path = CAPTURES[19]
+    lines = []
+    for line in path.read_text().splitlines():
+        if line.startswith("vllm:request_success_total{") and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            line = f"{name} {float(value) + 1}"
+        lines.append(line)
+    return normalizer_for("vllm")("\n".join(lines) + "\n", Path(path).name)
