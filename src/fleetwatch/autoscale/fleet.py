@@ -15,8 +15,9 @@ controller asked for the desired replicas at every decision interval.
   and KV usage at that moment; the time-averaged requests in it over the interval
   (what the sidecar's Little's law reads), the mean queue wait of the requests admitted
   in it, the busy fraction (time with a request running), the peaks of waiting and KV
-  usage over the WVA lookback; fleetwatch's signal is the largest of concurrency ÷
-  capacity, queue wait ÷ its target and KV usage ÷ its target (the sidecar's rule).
+  usage over the WVA lookback; fleetwatch's signal from these through the sidecar's own
+  code (:func:`fleetwatch.slo.outputs.autoscaling.components`); as in the sidecar, a
+  replica that admitted no request in the interval keeps its last queue wait.
 
 Time is seconds of the replay clock. Every request ends served or dropped.
 """
@@ -33,6 +34,8 @@ from typing import NamedTuple
 from fleetwatch.autoscale.policies import ReplicaSample
 from fleetwatch.autoscale.replica import ReplicaModel
 from fleetwatch.autoscale.trace import Request
+from fleetwatch.slo.outputs.autoscaling import components, signal_ratio
+from fleetwatch.slo.spec import AutoscalingSettings
 
 __all__ = ["Controller", "FleetConfig", "FleetRun", "ScaleEvent", "TimelinePoint", "simulate"]
 
@@ -45,8 +48,8 @@ class FleetConfig:
     """The simulation's settings (replay seconds): ``interval_seconds`` between
     decisions (the HPA's sync period), ``cold_start_seconds``, ``wva_lookback_seconds``
     (WVA's ``max_over_time`` range), ``capacity`` (fleetwatch's capacity at SLO,
-    requests per replica), the signal's ``queue_wait_target`` (seconds) and
-    ``kv_target`` (ratio), ``signal_floor`` (the sidecar's cold-start floor,
+    requests per replica), ``targets`` (the SLO file's ``autoscaling`` settings the
+    signal's components divide by), ``signal_floor`` (the sidecar's cold-start floor,
     ``min_replicas`` of the samples), ``max_waiting`` (a replica's queue bound),
     ``initial_replicas``."""
 
@@ -54,8 +57,7 @@ class FleetConfig:
     cold_start_seconds: float
     wva_lookback_seconds: float
     capacity: float
-    queue_wait_target: float = 0.5
-    kv_target: float = 0.9
+    targets: AutoscalingSettings = field(default_factory=AutoscalingSettings)
     signal_floor: int = 1
     max_waiting: int = 1000
     initial_replicas: int = 1
@@ -111,6 +113,7 @@ class _Replica:
     busy: float = 0.0
     qwait_sum: float = 0.0
     qwait_n: int = 0
+    qwait_last: float | None = None
     peaks: deque[tuple[float, float, float]] = field(default_factory=deque)
 
     def advance(self, t: float) -> None:
@@ -214,8 +217,10 @@ class _Sim:
         while rep.peaks and rep.peaks[0][0] < t - cfg.wva_lookback_seconds:
             rep.peaks.popleft()
         conc = rep.area / iv
-        qwait = rep.qwait_sum / rep.qwait_n if rep.qwait_n else 0.0
-        signal = max(conc / cfg.capacity, qwait / cfg.queue_wait_target, kv / cfg.kv_target)
+        if rep.qwait_n:
+            rep.qwait_last = rep.qwait_sum / rep.qwait_n
+        signal = signal_ratio(components(cfg.targets, cfg.capacity, conc, rep.qwait_last,
+                                         kv, None))
         s = ReplicaSample(waiting=float(len(rep.waiting)), running=float(rep.running),
                           kv_usage=kv, signal=signal, utilization=min(1.0, rep.busy / iv),
                           waiting_peak=max(p[1] for p in rep.peaks),

@@ -112,8 +112,7 @@ def _fleet_config(cfg: ReplayConfig, model: ReplicaModel, initial: int) -> Fleet
                        cold_start_seconds=sec(model.cold_start_seconds),
                        wva_lookback_seconds=sec(cfg.wva_lookback_seconds),
                        capacity=cfg.capacity, initial_replicas=initial,
-                       queue_wait_target=cfg.targets.queue_wait_seconds,
-                       kv_target=cfg.targets.kv_cache_usage_ratio,
+                       targets=cfg.targets,
                        signal_floor=min_replicas(cfg.targets, model.cold_start_seconds))
 
 

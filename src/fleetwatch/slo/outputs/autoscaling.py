@@ -78,6 +78,31 @@ def driver(components: Mapping[str, float]) -> str | None:
     return max(sorted(components), key=lambda k: components[k]) if components else None
 
 
+def components(targets: AutoscalingSettings, capacity: float | None,
+               concurrency: float | None, queue_wait: float | None, kv_usage: float | None,
+               gpu_memory_ratio: float | None) -> dict[str, float]:
+    """One replica's components (ratios, see the module docstring) from its
+    observations: ``capacity`` at SLO and ``concurrency`` (requests), mean
+    ``queue_wait`` (seconds), ``kv_usage`` and the fleet's ``gpu_memory_ratio`` (0–1);
+    None (or a capacity of 0) leaves its component out. The one rule the sidecar and
+    the advisory twin (:mod:`fleetwatch.autoscale`) apply."""
+    comps: dict[str, float] = {}
+    if capacity and concurrency is not None:
+        comps["concurrency"] = concurrency / capacity
+    if queue_wait is not None:
+        comps["queue_wait"] = queue_wait / targets.queue_wait_seconds
+    if kv_usage is not None:
+        comps["kv_cache"] = kv_usage / targets.kv_cache_usage_ratio
+    if gpu_memory_ratio is not None:
+        comps["gpu_memory"] = gpu_memory_ratio / targets.gpu_memory_usage_ratio
+    return comps
+
+
+def signal_ratio(comps: Mapping[str, float]) -> float:
+    """The signal: the largest component (0.0 without components)."""
+    return max(comps.values()) if comps else 0.0
+
+
 def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
             cold_starts: Mapping[str, float] | None = None) -> list[ModelSignal]:
     """One :class:`ModelSignal` per model seen (with gauges or SLOs), sorted by model;
@@ -90,19 +115,12 @@ def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
     models = set(gauges.concurrency) | set(gauges.kv_usage) | set(by_model)
     out: list[ModelSignal] = []
     for mk in sorted(models):
-        comps: dict[str, float] = {}
         own = by_model.get(mk, [])
         cap = min(st.capacity for st in own) if own else None
         conc = gauges.concurrency.get(mk)
-        if cap and conc is not None:
-            comps["concurrency"] = conc / cap
-        if mk in gauges.queue_wait:
-            comps["queue_wait"] = gauges.queue_wait[mk] / targets.queue_wait_seconds
-        if mk in gauges.kv_usage:
-            comps["kv_cache"] = gauges.kv_usage[mk] / targets.kv_cache_usage_ratio
-        if gauges.gpu_memory_ratio is not None:
-            comps["gpu_memory"] = gauges.gpu_memory_ratio / targets.gpu_memory_usage_ratio
-        signal = max(comps.values()) if comps else 0.0
+        comps = components(targets, cap, conc, gauges.queue_wait.get(mk),
+                           gauges.kv_usage.get(mk), gauges.gpu_memory_ratio)
+        signal = signal_ratio(comps)
         floor = min_replicas(targets, cold_starts.get(mk.model))
         out.append({
             "model": mk.model, "model_version": mk.model_version, "backend": mk.backend,
