@@ -122,6 +122,7 @@ class SLOEngine:
         self._prev_in_system: dict[ModelKey, float] = {}
         #: model name → last measured cold start (seconds), set by the sidecar
         self.cold_starts: dict[str, float] = {}
+        self._signal_holds: dict[ModelKey, _autoscaling.SignalHold] = {}
         self._limit = ModelLimit(slos.limits.max_models_per_slo)
         #: SLO name → models refused by limits.max_models_per_slo (exported counter).
         self.models_refused = self._limit.refused
@@ -170,6 +171,7 @@ class SLOEngine:
         self._account(ts, prev_ts, decoded)
         self._forget_gone(ts)
         self.last_update = ts
+        self.autoscaling()  # every interval's signal into its hold, read or not
         self.update_seconds = time.perf_counter() - t0
 
     def _forget_gone(self, ts: float) -> None:
@@ -197,7 +199,8 @@ class SLOEngine:
                 self.band_latency.reset(row, 0.0)
         g = self.gauges
         for d in (self._model_seen, self._prev_in_system, g.concurrency, g.estimator,
-                  g.batch_limit, g.running_max, g.queue_wait, g.kv_usage):
+                  g.batch_limit, g.running_max, g.queue_wait, g.kv_usage,
+                  self._signal_holds):
             for mk in gone:
                 d.pop(mk, None)
         self._traces.forget(gone_set)
@@ -338,7 +341,7 @@ class SLOEngine:
         :class:`~fleetwatch.slo.outputs.autoscaling.ModelSignal`): ``signal`` (the largest
         component), ``components`` (ratios), ``capacity``, ``concurrency``, ``state``."""
         return _autoscaling.signals(self.spec.autoscaling, self.states, self.gauges,
-                                    self.cold_starts)
+                                    self.cold_starts, self._signal_holds, self.last_update)
 
     def status(self) -> list[SLOStatus]:
         """Per SLO and model (see :class:`~fleetwatch.slo.outputs.status.SLOStatus`): state,

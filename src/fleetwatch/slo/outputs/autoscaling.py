@@ -19,7 +19,9 @@ the fleet's own is ``ceil(Σ signal)`` (docs/autoscaling.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass, field
 from typing import TypedDict
 
 from fleetwatch.slo.account.gauges import ModelGauges
@@ -103,11 +105,45 @@ def signal_ratio(comps: Mapping[str, float]) -> float:
     return max(comps.values()) if comps else 0.0
 
 
+@dataclass(slots=True)
+class SignalHold:
+    """The signal held at its peak over the last ``window`` seconds: :meth:`update`
+    with each interval's signal returns the largest of the window's. Bounded: a
+    monotone queue keeps only the values that can still be the peak, and an update at
+    the time of the last one replaces it (the sidecar asks once per request for the
+    signal, not once per interval)."""
+
+    window: float
+    _peaks: deque[tuple[float, float]] = field(default_factory=deque)
+
+    def update(self, now: float, signal: float) -> float:
+        """Add ``signal`` at ``now`` (seconds, non-decreasing); the window's peak."""
+        peaks = self._peaks
+        while peaks and (peaks[-1][1] <= signal or peaks[-1][0] >= now):
+            peaks.pop()
+        peaks.append((now, signal))
+        while peaks[0][0] <= now - self.window and len(peaks) > 1:
+            peaks.popleft()
+        return peaks[0][1]
+
+
+def hold_seconds(targets: AutoscalingSettings, cold_start: float | None) -> float:
+    """The signal's hold window (seconds): one cold start — the measured one, else
+    ``cold_start_bound_seconds`` — so that a demand peak keeps the replicas it needed
+    for as long as a removed replica would take to come back."""
+    return cold_start if cold_start is not None else targets.cold_start_bound_seconds
+
+
 def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
-            cold_starts: Mapping[str, float] | None = None) -> list[ModelSignal]:
+            cold_starts: Mapping[str, float] | None = None,
+            holds: MutableMapping[ModelKey, SignalHold] | None = None,
+            now: float | None = None) -> list[ModelSignal]:
     """One :class:`ModelSignal` per model seen (with gauges or SLOs), sorted by model;
     ``cold_starts``: model name → last measured cold start (seconds, from the sidecar).
-    Linear in the states (grouped by model once)."""
+    With ``holds`` (model → its :class:`SignalHold`, created here; the caller forgets
+    a model's with its gauges) and ``now`` (the last interval's end, seconds), each
+    model's signal is held at its peak over :func:`hold_seconds`; the components stay
+    the last interval's. Linear in the states (grouped by model once)."""
     cold_starts = cold_starts or {}
     by_model: dict[ModelKey, list[SLOModelState]] = {}
     for (_, m), st in states.items():
@@ -121,7 +157,12 @@ def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
         comps = components(targets, cap, conc, gauges.queue_wait.get(mk),
                            gauges.kv_usage.get(mk), gauges.gpu_memory_ratio)
         signal = signal_ratio(comps)
-        floor = min_replicas(targets, cold_starts.get(mk.model))
+        cold = cold_starts.get(mk.model)
+        if holds is not None and now is not None:
+            hold = holds.setdefault(mk, SignalHold(0.0))
+            hold.window = hold_seconds(targets, cold)  # a cold start measured since
+            signal = hold.update(now, signal)
+        floor = min_replicas(targets, cold)
         out.append({
             "model": mk.model, "model_version": mk.model_version, "backend": mk.backend,
             "signal": signal,
