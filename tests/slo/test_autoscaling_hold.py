@@ -1,0 +1,63 @@
+"""Issue 24 item 5: the autoscaling signal is held at its peak over one cold start, so
+that a scale-in does not undo, between two reads of the autoscaler, the replicas a
+burst needed — on the engine's own output (:func:`signals`) with gauges set by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from fleetwatch.slo.account.gauges import ModelGauges
+from fleetwatch.slo.outputs.autoscaling import SignalHold, hold_seconds, signals
+from fleetwatch.slo.spec import AutoscalingSettings
+from fleetwatch.slo.state import ModelKey
+
+MK = ModelKey("m", "1", "vllm")
+
+
+def test_the_hold_returns_the_windows_peak_then_lets_it_go() -> None:
+    hold = SignalHold(60.0)
+    assert hold.update(0.0, 3.0) == 3.0
+    assert hold.update(5.0, 1.0) == 3.0  # a lower interval: the peak is held
+    assert hold.update(55.0, 2.0) == 3.0
+    assert hold.update(60.0, 0.5) == 2.0  # the peak left the window; the next one holds
+    assert hold.update(120.0, 0.5) == 0.5
+    assert hold.update(121.0, 4.0) == 4.0  # a higher one takes over at once
+
+
+def test_an_update_at_the_same_time_replaces_and_memory_stays_bounded() -> None:
+    hold = SignalHold(10.0)
+    assert hold.update(0.0, 5.0) == 5.0
+    assert hold.update(0.0, 1.0) == 1.0  # asked again for the same interval
+    for k in range(10_000):  # a falling series keeps every value the window can need
+        hold.update(1.0 + k, 1e6 - k)
+    assert len(hold._peaks) <= 11
+
+
+def test_the_window_is_one_cold_start() -> None:
+    t = AutoscalingSettings()
+    assert hold_seconds(t, 60.0) == 60.0
+    assert hold_seconds(t, None) == t.cold_start_bound_seconds == 120.0
+
+
+def gauges(kv: float) -> ModelGauges:
+    return ModelGauges(kv_usage={MK: kv})
+
+
+@pytest.mark.parametrize(("cold_start", "window"), [(None, 120.0), (30.0, 30.0)])
+def test_signals_hold_the_peak_for_one_cold_start(cold_start: float | None,
+                                                  window: float) -> None:
+    t = AutoscalingSettings()  # kv target 0.9
+    holds: dict[ModelKey, SignalHold] = {}
+    colds = {} if cold_start is None else {"m": cold_start}
+
+    def at(now: float, kv: float) -> tuple[float, int, float]:
+        (row,) = signals(t, {}, gauges(kv), colds, holds, now)
+        return row["signal"], row["desired_replicas"], row["components"]["kv_cache"]
+
+    assert at(0.0, 2.7) == pytest.approx((3.0, 3, 3.0))
+    # the burst is over: the components say so, the signal holds its peak
+    assert at(window - 5.0, 0.45) == pytest.approx((3.0, 3, 0.5))
+    assert at(window + 5.0, 0.45) == pytest.approx((0.5, 1, 0.5))
+    # without holds (a one-off report): the last interval's signal
+    (row,) = signals(t, {}, gauges(0.45), colds)
+    assert row["signal"] == pytest.approx(0.5)
