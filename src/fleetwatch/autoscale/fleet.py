@@ -54,7 +54,8 @@ class FleetConfig:
     requests per replica), ``targets`` (the SLO file's ``autoscaling`` settings the
     signal's components divide by), ``scrape_seconds`` (the sidecar's scrape interval:
     each replica's signal is computed per such interval, and a decision reads the
-    latest; None: the decision interval), ``hold_seconds`` (the signal's hold window,
+    latest; None: no signal is computed, for policies that do not read it),
+    ``hold_seconds`` (the signal's hold window,
     :func:`~fleetwatch.slo.outputs.autoscaling.hold_seconds`), ``signal_floor`` (the
     sidecar's cold-start floor, ``min_replicas`` of the samples), ``max_waiting`` (a
     replica's queue bound), ``initial_replicas``."""
@@ -289,8 +290,9 @@ def simulate(requests: Sequence[Request], model: ReplicaModel, cfg: FleetConfig,
     for _ in range(max(1, cfg.initial_replicas)):
         sim.add_replica(0.0, ready=True)
     sim.push(cfg.interval_seconds, _TICK, 0)
-    scrape = cfg.scrape_seconds or cfg.interval_seconds
-    sim.push(scrape, _SCRAPE, 0)
+    scrape = cfg.scrape_seconds or 0.0
+    if scrape:
+        sim.push(scrape, _SCRAPE, 0)
     timeline: list[TimelinePoint] = []
     events: list[ScaleEvent] = []
     nxt, end = 0, 0.0

@@ -108,14 +108,17 @@ class ReplayResult:
     results: tuple[PolicyResult, ...]
 
 
-def _fleet_config(cfg: ReplayConfig, model: ReplicaModel, initial: int) -> FleetConfig:
+def _fleet_config(cfg: ReplayConfig, model: ReplicaModel, initial: int,
+                  signal: bool = False) -> FleetConfig:
+    """The simulation's settings in replay seconds; the sidecar's signal is computed
+    only with ``signal`` (a policy that reads it)."""
     sec = cfg.mapping.seconds
     return FleetConfig(interval_seconds=sec(cfg.sync_period_seconds),
                        cold_start_seconds=sec(model.cold_start_seconds),
                        wva_lookback_seconds=sec(cfg.wva_lookback_seconds),
                        capacity=cfg.capacity, initial_replicas=initial,
                        targets=cfg.targets,
-                       scrape_seconds=sec(cfg.scrape_interval_seconds),
+                       scrape_seconds=sec(cfg.scrape_interval_seconds) if signal else None,
                        hold_seconds=sec(hold_seconds(cfg.targets, model.cold_start_seconds)),
                        signal_floor=min_replicas(cfg.targets, model.cold_start_seconds))
 
@@ -141,7 +144,8 @@ def run_policy(requests: Sequence[Request], model: ReplicaModel, cfg: ReplayConf
     def decide(now: float, samples: Sequence[ReplicaSample], current: int, ready: int) -> int:
         return hpa.step(now, current, ready, policy.metric(samples, current))
     start = initial_replicas(requests, model, cfg)
-    return simulate(requests, model, _fleet_config(cfg, model, start), decide, cfg.horizon)
+    return simulate(requests, model, _fleet_config(cfg, model, start, policy.reads_signal),
+                    decide, cfg.horizon)
 
 
 def initial_replicas(requests: Sequence[Request], model: ReplicaModel, cfg: ReplayConfig,
