@@ -226,8 +226,9 @@ class _Sim:
 
     def scrape(self, rep: _Replica, t: float) -> None:
         """The sidecar's interval ending at ``t`` for ``rep``: its signal from the mean
-        requests in it, the mean queue wait of the requests admitted in it (none: the
-        last one) and the KV usage now, held by the sidecar's rule."""
+        requests in it and those in it at ``t``, the mean queue wait of the requests
+        admitted in it (none: the last one) and the KV usage now, held by the sidecar's
+        rule."""
         cfg = self.cfg
         rep.advance(t)
         span = t - max(rep.scraped, rep.ready_at)
@@ -236,7 +237,8 @@ class _Sim:
             rep.qwait_last = rep.qwait_sum / rep.qwait_n
         kv = rep.kv_used / self.model.kv_capacity_tokens
         rep.signal = rep.hold.update(t, signal_ratio(
-            components(cfg.targets, cfg.capacity, conc, rep.qwait_last, kv, None)))
+            components(cfg.targets, cfg.capacity, conc, float(rep.in_system),
+                       rep.qwait_last, kv, None)))
         rep.area = rep.qwait_sum = 0.0
         rep.qwait_n = 0
         rep.scraped = t

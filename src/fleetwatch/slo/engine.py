@@ -341,7 +341,8 @@ class SLOEngine:
         :class:`~fleetwatch.slo.outputs.autoscaling.ModelSignal`): ``signal`` (the largest
         component), ``components`` (ratios), ``capacity``, ``concurrency``, ``state``."""
         return _autoscaling.signals(self.spec.autoscaling, self.states, self.gauges,
-                                    self.cold_starts, self._signal_holds, self.last_update)
+                                    self.cold_starts, self._signal_holds, self.last_update,
+                                    self._prev_in_system)
 
     def status(self) -> list[SLOStatus]:
         """Per SLO and model (see :class:`~fleetwatch.slo.outputs.status.SLOStatus`): state,

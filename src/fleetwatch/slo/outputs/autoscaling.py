@@ -1,11 +1,13 @@
 """Autoscaling signals per model (the KEDA metrics-api / HPA ``AverageValue`` input).
 
-Components are ratios (observed ÷ target, 1 = at target): ``concurrency`` (observed
-concurrency ÷ capacity at SLO), ``queue_wait`` (mean queue wait ÷
+Components are ratios (observed ÷ target, 1 = at target): ``concurrency`` (requests in
+the system — the interval's mean or the requests running + waiting at its end, the
+larger — ÷ capacity at SLO), ``queue_wait`` (mean queue wait ÷
 ``autoscaling.queue_wait_seconds``), ``kv_cache`` (KV-cache usage ÷
 ``kv_cache_usage_ratio``), ``gpu_memory`` (fleet GPU-memory usage ÷
 ``gpu_memory_usage_ratio``). The signal is the largest component; with a target of 1,
-desired replicas = ceil(Σ signal over replicas). ``min_replicas`` is the cold-start floor
+desired replicas = ceil(Σ signal over replicas); the sidecar holds each signal at its
+peak over one cold start (:class:`SignalHold`). ``min_replicas`` is the cold-start floor
 (see :class:`~fleetwatch.slo.spec.AutoscalingSettings`).
 
 Each model also says what the signal asks of the autoscaler (the decision explained, as
@@ -81,16 +83,19 @@ def driver(components: Mapping[str, float]) -> str | None:
 
 
 def components(targets: AutoscalingSettings, capacity: float | None,
-               concurrency: float | None, queue_wait: float | None, kv_usage: float | None,
-               gpu_memory_ratio: float | None) -> dict[str, float]:
+               concurrency: float | None, in_system: float | None, queue_wait: float | None,
+               kv_usage: float | None, gpu_memory_ratio: float | None) -> dict[str, float]:
     """One replica's components (ratios, see the module docstring) from its
-    observations: ``capacity`` at SLO and ``concurrency`` (requests), mean
+    observations: ``capacity`` at SLO, ``concurrency`` (the interval's mean requests in
+    the system) and ``in_system`` (requests running + waiting at its end), mean
     ``queue_wait`` (seconds), ``kv_usage`` and the fleet's ``gpu_memory_ratio`` (0–1);
-    None (or a capacity of 0) leaves its component out. The one rule the sidecar and
-    the advisory twin (:mod:`fleetwatch.autoscale`) apply."""
+    None (or a capacity of 0) leaves its component out. The concurrency component is
+    the larger of the two request counts ÷ capacity: a burst at the interval's end, the
+    requests queued for the next one, count before the mean sees them. The one rule the
+    sidecar and the advisory twin (:mod:`fleetwatch.autoscale`) apply."""
     comps: dict[str, float] = {}
     if capacity and concurrency is not None:
-        comps["concurrency"] = concurrency / capacity
+        comps["concurrency"] = max(concurrency, in_system or 0.0) / capacity
     if queue_wait is not None:
         comps["queue_wait"] = queue_wait / targets.queue_wait_seconds
     if kv_usage is not None:
@@ -137,14 +142,17 @@ def hold_seconds(targets: AutoscalingSettings, cold_start: float | None) -> floa
 def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
             cold_starts: Mapping[str, float] | None = None,
             holds: MutableMapping[ModelKey, SignalHold] | None = None,
-            now: float | None = None) -> list[ModelSignal]:
+            now: float | None = None,
+            in_system: Mapping[ModelKey, float] | None = None) -> list[ModelSignal]:
     """One :class:`ModelSignal` per model seen (with gauges or SLOs), sorted by model;
     ``cold_starts``: model name → last measured cold start (seconds, from the sidecar).
     With ``holds`` (model → its :class:`SignalHold`, created here; the caller forgets
     a model's with its gauges) and ``now`` (the last interval's end, seconds), each
     model's signal is held at its peak over :func:`hold_seconds`; the components stay
-    the last interval's. Linear in the states (grouped by model once)."""
+    the last interval's. ``in_system``: model → requests running + waiting at the last
+    snapshot (see :func:`components`). Linear in the states (grouped by model once)."""
     cold_starts = cold_starts or {}
+    in_system = in_system or {}
     by_model: dict[ModelKey, list[SLOModelState]] = {}
     for (_, m), st in states.items():
         by_model.setdefault(m, []).append(st)
@@ -154,7 +162,7 @@ def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
         own = by_model.get(mk, [])
         cap = min(st.capacity for st in own) if own else None
         conc = gauges.concurrency.get(mk)
-        comps = components(targets, cap, conc, gauges.queue_wait.get(mk),
+        comps = components(targets, cap, conc, in_system.get(mk), gauges.queue_wait.get(mk),
                            gauges.kv_usage.get(mk), gauges.gpu_memory_ratio)
         signal = signal_ratio(comps)
         cold = cold_starts.get(mk.model)

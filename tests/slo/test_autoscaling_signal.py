@@ -1,17 +1,36 @@
-"""Issue 24 item 5: the autoscaling signal is held at its peak over one cold start, so
-that a scale-in does not undo, between two reads of the autoscaler, the replicas a
-burst needed — on the engine's own output (:func:`signals`) with gauges set by hand."""
+"""Issue 24 item 5: the autoscaling signal counts the requests in the system at the
+interval's end as well as the interval's mean, and is held at its peak over one cold
+start, so that a burst between two reads of the autoscaler still asks for its replicas
+— on the engine's own output (:func:`signals`) with gauges set by hand."""
 
 from __future__ import annotations
 
 import pytest
 
 from fleetwatch.slo.account.gauges import ModelGauges
-from fleetwatch.slo.outputs.autoscaling import SignalHold, hold_seconds, signals
+from fleetwatch.slo.outputs.autoscaling import SignalHold, components, hold_seconds, signals
 from fleetwatch.slo.spec import AutoscalingSettings
 from fleetwatch.slo.state import ModelKey
 
 MK = ModelKey("m", "1", "vllm")
+
+
+def test_requests_queued_at_the_intervals_end_count_before_the_mean_sees_them() -> None:
+    t = AutoscalingSettings()
+    # a quiet interval, then twelve requests at its end on a replica of capacity 8
+    assert components(t, 8.0, 2.0, 12.0, None, None, None) == {"concurrency": 1.5}
+    # a busy interval that has drained: the mean still counts it
+    assert components(t, 8.0, 6.0, 0.0, None, None, None) == {"concurrency": 0.75}
+    assert components(t, 8.0, 2.0, None, 0.25, 0.45, None) == {
+        "concurrency": 0.25, "queue_wait": 0.5, "kv_cache": 0.5}
+    assert components(t, None, 2.0, 12.0, None, None, 0.45) == {"gpu_memory": 0.5}
+
+
+def test_signals_report_the_mean_and_need_a_capacity_for_the_concurrency_component() -> None:
+    (row,) = signals(AutoscalingSettings(), {}, ModelGauges(concurrency={MK: 2.0}),
+                     in_system={MK: 12.0})
+    assert "concurrency" not in row["components"]  # no SLO: no capacity to divide by
+    assert row["concurrency"] == 2.0  # the interval's mean, as before
 
 
 def test_the_hold_returns_the_windows_peak_then_lets_it_go() -> None:
