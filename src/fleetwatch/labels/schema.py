@@ -551,8 +551,9 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "in the system (Little's law over request durations, cross-checked with "
               "running + waiting gauges).", _MODEL_KEY, "beta", per_model=False),
     MetricDef("fleetwatch_autoscaling_signal_ratio", _G, "ratio",
-              "Autoscaling signal: the largest component; with an HPA/KEDA AverageValue "
-              "target of 1, desired replicas = ceil(sum over replicas).", _MODEL_KEY, "beta",
+              "Autoscaling signal: the largest component, held at its peak over one cold "
+              "start; with an HPA/KEDA AverageValue target of 1, desired replicas = "
+              "ceil(sum over replicas).", _MODEL_KEY, "beta",
               per_model=False),
     MetricDef("fleetwatch_autoscaling_min_replicas", _G, "replicas",
               "Recommended minimum replicas: autoscaling.cold_start_min_replicas when the "
