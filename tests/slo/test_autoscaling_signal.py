@@ -52,22 +52,20 @@ def test_an_update_at_the_same_time_replaces_and_memory_stays_bounded() -> None:
     assert len(hold._peaks) <= 11
 
 
-def test_the_window_is_one_cold_start() -> None:
-    t = AutoscalingSettings()
-    assert hold_seconds(t, 60.0) == 60.0
-    assert hold_seconds(t, None) == t.cold_start_bound_seconds == 120.0
+def test_the_window_is_one_measured_cold_start() -> None:
+    assert hold_seconds(60.0) == 60.0
+    assert hold_seconds(None) == hold_seconds(0.0) == 0.0  # none measured: no hold
 
 
 def gauges(kv: float) -> ModelGauges:
     return ModelGauges(kv_usage={MK: kv})
 
 
-@pytest.mark.parametrize(("cold_start", "window"), [(None, 120.0), (30.0, 30.0)])
-def test_signals_hold_the_peak_for_one_cold_start(cold_start: float | None,
-                                                  window: float) -> None:
+@pytest.mark.parametrize("window", [30.0, 120.0])
+def test_signals_hold_the_peak_for_one_cold_start(window: float) -> None:
     t = AutoscalingSettings()  # kv target 0.9
     holds: dict[ModelKey, SignalHold] = {}
-    colds = {} if cold_start is None else {"m": cold_start}
+    colds = {"m": window}
 
     def at(now: float, kv: float) -> tuple[float, int, float]:
         (row,) = signals(t, {}, gauges(kv), colds, holds, now)
@@ -80,3 +78,19 @@ def test_signals_hold_the_peak_for_one_cold_start(cold_start: float | None,
     # without holds (a one-off report): the last interval's signal
     (row,) = signals(t, {}, gauges(0.45), colds)
     assert row["signal"] == pytest.approx(0.5)
+
+
+def test_no_hold_until_a_cold_start_is_measured_then_one_cold_start() -> None:
+    t = AutoscalingSettings()
+    holds: dict[ModelKey, SignalHold] = {}
+    colds: dict[str, float] = {}
+
+    def at(now: float, kv: float) -> float:
+        (row,) = signals(t, {}, gauges(kv), colds, holds, now)
+        return row["signal"]
+    assert at(0.0, 2.7) == pytest.approx(3.0)
+    assert at(5.0, 0.45) == pytest.approx(0.5)  # the cold start is not known yet
+    colds["m"] = 60.0  # the sidecar measured one
+    assert at(10.0, 2.7) == pytest.approx(3.0)
+    assert at(65.0, 0.45) == pytest.approx(3.0)
+    assert at(71.0, 0.45) == pytest.approx(0.5)

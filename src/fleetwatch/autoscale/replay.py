@@ -119,7 +119,7 @@ def _fleet_config(cfg: ReplayConfig, model: ReplicaModel, initial: int,
                        capacity=cfg.capacity, initial_replicas=initial,
                        targets=cfg.targets,
                        scrape_seconds=sec(cfg.scrape_interval_seconds) if signal else None,
-                       hold_seconds=sec(hold_seconds(cfg.targets, model.cold_start_seconds)),
+                       hold_seconds=sec(hold_seconds(model.cold_start_seconds)),
                        signal_floor=min_replicas(cfg.targets, model.cold_start_seconds))
 
 

@@ -132,11 +132,11 @@ class SignalHold:
         return peaks[0][1]
 
 
-def hold_seconds(targets: AutoscalingSettings, cold_start: float | None) -> float:
-    """The signal's hold window (seconds): one cold start — the measured one, else
-    ``cold_start_bound_seconds`` — so that a demand peak keeps the replicas it needed
-    for as long as a removed replica would take to come back."""
-    return cold_start if cold_start is not None else targets.cold_start_bound_seconds
+def hold_seconds(cold_start: float | None) -> float:
+    """The signal's hold window (seconds): one measured cold start, so that a demand
+    peak keeps the replicas it needed for as long as a removed replica would take to
+    come back; 0 (no hold) until a cold start is measured."""
+    return cold_start if cold_start is not None and cold_start > 0 else 0.0
 
 
 def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
@@ -146,11 +146,12 @@ def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
             in_system: Mapping[ModelKey, float] | None = None) -> list[ModelSignal]:
     """One :class:`ModelSignal` per model seen (with gauges or SLOs), sorted by model;
     ``cold_starts``: model name → last measured cold start (seconds, from the sidecar).
-    With ``holds`` (model → its :class:`SignalHold`, created here; the caller forgets
-    a model's with its gauges) and ``now`` (the last interval's end, seconds), each
-    model's signal is held at its peak over :func:`hold_seconds`; the components stay
-    the last interval's. ``in_system``: model → requests running + waiting at the last
-    snapshot (see :func:`components`). Linear in the states (grouped by model once)."""
+    With ``holds`` (model → its :class:`SignalHold`, created here; the caller forgets a
+    model's with its gauges) and ``now`` (the last interval's end, seconds), each
+    model's signal is held at its peak over :func:`hold_seconds` of its cold start; the
+    components stay the last interval's. ``in_system``: model → requests running +
+    waiting at the last snapshot (see :func:`components`). Linear in the states (grouped
+    by model once)."""
     cold_starts = cold_starts or {}
     in_system = in_system or {}
     by_model: dict[ModelKey, list[SLOModelState]] = {}
@@ -168,7 +169,7 @@ def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
         cold = cold_starts.get(mk.model)
         if holds is not None and now is not None:
             hold = holds.setdefault(mk, SignalHold(0.0))
-            hold.window = hold_seconds(targets, cold)  # a cold start measured since
+            hold.window = hold_seconds(cold)  # a cold start measured since
             signal = hold.update(now, signal)
         floor = min_replicas(targets, cold)
         out.append({
