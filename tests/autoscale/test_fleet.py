@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import pytest
+
 from fleetwatch.autoscale.fleet import FleetConfig, simulate
 from fleetwatch.autoscale.policies import ReplicaSample
 from fleetwatch.autoscale.replica import LatencyCurve, ReplicaModel
@@ -70,3 +72,31 @@ def test_least_connections_spreads_a_burst() -> None:
     run = simulate(reqs, MODEL, cfg(initial_replicas=3), fixed(3))
     # six requests on three replicas of two slots: nobody waits for a slot
     assert max(run.ttft) <= 0.02 + 1e-12
+
+
+def test_the_signal_is_the_sidecars_held_at_its_peak_at_the_sidecars_cadence() -> None:
+    """A burst within the first sidecar interval: a decision reads the signal the
+    sidecar's code computed for each scrape interval (requests in the replica over it ÷
+    capacity, queue wait ÷ its target), held at its peak for ``hold_seconds``."""
+    reqs = [Request(0.0, 10, 21) for _ in range(4)]  # 2 slots: two run, two wait
+    ttft = 0.01 + 20 * 0.01  # a request holds its slot ≈ 0.21 s
+
+    def signals(**kw: float) -> dict[float, float]:
+        seen: dict[float, float] = {}
+
+        def record(now: float, samples: Sequence[ReplicaSample], current: int,
+                   ready: int) -> int:
+            seen[now] = samples[0].signal
+            return 1
+        run = simulate(reqs, MODEL, cfg(interval_seconds=2.0, scrape_seconds=0.5,
+                                        capacity=4.0, **kw), record, horizon=10.0)
+        assert max(run.ttft) < 0.25  # all four served within the first sidecar interval
+        return seen
+    held, unheld = signals(hold_seconds=3.0), signals()
+    # [0, 0.5): four requests in the replica for ≈ 0.21 s, two for ≈ 0.22 s more
+    peak = (4 * ttft + 2 * ttft) / 0.5 / 4.0
+    assert held[2.0] == pytest.approx(peak, rel=0.05)
+    # later intervals are empty: only the last queue wait (≈ 0.21 s ÷ 2 of 0.5 s) is left
+    assert unheld[2.0] == pytest.approx(0.21 / 0.5 / 2, rel=0.05)
+    assert unheld[2.0] < peak
+    assert held[4.0] == unheld[4.0] == unheld[2.0]  # more than hold_seconds after it

@@ -12,11 +12,15 @@ controller asked for the desired replicas at every decision interval.
   termination), then is gone.
 * **Metrics** per ready replica at each decision (the policies' inputs,
   :class:`~fleetwatch.autoscale.policies.ReplicaSample`): requests waiting and running
-  and KV usage at that moment; the time-averaged requests in it over the interval
+  and KV usage at that moment; fleetwatch's signal as the sidecar last computed it —
+  every sidecar scrape interval, from the time-averaged requests in the replica over it
   (what the sidecar's Little's law reads), the mean queue wait of the requests admitted
-  in it, the busy fraction (time with a request running), the peaks of waiting and KV
-  usage over the WVA lookback; fleetwatch's signal is the largest of concurrency ÷
-  capacity, queue wait ÷ its target and KV usage ÷ its target (the sidecar's rule).
+  in it and the KV usage, held at its peak over the hold window; the busy fraction (time
+  with a request running), the peaks of waiting and KV usage over the WVA lookback. The
+  signal goes through the sidecar's own code
+  (:func:`fleetwatch.slo.outputs.autoscaling.components`,
+  :class:`~fleetwatch.slo.outputs.autoscaling.SignalHold`); as in the sidecar, a replica
+  that admitted no request in an interval keeps its last queue wait.
 
 Time is seconds of the replay clock. Every request ends served or dropped.
 """
@@ -33,6 +37,8 @@ from typing import NamedTuple
 from fleetwatch.autoscale.policies import ReplicaSample
 from fleetwatch.autoscale.replica import ReplicaModel
 from fleetwatch.autoscale.trace import Request
+from fleetwatch.slo.outputs.autoscaling import SignalHold, components, signal_ratio
+from fleetwatch.slo.spec import AutoscalingSettings
 
 __all__ = ["Controller", "FleetConfig", "FleetRun", "ScaleEvent", "TimelinePoint", "simulate"]
 
@@ -45,17 +51,22 @@ class FleetConfig:
     """The simulation's settings (replay seconds): ``interval_seconds`` between
     decisions (the HPA's sync period), ``cold_start_seconds``, ``wva_lookback_seconds``
     (WVA's ``max_over_time`` range), ``capacity`` (fleetwatch's capacity at SLO,
-    requests per replica), the signal's ``queue_wait_target`` (seconds) and
-    ``kv_target`` (ratio), ``signal_floor`` (the sidecar's cold-start floor,
-    ``min_replicas`` of the samples), ``max_waiting`` (a replica's queue bound),
-    ``initial_replicas``."""
+    requests per replica), ``targets`` (the SLO file's ``autoscaling`` settings the
+    signal's components divide by), ``scrape_seconds`` (the sidecar's scrape interval:
+    each replica's signal is computed per such interval, and a decision reads the
+    latest; None: no signal is computed, for policies that do not read it),
+    ``hold_seconds`` (the signal's hold window,
+    :func:`~fleetwatch.slo.outputs.autoscaling.hold_seconds`), ``signal_floor`` (the
+    sidecar's cold-start floor, ``min_replicas`` of the samples), ``max_waiting`` (a
+    replica's queue bound), ``initial_replicas``."""
 
     interval_seconds: float
     cold_start_seconds: float
     wva_lookback_seconds: float
     capacity: float
-    queue_wait_target: float = 0.5
-    kv_target: float = 0.9
+    targets: AutoscalingSettings = field(default_factory=AutoscalingSettings)
+    scrape_seconds: float | None = None
+    hold_seconds: float = 0.0
     signal_floor: int = 1
     max_waiting: int = 1000
     initial_replicas: int = 1
@@ -111,6 +122,11 @@ class _Replica:
     busy: float = 0.0
     qwait_sum: float = 0.0
     qwait_n: int = 0
+    qwait_last: float | None = None
+    ready_at: float = 0.0
+    scraped: float = 0.0
+    signal: float = 0.0
+    hold: SignalHold = field(default_factory=lambda: SignalHold(0.0))
     peaks: deque[tuple[float, float, float]] = field(default_factory=deque)
 
     def advance(self, t: float) -> None:
@@ -145,7 +161,8 @@ class _Sim:
 
     def add_replica(self, t: float, ready: bool) -> None:
         self.seq += 1
-        rep = _Replica(self.seq, created=t, ready=ready, last=t)
+        rep = _Replica(self.seq, created=t, ready=ready, last=t, ready_at=t, scraped=t,
+                       hold=SignalHold(self.cfg.hold_seconds))
         self.reps.append(rep)
         if not ready:
             self.starting[rep.rid] = rep
@@ -207,26 +224,41 @@ class _Sim:
         if owner.draining and owner.in_system == 0 and owner.gone is None:
             self.retire(owner, t)
 
+    def scrape(self, rep: _Replica, t: float) -> None:
+        """The sidecar's interval ending at ``t`` for ``rep``: its signal from the mean
+        requests in it and those in it at ``t``, the mean queue wait of the requests
+        admitted in it (none: the last one) and the KV usage now, held by the sidecar's
+        rule."""
+        cfg = self.cfg
+        rep.advance(t)
+        span = t - max(rep.scraped, rep.ready_at)
+        conc = rep.area / span if span > 0 else float(rep.in_system)
+        if rep.qwait_n:
+            rep.qwait_last = rep.qwait_sum / rep.qwait_n
+        kv = rep.kv_used / self.model.kv_capacity_tokens
+        rep.signal = rep.hold.update(t, signal_ratio(
+            components(cfg.targets, cfg.capacity, conc, float(rep.in_system),
+                       rep.qwait_last, kv, None)))
+        rep.area = rep.qwait_sum = 0.0
+        rep.qwait_n = 0
+        rep.scraped = t
+
     def sample(self, rep: _Replica, t: float) -> ReplicaSample:
         cfg, iv = self.cfg, self.cfg.interval_seconds
         kv = rep.kv_used / self.model.kv_capacity_tokens
         rep.peaks.append((t, float(len(rep.waiting)), kv))
         while rep.peaks and rep.peaks[0][0] < t - cfg.wva_lookback_seconds:
             rep.peaks.popleft()
-        conc = rep.area / iv
-        qwait = rep.qwait_sum / rep.qwait_n if rep.qwait_n else 0.0
-        signal = max(conc / cfg.capacity, qwait / cfg.queue_wait_target, kv / cfg.kv_target)
         s = ReplicaSample(waiting=float(len(rep.waiting)), running=float(rep.running),
-                          kv_usage=kv, signal=signal, utilization=min(1.0, rep.busy / iv),
+                          kv_usage=kv, signal=rep.signal, utilization=min(1.0, rep.busy / iv),
                           waiting_peak=max(p[1] for p in rep.peaks),
                           kv_usage_peak=max(p[2] for p in rep.peaks),
                           min_replicas=cfg.signal_floor)
-        rep.area = rep.busy = rep.qwait_sum = 0.0
-        rep.qwait_n = 0
+        rep.busy = 0.0
         return s
 
 
-_DONE, _READY, _TICK = 0, 1, 2
+_DONE, _READY, _SCRAPE, _TICK = 0, 1, 2, 3
 
 
 def _scale(sim: _Sim, t: float, desired: int) -> None:
@@ -260,6 +292,9 @@ def simulate(requests: Sequence[Request], model: ReplicaModel, cfg: FleetConfig,
     for _ in range(max(1, cfg.initial_replicas)):
         sim.add_replica(0.0, ready=True)
     sim.push(cfg.interval_seconds, _TICK, 0)
+    scrape = cfg.scrape_seconds or 0.0
+    if scrape:
+        sim.push(scrape, _SCRAPE, 0)
     timeline: list[TimelinePoint] = []
     events: list[ScaleEvent] = []
     nxt, end = 0, 0.0
@@ -276,7 +311,13 @@ def simulate(requests: Sequence[Request], model: ReplicaModel, cfg: FleetConfig,
         elif kind == _READY:
             rep = sim.starting.pop(a, None)
             if rep is not None and not rep.draining:
-                rep.ready, rep.last = True, t
+                rep.ready, rep.last, rep.ready_at = True, t, t
+        elif kind == _SCRAPE:
+            if nxt < n or sim.in_flight or t < horizon:
+                for r in sim.reps:
+                    if r.ready:
+                        sim.scrape(r, t)
+                sim.push(t + scrape, _SCRAPE, 0)
         elif nxt < n or sim.in_flight or t < horizon:
             live = [r for r in sim.reps if not r.draining]
             ready = [r for r in live if r.ready]

@@ -103,7 +103,9 @@ class Policy:
     ``target`` (the HPA target it feeds; None for the static pool), ``queries``
     (model name → named PromQL texts; ``metric`` is the one KEDA reads, others are
     per-replica inputs of a controller) and ``metric`` (the ready replicas' samples and
-    the current count → the value the HPA reads, computed as the queries would)."""
+    the current count → the value the HPA reads, computed as the queries would);
+    ``reads_signal``: the metric reads fleetwatch's signal (the twin computes it only
+    then)."""
 
     name: str
     title: str
@@ -111,6 +113,7 @@ class Policy:
     target: MetricTarget | None
     queries: QueryFn
     metric: MetricFn
+    reads_signal: bool = False
 
 
 def _model(model: str, **more: str) -> dict[str, str]:
@@ -172,7 +175,7 @@ def _no_metric(samples: Sequence[ReplicaSample], current: int) -> float:
 POLICIES: tuple[Policy, ...] = (
     Policy("fleetwatch", "fleetwatch signal (Σ signal, AverageValue 1)",
            "docs/autoscaling.md", MetricTarget("AverageValue", 1.0),
-           _fleetwatch_queries, _fleetwatch_metric),
+           _fleetwatch_queries, _fleetwatch_metric, reads_signal=True),
     Policy("production-stack", "vLLM production-stack KEDA (Σ waiting, AverageValue 5)",
            "https://docs.vllm.ai/projects/production-stack/en/latest/use_cases/autoscaling-keda.html",
            MetricTarget("AverageValue", 5.0), _waiting_queries, _waiting_metric),

@@ -35,7 +35,7 @@ from fleetwatch.autoscale.hpa import DEFAULT_BEHAVIOR, HPA, Behavior, HPASpec
 from fleetwatch.autoscale.policies import Policy, ReplicaSample
 from fleetwatch.autoscale.replica import ReplicaModel
 from fleetwatch.autoscale.trace import Request, TraceMapping
-from fleetwatch.slo.outputs.autoscaling import min_replicas
+from fleetwatch.slo.outputs.autoscaling import hold_seconds, min_replicas
 from fleetwatch.slo.spec import AutoscalingSettings
 
 __all__ = ["PolicyResult", "ReplayConfig", "ReplayResult", "replay_policies"]
@@ -47,12 +47,13 @@ class ReplayConfig:
     divides every production duration below); ``ttft_seconds``/``itl_seconds`` (None:
     goodput is TTFT only) and ``objective`` (0–1): the SLO; ``capacity``: fleetwatch's
     capacity at SLO (requests per replica); ``min_replicas``/``max_replicas``;
-    ``behavior``, ``sync_period_seconds`` and ``wva_lookback_seconds`` in production
-    seconds (the cold start is the replica model's); ``targets``: the SLO file's
-    ``autoscaling`` settings (the signal's queue-wait and KV targets, the cold-start
-    floor, as the sidecar applies them); ``static_replicas`` (None: sized for
-    the peak); ``duration_seconds``: the traffic's period in trace seconds, quiet end
-    included (None: until the last arrival) — replica-seconds count until then."""
+    ``behavior``, ``sync_period_seconds``, ``wva_lookback_seconds`` and
+    ``scrape_interval_seconds`` (the sidecar's, its default) in production seconds (the
+    cold start is the replica model's); ``targets``: the SLO file's ``autoscaling``
+    settings (the signal's queue-wait and KV targets, the cold-start floor, as the
+    sidecar applies them); ``static_replicas`` (None: sized for the peak);
+    ``duration_seconds``: the traffic's period in trace seconds, quiet end included
+    (None: until the last arrival) — replica-seconds count until then."""
 
     mapping: TraceMapping
     ttft_seconds: float
@@ -64,6 +65,7 @@ class ReplayConfig:
     behavior: Behavior = DEFAULT_BEHAVIOR
     sync_period_seconds: float = 15.0
     wva_lookback_seconds: float = 60.0
+    scrape_interval_seconds: float = 5.0
     static_replicas: int | None = None
     duration_seconds: float | None = None
     targets: AutoscalingSettings = field(default_factory=AutoscalingSettings)
@@ -106,14 +108,18 @@ class ReplayResult:
     results: tuple[PolicyResult, ...]
 
 
-def _fleet_config(cfg: ReplayConfig, model: ReplicaModel, initial: int) -> FleetConfig:
+def _fleet_config(cfg: ReplayConfig, model: ReplicaModel, initial: int,
+                  signal: bool = False) -> FleetConfig:
+    """The simulation's settings in replay seconds; the sidecar's signal is computed
+    only with ``signal`` (a policy that reads it)."""
     sec = cfg.mapping.seconds
     return FleetConfig(interval_seconds=sec(cfg.sync_period_seconds),
                        cold_start_seconds=sec(model.cold_start_seconds),
                        wva_lookback_seconds=sec(cfg.wva_lookback_seconds),
                        capacity=cfg.capacity, initial_replicas=initial,
-                       queue_wait_target=cfg.targets.queue_wait_seconds,
-                       kv_target=cfg.targets.kv_cache_usage_ratio,
+                       targets=cfg.targets,
+                       scrape_seconds=sec(cfg.scrape_interval_seconds) if signal else None,
+                       hold_seconds=sec(hold_seconds(model.cold_start_seconds)),
                        signal_floor=min_replicas(cfg.targets, model.cold_start_seconds))
 
 
@@ -138,7 +144,8 @@ def run_policy(requests: Sequence[Request], model: ReplicaModel, cfg: ReplayConf
     def decide(now: float, samples: Sequence[ReplicaSample], current: int, ready: int) -> int:
         return hpa.step(now, current, ready, policy.metric(samples, current))
     start = initial_replicas(requests, model, cfg)
-    return simulate(requests, model, _fleet_config(cfg, model, start), decide, cfg.horizon)
+    return simulate(requests, model, _fleet_config(cfg, model, start, policy.reads_signal),
+                    decide, cfg.horizon)
 
 
 def initial_replicas(requests: Sequence[Request], model: ReplicaModel, cfg: ReplayConfig,

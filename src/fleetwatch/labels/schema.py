@@ -575,8 +575,9 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "in the system (Little's law over request durations, cross-checked with "
               "running + waiting gauges).", _MODEL_KEY, "beta", per_model=False),
     MetricDef("fleetwatch_autoscaling_signal_ratio", _G, "ratio",
-              "Autoscaling signal: the largest component; with an HPA/KEDA AverageValue "
-              "target of 1, desired replicas = ceil(sum over replicas).", _MODEL_KEY, "beta",
+              "Autoscaling signal: the largest component, held at its peak over one cold "
+              "start; with an HPA/KEDA AverageValue target of 1, desired replicas = "
+              "ceil(sum over replicas).", _MODEL_KEY, "beta",
               per_model=False),
     MetricDef("fleetwatch_autoscaling_signal_stale", _G, "boolean",
               "1 for the reason the model's data is stale (target_down, scrape_timeout, "

@@ -133,6 +133,7 @@ class SLOEngine:
         self._prev_in_system: dict[ModelKey, float] = {}
         #: model name → last measured cold start (seconds), set by the sidecar
         self.cold_starts: dict[str, float] = {}
+        self._signal_holds: dict[ModelKey, _autoscaling.SignalHold] = {}
         self._limit = ModelLimit(slos.limits.max_models_per_slo)
         self._cap = ModelCap(self.MAX_MODELS)  # the models_evicted counter
         #: SLO name → models refused by limits.max_models_per_slo (exported counter).
@@ -187,6 +188,7 @@ class SLOEngine:
         self._account(ts, prev_ts, decoded)
         self._forget_gone(ts)
         self.last_update = ts
+        self.autoscaling()  # every interval's signal into its hold, read or not
         self.update_seconds = time.perf_counter() - t0
 
     def _forget_gone(self, ts: float) -> None:
@@ -215,7 +217,8 @@ class SLOEngine:
                 self.band_latency.reset(row, 0.0)
         g = self.gauges
         for d in (self._model_seen, self._prev_in_system, g.concurrency, g.estimator,
-                  g.batch_limit, g.running_max, g.queue_wait, g.kv_usage):
+                  g.batch_limit, g.running_max, g.queue_wait, g.kv_usage,
+                  self._signal_holds):
             for mk in gone:
                 d.pop(mk, None)
         self._traces.forget(gone_set)
@@ -390,7 +393,9 @@ class SLOEngine:
 
     def _signals(self, freshness: Freshness | None) -> list[ModelSignal]:
         return _autoscaling.signals(self.spec.autoscaling, self.states, self.gauges,
-                                    self.cold_starts, freshness)
+                                    self.cold_starts, freshness=freshness,
+                                    holds=self._signal_holds, now=self.last_update,
+                                    in_system=self._prev_in_system)
 
     def status(self) -> list[SLOStatus]:
         """Per SLO and model (see :class:`~fleetwatch.slo.outputs.status.SLOStatus`): state,

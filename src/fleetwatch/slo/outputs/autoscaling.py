@@ -1,11 +1,13 @@
 """Autoscaling signals per model (the KEDA metrics-api / HPA ``AverageValue`` input).
 
-Components are ratios (observed ÷ target, 1 = at target): ``concurrency`` (observed
-concurrency ÷ capacity at SLO), ``queue_wait`` (mean queue wait ÷
+Components are ratios (observed ÷ target, 1 = at target): ``concurrency`` (requests in
+the system — the interval's mean or the requests running + waiting at its end, the
+larger — ÷ capacity at SLO), ``queue_wait`` (mean queue wait ÷
 ``autoscaling.queue_wait_seconds``), ``kv_cache`` (KV-cache usage ÷
 ``kv_cache_usage_ratio``), ``gpu_memory`` (fleet GPU-memory usage ÷
 ``gpu_memory_usage_ratio``). The signal is the largest component; with a target of 1,
-desired replicas = ceil(Σ signal over replicas). ``min_replicas`` is the cold-start floor
+desired replicas = ceil(Σ signal over replicas); the sidecar holds each signal at its
+peak over one cold start (:class:`SignalHold`). ``min_replicas`` is the cold-start floor
 (see :class:`~fleetwatch.slo.spec.AutoscalingSettings`).
 
 Each model also says what the signal asks of the autoscaler (the decision explained, as
@@ -23,7 +25,9 @@ its ``freshness`` object says which, why and since when.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections import deque
+from collections.abc import Iterator, Mapping, MutableMapping
+from dataclasses import dataclass, field
 from typing import TypedDict
 
 from fleetwatch.slo.account.gauges import ModelGauges
@@ -91,14 +95,80 @@ def keyed(objs: list[ModelSignal]) -> Iterator[tuple[ModelKey, float]]:
         yield ModelKey(o["model"], o["model_version"], o["backend"]), o["signal"]
 
 
+def components(targets: AutoscalingSettings, capacity: float | None,
+               concurrency: float | None, in_system: float | None, queue_wait: float | None,
+               kv_usage: float | None, gpu_memory_ratio: float | None) -> dict[str, float]:
+    """One replica's components (ratios, see the module docstring) from its
+    observations: ``capacity`` at SLO, ``concurrency`` (the interval's mean requests in
+    the system) and ``in_system`` (requests running + waiting at its end), mean
+    ``queue_wait`` (seconds), ``kv_usage`` and the fleet's ``gpu_memory_ratio`` (0–1);
+    None (or a capacity of 0) leaves its component out. The concurrency component is
+    the larger of the two request counts ÷ capacity: a burst at the interval's end, the
+    requests queued for the next one, count before the mean sees them. The one rule the
+    sidecar and the advisory twin (:mod:`fleetwatch.autoscale`) apply."""
+    comps: dict[str, float] = {}
+    if capacity and concurrency is not None:
+        comps["concurrency"] = max(concurrency, in_system or 0.0) / capacity
+    if queue_wait is not None:
+        comps["queue_wait"] = queue_wait / targets.queue_wait_seconds
+    if kv_usage is not None:
+        comps["kv_cache"] = kv_usage / targets.kv_cache_usage_ratio
+    if gpu_memory_ratio is not None:
+        comps["gpu_memory"] = gpu_memory_ratio / targets.gpu_memory_usage_ratio
+    return comps
+
+
+def signal_ratio(comps: Mapping[str, float]) -> float:
+    """The signal: the largest component (0.0 without components)."""
+    return max(comps.values()) if comps else 0.0
+
+
+@dataclass(slots=True)
+class SignalHold:
+    """The signal held at its peak over the last ``window`` seconds: :meth:`update`
+    with each interval's signal returns the largest of the window's. Bounded: a
+    monotone queue keeps only the values that can still be the peak, and an update at
+    the time of the last one replaces it (the sidecar asks once per request for the
+    signal, not once per interval)."""
+
+    window: float
+    _peaks: deque[tuple[float, float]] = field(default_factory=deque)
+
+    def update(self, now: float, signal: float) -> float:
+        """Add ``signal`` at ``now`` (seconds, non-decreasing); the window's peak."""
+        peaks = self._peaks
+        while peaks and (peaks[-1][1] <= signal or peaks[-1][0] >= now):
+            peaks.pop()
+        peaks.append((now, signal))
+        while peaks[0][0] <= now - self.window and len(peaks) > 1:
+            peaks.popleft()
+        return peaks[0][1]
+
+
+def hold_seconds(cold_start: float | None) -> float:
+    """The signal's hold window (seconds): one measured cold start, so that a demand
+    peak keeps the replicas it needed for as long as a removed replica would take to
+    come back; 0 (no hold) until a cold start is measured."""
+    return cold_start if cold_start is not None and cold_start > 0 else 0.0
+
+
 def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
-            cold_starts: Mapping[str, float] | None = None,
-            freshness: Freshness | None = None) -> list[ModelSignal]:
+            cold_starts: Mapping[str, float] | None = None, *,
+            freshness: Freshness | None = None,
+            holds: MutableMapping[ModelKey, SignalHold] | None = None,
+            now: float | None = None,
+            in_system: Mapping[ModelKey, float] | None = None) -> list[ModelSignal]:
     """One :class:`ModelSignal` per model seen (with gauges or SLOs), sorted by model;
     ``cold_starts``: model name → last measured cold start (seconds, from the sidecar);
     ``freshness``: the stale models' signals are held or saturated (None: every model
-    reads as measured and fresh). Linear in the states (grouped by model once)."""
+    reads as measured and fresh). With ``holds`` (model → its :class:`SignalHold`, created
+    here; the caller forgets a model's with its gauges) and ``now`` (the last interval's
+    end, seconds), each model's measured signal is held at its peak over
+    :func:`hold_seconds` of its cold start; the components stay the last interval's.
+    ``in_system``: model → requests running + waiting at the last snapshot (see
+    :func:`components`). Linear in the states (grouped by model once)."""
     cold_starts = cold_starts or {}
+    in_system = in_system or {}
     fresh = freshness or Freshness(targets)
     by_model: dict[ModelKey, list[SLOModelState]] = {}
     for (_, m), st in states.items():
@@ -106,20 +176,19 @@ def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
     models = set(gauges.concurrency) | set(gauges.kv_usage) | set(by_model)
     out: list[ModelSignal] = []
     for mk in sorted(models):
-        comps: dict[str, float] = {}
         own = by_model.get(mk, [])
         cap = min(st.capacity for st in own) if own else None
         conc = gauges.concurrency.get(mk)
-        if cap and conc is not None:
-            comps["concurrency"] = conc / cap
-        if mk in gauges.queue_wait:
-            comps["queue_wait"] = gauges.queue_wait[mk] / targets.queue_wait_seconds
-        if mk in gauges.kv_usage:
-            comps["kv_cache"] = gauges.kv_usage[mk] / targets.kv_cache_usage_ratio
-        if gauges.gpu_memory_ratio is not None:
-            comps["gpu_memory"] = gauges.gpu_memory_ratio / targets.gpu_memory_usage_ratio
-        signal, how = fresh.signal(mk, max(comps.values()) if comps else 0.0)
-        floor = min_replicas(targets, cold_starts.get(mk.model))
+        comps = components(targets, cap, conc, in_system.get(mk), gauges.queue_wait.get(mk),
+                           gauges.kv_usage.get(mk), gauges.gpu_memory_ratio)
+        signal = signal_ratio(comps)
+        cold = cold_starts.get(mk.model)
+        if holds is not None and now is not None:
+            hold = holds.setdefault(mk, SignalHold(0.0))
+            hold.window = hold_seconds(cold)  # a cold start measured since
+            signal = hold.update(now, signal)
+        signal, how = fresh.signal(mk, signal)
+        floor = min_replicas(targets, cold)
         out.append({
             "model": mk.model, "model_version": mk.model_version, "backend": mk.backend,
             "signal": signal,
