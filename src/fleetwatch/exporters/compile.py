@@ -9,7 +9,12 @@ prefix and records its typed :data:`~fleetwatch.exporters.snapshot.SeriesKey` in
 
 Series that may meet others on one normalized series (lossy label mappings, aliases) are
 tracked: when a second upstream series lands on a prefix compiled as alone, the first one's
-canonical identity is put in :attr:`SeriesCompiler.stale` and the normalizer recompiles it.
+canonical identity is put in :attr:`SeriesCompiler.stale` and the normalizer recompiles it;
+when an exposition feeds a shared prefix from one series alone (the others gone),
+:meth:`SeriesCompiler.unshare` makes it alone again. An unmapped sample's family and TYPE
+come from the TYPE lines before it: its entry keeps the TYPEs it read (``types_seen``) and
+holds only at a line where they are declared alike (:func:`types_agree`). So what a series
+compiles to depends on the exposition being read, never on the ones before.
 
 Why this module is long: compiling decides everything about a series once — which rules
 apply, its labels, its slots and how its value is validated (:mod:`.validate`) — so that
@@ -160,6 +165,10 @@ class Entry:
     emit: Callable[[Any], object] = bool  # bool(x): emits nothing
     emitted: Any = None
     mi: int = 0  # the normalizer's index of ``model`` (0: none)
+    # An entry decided by the TYPE lines read before its line (an unmapped sample's
+    # family and TYPE): each (name, TYPE or None) it read; compiled again at a line where
+    # the exposition declares otherwise (see SeriesCompiler.compile).
+    types_seen: tuple[tuple[str, str | None], ...] | None = None
 
 
 #: The entry of every series that is not data (``_created`` samples, samples of a known
@@ -347,7 +356,9 @@ class SeriesCompiler:
 
     def compile(self, key: str, meta: Metadata) -> Entry:
         """The :class:`Entry` of a raw series key (``meta``: the exposition's HELP/TYPE so
-        far, to name the family of an unmapped sample). Never raises on bad input."""
+        far, to name the family of an unmapped sample: such an entry holds the TYPEs it
+        read in ``types_seen``, and is valid at a line only where :func:`types_agree`).
+        Never raises on bad input."""
         if "\x00" in key:
             return Entry(error="NUL byte in the series")
         brace = key.find("{")
@@ -435,7 +446,10 @@ class SeriesCompiler:
         if not (slots.direct or slots.scaled or slots.shared):
             if no_model:
                 return Entry(error=f"{name} has no model label", reason=NO_MODEL)
-            return Entry() if no_value else Entry(unmapped_family=self._family_of(name, meta))
+            if no_value:
+                return Entry()
+            return Entry(unmapped_family=self._family_of(name, meta),
+                         types_seen=_types_read(name, meta))
         # the identity is kept only where series may meet (memory: most never do)
         canon = slots.canon
         if slots.shared and canon is None:
@@ -491,6 +505,23 @@ class SeriesCompiler:
                 slots.direct.append(Direct(plan.fam_idx, prefix))
         if mean_only:
             self._note_mean_only(rule.target, plan.fam_idx, mapped.base_pairs, mapped.base)
+
+    @property
+    def sharing(self) -> bool:
+        """Whether any normalized series is compiled as shared (fed by several)."""
+        return bool(self._shared)
+
+    def unshare(self, met: Mapping[str, set[str]]) -> set[str]:
+        """The shared normalized series that one upstream series alone fed in the last
+        exposition read (``met``: shared prefix → the canonical identities of the series
+        read on it), no longer shared and owned by that series: their series must be
+        compiled again, as alone (the other series are gone: a sum of one is that series,
+        as a first scrape of this exposition compiles it)."""
+        alone = {p for p, canons in met.items() if len(canons) == 1}
+        for prefix in alone:
+            self._shared.discard(prefix)
+            self._owner[prefix] = next(iter(met[prefix]))
+        return alone
 
     def _track(self, prefix: str, canon: str) -> None:
         """Upstream series ``canon`` lands on normalized series ``prefix`` through a
@@ -668,18 +699,21 @@ class SeriesCompiler:
         if name.endswith(_IGNORED_SUFFIXES) and name[:-8] in self._created_bases:
             return _NOT_DATA  # prometheus_client's _created samples
         fam = self._family_of(name, meta)
+        seen = _types_read(name, meta)
         if fam in self._source_types:
             typ = self._source_types[fam]
             if name[len(fam):] in SUFFIXES[typ]:
-                return _NOT_DATA  # a sample of a known family that no rule uses
+                return Entry(types_seen=seen)  # a sample of a known family no rule uses
             return Entry(error=f"{name} is not a sample of {typ} family {fam} "
-                               f"(expected suffixes {', '.join(SUFFIXES[typ])})")
+                               f"(expected suffixes {', '.join(SUFFIXES[typ])})",
+                         types_seen=seen)
         declared = meta.types.get(fam)
         if not fits_type(name, fam, declared, pairs):
             # passed through, it would make a Prometheus reject the scrape
             return Entry(error=f"{name} does not belong to {declared} family {fam}",
-                         reason=TYPE_MISMATCH, unmapped_family=fam, ptype=declared)
-        return Entry(unmapped_family=fam, ptype=declared)
+                         reason=TYPE_MISMATCH, unmapped_family=fam, ptype=declared,
+                         types_seen=seen)
+        return Entry(unmapped_family=fam, ptype=declared, types_seen=seen)
 
     def _note_mean_only(self, target: str, fam_idx: int, base_pairs: LabelPairs,
                         base_labels: str) -> None:
@@ -699,12 +733,37 @@ class SeriesCompiler:
                     return fam
         if name in meta.types:
             return name
-        for suffix in ("_bucket", "_sum", "_count", "_total", "_created", "_info"):
+        for suffix in _FAMILY_SUFFIXES:
             if name.endswith(suffix):
                 base = name[: -len(suffix)]
                 if base in meta.types or base in self._known_families:
                     return base
         return name
+
+
+#: The suffixes :meth:`SeriesCompiler._family_of` strips to find a sample's family.
+_FAMILY_SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created", "_info")
+
+
+def _types_read(name: str, meta: Metadata) -> tuple[tuple[str, str | None], ...]:
+    """The TYPE declared so far (None: none) of every name :meth:`SeriesCompiler.
+    _family_of` may read for sample ``name``: what an unmapped sample's entry depends on."""
+    names = [name]
+    if name.endswith("_created"):
+        names += [name[:-8], name[:-8] + "_total"]
+    names += [name[:-len(suffix)] for suffix in _FAMILY_SUFFIXES if name.endswith(suffix)]
+    types = meta.types
+    return tuple((n, types.get(n)) for n in names)
+
+
+def types_agree(entry: Entry, meta: Metadata) -> bool:
+    """Whether ``entry`` holds at a line read with ``meta`` (the TYPEs declared before
+    it): it read no TYPE, or every TYPE it read is declared alike there."""
+    seen = entry.types_seen
+    if seen is None:
+        return True
+    types = meta.types
+    return all(types.get(n) == t for n, t in seen)
 
 
 def _map_signature(rule: Rule, keep: tuple[str, ...]) -> tuple[object, ...]:

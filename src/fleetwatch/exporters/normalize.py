@@ -34,6 +34,11 @@ copies of the last state's families, at the places the last exposition gave them
 changed line that the last exposition does not explain (another series at that line, a
 comment, a refused value, part of a sum) makes the loop read every line again.
 
+A normalizer that saw earlier expositions gives what a fresh one gives: a read that shows
+series compiled from what an earlier exposition said (a sum whose other parts are gone, a
+series met by a new one, an unmapped sample under other TYPE lines) compiles them again
+(:meth:`Normalizer._misjudged`, :func:`~.compile.types_agree`).
+
 Compiled series are evicted one by one when the exposition stops carrying them (churn),
 and a model's series alone when its runtime is learned
 (:meth:`Normalizer.invalidate_models`).
@@ -57,7 +62,7 @@ from itertools import compress, count
 from operator import is_not, itemgetter, ne
 from typing import NamedTuple
 
-from fleetwatch.exporters.compile import Emitted, Entry, SeriesCompiler
+from fleetwatch.exporters.compile import Emitted, Entry, SeriesCompiler, types_agree
 from fleetwatch.exporters.lastscrape import (
     MAX_CHANGED_SHARE,
     PLACE_BITS,
@@ -202,6 +207,9 @@ class Normalizer:
     #: An exposition that compiled at least this many new series hands what it made to
     #: the collector's oldest generation directly (see :meth:`normalize`).
     PROMOTE_AT = 5000
+    #: Reads of one exposition after its first that may compile again what it showed was
+    #: compiled wrong (see :meth:`_misjudged`): a stale owner, then a sum of one.
+    MAX_REREADS = 3
 
     def __init__(self, table: SourceTable, ctx: TargetContext | None = None,
                  passthrough: bool = False, limits: Limits | None = None) -> None:
@@ -345,17 +353,11 @@ class Normalizer:
         """Read every line of ``text`` (``lines``, ``hashes`` theirs) and make the state;
         keep the exposition (:mod:`.lastscrape`) when the state is clean."""
         read = self._read(lines, range(len(lines)))
+        for _ in range(self.MAX_REREADS):
+            if read.refused is not None or not self._misjudged(read):
+                break
+            read = self._read(lines, range(len(lines)))  # the rest of the cache is warm
         result = self._assemble(read, text)
-        stale = self._compiler.stale
-        if stale:
-            # A series met another on one normalized series after the first had been
-            # compiled as alone: compile that one again, now knowing, and read this
-            # exposition again (the rest of the cache is warm: a steady cycle's cost).
-            for key in [k for k, e in self._cache.items() if e.canon in stale]:
-                del self._cache[key]
-            self._compiler.stale = set()
-            read = self._read(lines, range(len(lines)))
-            result = self._assemble(read, text)
         sample_lines = result.meta.sample_lines
         if len(self._cache) > max(self.CACHE_SLACK * sample_lines,
                                   sample_lines + self.CACHE_FLOOR):
@@ -366,12 +368,44 @@ class Normalizer:
             self._last = LastScrape(hashes, read.entries, result)
         return result
 
-    def _read(self, lines: list[str], indices: Iterable[int]) -> _Read:
+    def _misjudged(self, read: _Read) -> bool:
+        """Whether this exposition showed series compiled from what earlier ones said,
+        then dropped from the cache (the next read compiles them as a first read of this
+        exposition does): a series met by another on one normalized series after it was
+        compiled as alone (:attr:`~.compile.SeriesCompiler.stale`), else series compiled
+        as meeting others on a normalized series that only one of them fed in ``read``
+        (the others gone: :meth:`~.compile.SeriesCompiler.unshare`)."""
+        compiler, cache = self._compiler, self._cache
+        stale = compiler.stale
+        if stale:
+            for key in [k for k, e in cache.items() if e.canon in stale]:
+                del cache[key]
+            compiler.stale = set()
+            return True
+        if not compiler.sharing:
+            return False
+        met: dict[str, set[str]] = {}
+        for entry in {id(e): e for e in read.entries if e is not None and e.shared}.values():
+            for slot in entry.shared:
+                met.setdefault(slot.prefix, set()).add(entry.canon)
+        alone = compiler.unshare(met)
+        for key in [k for k, e in cache.items()
+                    if e.shared and any(slot.prefix in alone for slot in e.shared)]:
+            del cache[key]
+        return bool(alone)
+
+    def _read(self, lines: list[str], indices: Iterable[int], full: bool = True) -> _Read:
         """The loop: read the lines ``indices`` of ``lines`` (every line, or the changed
         ones), compiling the series not cached, taking each series' value
         (:meth:`_accept`) and appending what it emits to its families' lists
         (:attr:`_emitted`); stops at ``# EOF`` and at a :class:`~.validate.Limits` bound
-        (``_Read.refused``)."""
+        (``_Read.refused``).
+
+        Why this function is long: it is the per-line loop, inlined (a call per line
+        would cost more than the loop's body); its rare branches are methods. In a
+        ``full`` read an entry is compiled again where the TYPEs before its line differ
+        from its own (:func:`~.compile.types_agree`; a changed-lines read keeps every
+        comment)."""
         for em_list in self._emitted:
             em_list.clear()
         read = _Read(Metadata(), [None] * len(lines), bytearray(len(self._models) + 64))
@@ -418,6 +452,8 @@ class Normalizer:
             sample_lines += 1
             entries[i] = entry
             if entry.skip:  # no slot: nothing to do unless malformed or unmapped
+                if full and not types_agree(entry, meta):
+                    entry = entries[i] = self._cache[key] = self._compiler.compile(key, meta)
                 if entry.error is not None or entry.unmapped_family is not None:
                     self._skipped(entry, key, tok, read, i + 1)
                 continue
@@ -651,7 +687,7 @@ class Normalizer:
             if entry is None or entry.shared or (passthrough
                                                  and entry.unmapped_family is not None):
                 return None
-        read = self._read(lines, changed)
+        read = self._read(lines, changed, False)
         if read.refused is not None:
             return read.refused
         got = read.entries
