@@ -128,9 +128,11 @@ class SeriesCompiler:
         self._shared: set[str] = set()  # normalized series fed by several upstream series
         self._by_sample: dict[str, list[Plan]] = {}
         self._names: set[str] = set()  # sample names known valid
-        # each distinct Entry.types_seen, once (bounded: cleared with the names)
+        # each distinct Entry.types_seen, once, and per sample name the names it reads
+        # (bounded: cleared with the names)
         self._seen: dict[tuple[tuple[str, ...], tuple[str | None, ...]],
                          tuple[tuple[str, ...], tuple[str | None, ...]]] = {}
+        self._type_names: dict[str, tuple[str, ...]] = {}
         self._alias_prefixes = tuple(old for old, _new in table.name_prefix_aliases)
         renames = table.label_renames
         #: upstream labels naming the model (TargetContext.defer)
@@ -174,6 +176,7 @@ class SeriesCompiler:
         self._bounds = {}
         self._names = set()
         self._seen = {}
+        self._type_names = {}
         self._owner.clear()
         self._shared.clear()
         self.mean_only.clear()
@@ -223,6 +226,7 @@ class SeriesCompiler:
         self._bounds = {}
         self._names = set()
         self._seen = {}
+        self._type_names = {}
 
     def compile(self, key: str, meta: Metadata) -> Entry:
         """The :class:`Entry` of a raw series key (``meta``: the exposition's HELP/TYPE so
@@ -562,13 +566,17 @@ class SeriesCompiler:
         TYPE declared so far of each (None: none): what an unmapped sample's entry
         depends on (:attr:`~.entry.Entry.types_seen`; one object per distinct answer, so
         that the normalizer checks the lines of one sample name once)."""
-        names = [name]
-        if name.endswith("_created"):
-            names += [name[:-8], name[:-8] + "_total"]
-        names += [name[:-len(suffix)] for suffix in _FAMILY_SUFFIXES if name.endswith(suffix)]
-        seen = (tuple(names), tuple(map(meta.types.get, names)))
-        if len(self._seen) >= 100_000:
-            self._seen = {}
+        names = self._type_names.get(name)
+        if names is None:
+            if len(self._seen) >= 100_000:
+                self._seen, self._type_names = {}, {}
+            found = [name]
+            if name.endswith("_created"):
+                found += [name[:-8], name[:-8] + "_total"]
+            found += [name[:-len(suffix)] for suffix in _FAMILY_SUFFIXES
+                      if name.endswith(suffix)]
+            names = self._type_names[name] = tuple(found)
+        seen = (names, tuple(map(meta.types.get, names)))
         return self._seen.setdefault(seen, seen)
 
     def _family_of(self, name: str, meta: Metadata) -> str:
