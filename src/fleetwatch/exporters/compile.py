@@ -2,7 +2,8 @@
 
 A :class:`SeriesCompiler` is built once per target from a :class:`~.table.SourceTable`; the
 normalizer asks it to compile each *distinct* raw series key (``name{labels}`` as written
-upstream) once and caches the :class:`Entry`. Compiling decides which rules apply, maps the
+upstream) once and caches the :class:`~.entry.Entry`. Compiling decides, from the table's
+per-sample plans (:mod:`.plans`), which rules apply, maps the
 labels (renames, value maps, drops, schema-allowed labels), renders the normalized series
 prefix and records its typed :data:`~fleetwatch.exporters.snapshot.SeriesKey` in
 :attr:`SeriesCompiler.keys`, so nothing downstream re-parses rendered text.
@@ -12,13 +13,14 @@ tracked: when a second upstream series lands on a prefix compiled as alone, the 
 canonical identity is put in :attr:`SeriesCompiler.stale` and the normalizer recompiles it;
 when an exposition feeds a shared prefix from one series alone (the others gone),
 :meth:`SeriesCompiler.unshare` makes it alone again. An unmapped sample's family and TYPE
-come from the TYPE lines before it: its entry keeps the TYPEs it read (``types_seen``) and
-holds only at a line where they are declared alike (:func:`types_agree`). So what a series
-compiles to depends on the exposition being read, never on the ones before.
+come from the TYPE lines before it: its entry keeps the TYPEs it read (``types_seen``)
+and holds only at a line where they are declared alike (the normalizer checks). So
+what a series compiles to depends on the exposition being read, never on the ones before.
 
 Why this module is long: compiling decides everything about a series once — which rules
 apply, its labels, its slots and how its value is validated (:mod:`.validate`) — so that
-the normalizer's loop decides nothing; split, one decision would be made in two places.
+the normalizer's loop decides nothing; what it decides once per table is :mod:`.plans`,
+what it makes is :mod:`.entry`, and the rest is one decision per series.
 """
 
 from __future__ import annotations
@@ -231,7 +233,7 @@ class SeriesCompiler:
     def compile(self, key: str, meta: Metadata) -> Entry:
         """The :class:`Entry` of a raw series key (``meta``: the exposition's HELP/TYPE so
         far, to name the family of an unmapped sample: such an entry holds the TYPEs it
-        read in ``types_seen``, and is valid at a line only where :func:`types_agree`).
+        read in ``types_seen``, valid only at a line where they are declared alike).
         Never raises on bad input."""
         if "\x00" in key:
             return Entry(error="NUL byte in the series")

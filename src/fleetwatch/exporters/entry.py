@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from fleetwatch.exporters.parser import Metadata
 from fleetwatch.exporters.validate import NO_CHECK
 from fleetwatch.labels.schema import METRICS
 
@@ -108,17 +107,11 @@ class Entry:
     mi: int = 0  # the normalizer's index of ``model`` (0: none)
     # An entry decided by the TYPE lines read before its line (an unmapped sample's
     # family and TYPE): the names whose TYPE it read, and each TYPE (None: none then);
-    # compiled again at a line where the exposition declares otherwise (types_agree).
+    # compiled again at a line where the exposition declares otherwise (the loop of
+    # normalize.Normalizer._read).
     types_seen: tuple[tuple[str, ...], tuple[str | None, ...]] | None = None
 
 
 #: The entry of every series that is not data (``_created`` samples): skipped, never
 #: changed, so one object serves them all.
 NOT_DATA = Entry()
-
-
-def types_agree(entry: Entry, meta: Metadata) -> bool:
-    """Whether ``entry`` holds at a line read with ``meta`` (the TYPEs declared before
-    it): it read no TYPE, or every TYPE it read is declared alike there."""
-    seen = entry.types_seen
-    return seen is None or tuple(map(meta.types.get, seen[0])) == seen[1]

@@ -37,7 +37,7 @@ comment, a refused value, part of a sum) makes the loop read every line again.
 A normalizer that saw earlier expositions gives what a fresh one gives: a read that shows
 series compiled from what an earlier exposition said (a sum whose other parts are gone, a
 series met by a new one, an unmapped sample under other TYPE lines) compiles them again
-(:meth:`Normalizer._misjudged`, :func:`~.entry.types_agree`).
+(:meth:`Normalizer._misjudged`; :attr:`~.entry.Entry.types_seen`, checked in the loop).
 
 Compiled series are evicted one by one when the exposition stops carrying them (churn),
 and a model's series alone when its runtime is learned
@@ -408,7 +408,7 @@ class Normalizer:
         Why this function is long: it is the per-line loop, inlined (a call per line
         would cost more than the loop's body); its rare branches are methods. In a
         ``full`` read an entry is compiled again where the TYPEs before its line differ
-        from its own (:func:`~.entry.types_agree`; a changed-lines read keeps every
+        from its own (:attr:`~.entry.Entry.types_seen`; a changed-lines read keeps every
         comment)."""
         for em_list in self._emitted:
             em_list.clear()
