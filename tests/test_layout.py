@@ -1,5 +1,5 @@
 """The house's layout as tests: an acyclic stack of subpackages, modules of one concept,
-exporters without I/O, generator commands without extras.
+functions short or saying why, exporters without I/O, generator commands without extras.
 
 The import graph is read from the sources (``ast``), every import counted — module level,
 inside functions, and under ``TYPE_CHECKING`` alike — so a lazy import cannot hide a cycle.
@@ -57,6 +57,13 @@ LAYERS: dict[str, int] = {
 #: A module longer than this needs a reason near its top: a line containing LONG_MARK.
 MAX_LINES = 400
 LONG_MARK = "Why this module is long"
+#: A function longer than this (``def`` to its last line) needs FUNCTION_LONG_MARK in its
+#: docstring, one with more parameters than MAX_PARAMETERS (``self``/``cls`` not counted,
+#: ``*args``/``**kwargs`` counted) MANY_PARAMETERS_MARK, each followed by the reason.
+MAX_FUNCTION_LINES = 80
+MAX_PARAMETERS = 8
+FUNCTION_LONG_MARK = "Why this function is long:"
+MANY_PARAMETERS_MARK = "Many parameters:"
 
 
 def _modules() -> list[Path]:
@@ -180,6 +187,63 @@ def test_modules_are_one_concept_in_size() -> None:
             long.append(f"{path.relative_to(SRC)}: {len(lines)} lines")
     assert not long, (f"split these, or say near the top why not ('{LONG_MARK}: …'):\n"
                       + "\n".join(long))
+
+
+def _unjustified_functions(path: Path) -> list[str]:
+    """The functions of ``path`` over :data:`MAX_FUNCTION_LINES` lines or
+    :data:`MAX_PARAMETERS` parameters whose docstring does not give the reason (the
+    mark, then some text), as ``file:line name: what``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        a = node.args
+        params = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+        if params[:1] in (["self"], ["cls"]):
+            params = params[1:]
+        n_params = len(params) + (a.vararg is not None) + (a.kwarg is not None)
+        n_lines = (node.end_lineno or node.lineno) - node.lineno + 1
+        doc = ast.get_docstring(node) or ""
+        for over, mark, what in ((n_lines > MAX_FUNCTION_LINES, FUNCTION_LONG_MARK,
+                                  f"{n_lines} lines"),
+                                 (n_params > MAX_PARAMETERS, MANY_PARAMETERS_MARK,
+                                  f"{n_params} parameters")):
+            if over and not (mark in doc and doc.split(mark, 1)[1].strip()):
+                found.append(f"{path.name}:{node.lineno} {node.name}: {what}")
+    return found
+
+
+def test_functions_are_short_or_say_why() -> None:
+    found = [f"{path.relative_to(SRC).parent}/{line}" for path in _modules()
+             for line in _unjustified_functions(path)]
+    assert not found, (
+        f"split these into named steps, or give the reason in the docstring "
+        f"('{FUNCTION_LONG_MARK} …' over {MAX_FUNCTION_LINES} lines, "
+        f"'{MANY_PARAMETERS_MARK} …' over {MAX_PARAMETERS} parameters):\n" + "\n".join(found))
+
+
+def test_the_function_check_sees_long_functions_and_reads_the_reasons(tmp_path: Path) -> None:
+    body = [f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES)]  # with the def: one too many
+    many = ", ".join(f"p{i}" for i in range(MAX_PARAMETERS + 1))
+    enough = ", ".join(f"p{i}" for i in range(MAX_PARAMETERS))
+    source = [
+        "def long():", *body,
+        f"def wide(self, {many}):", "    pass",
+        f"def fine(cls, {enough}):", *body[1:],
+        f'def said(*a, {enough}, **k):', f'    """{FUNCTION_LONG_MARK} a table.', "",
+        f'    {MANY_PARAMETERS_MARK} options."""', *body,
+        f"def empty_reason({many}):", f'    """{MANY_PARAMETERS_MARK}  """',
+    ]
+    (tmp_path / "m.py").write_text("\n".join(source) + "\n")
+
+    def at(name: str) -> int:
+        return next(n for n, line in enumerate(source, 1) if line.startswith(f"def {name}("))
+
+    assert _unjustified_functions(tmp_path / "m.py") == [
+        f"m.py:1 long: {MAX_FUNCTION_LINES + 1} lines",
+        f"m.py:{at('wide')} wide: {MAX_PARAMETERS + 1} parameters",
+        f"m.py:{at('empty_reason')} empty_reason: {MAX_PARAMETERS + 1} parameters"]
 
 
 def test_exporters_do_no_io():

@@ -175,26 +175,20 @@ def test_after_new_removed_renamed_and_moved_series_the_same_series_and_values(c
         assert _series(seasoned.normalize(text)) == _series(fresh.normalize(text)), step
 
 
-# Known cases where what a series was compiled with depends on the bodies seen before
-# (compiling, not the loop): each fails until compiling stops depending on them.
-@pytest.mark.xfail(strict=True, reason="known: an unmapped series' family and TYPE check "
-                   "are compiled once, with the TYPE lines read before its first line")
-def test_an_unmapped_line_moved_before_its_type_is_judged_as_first_seen():
+# Cases where what a series was compiled with depended on the bodies seen before: an
+# unmapped sample's family and TYPE read where it first appeared, a sum compiled while
+# another series fed it and kept once that series is gone.
+def test_an_unmapped_line_moved_before_its_type_is_judged_by_the_types_before_it():
     _check_sequence("dcgm", "dcgm/dcgm-exporter-2026-vks-vgpu-GRID-A100-40C.prom", True,
                     [("swap", 0, 15, "0")])
 
 
-@pytest.mark.xfail(strict=True, reason="known: a series compiled as meeting another keeps "
-                   "its sum's float when the other is gone (0.0 where a fresh one writes 0)")
-def test_a_series_whose_partner_is_gone_is_written_as_a_sum():
+def test_a_series_whose_partner_is_gone_is_written_as_it_alone():
     _check_sequence("dcgm", "dcgm/dcgm-exporter-2026-ericsson-T4-loaded-no-help-type.prom",
                     True, [("value", 0, 0, "0"), ("new", 0, 0, "0"), ("reset", 0, 0, "0"),
                            ("drop", 1646, 0, "0")])
 
 
-@pytest.mark.xfail(strict=True, reason="known: a series whose duplicated line turns "
-                   "non-finite is withdrawn by a normalizer that compiled it from the two "
-                   "lines, while a fresh one takes the other line's value (the last wins)")
 def test_a_duplicated_line_turned_nan_is_read_as_a_fresh_normalizer_reads_it():
     first = (FIXTURES / TRITON_GPU_UUID).read_text().split("\n")
     seasoned, lines = Normalizer(TABLES["triton"]), first
@@ -242,10 +236,10 @@ def lines_read(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Normalizer, int]]:
     passes: list[tuple[Normalizer, int]] = []
     loop = Normalizer._read
 
-    def spy(self: Normalizer, lines: list[str], indices):  # type: ignore[no-untyped-def]
+    def spy(self: Normalizer, lines: list[str], indices, *rest):  # type: ignore[no-untyped-def]
         indices = list(indices)
         passes.append((self, len(indices)))
-        return loop(self, lines, indices)
+        return loop(self, lines, indices, *rest)
 
     monkeypatch.setattr(Normalizer, "_read", spy)
     return passes

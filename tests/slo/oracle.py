@@ -174,7 +174,7 @@ class ItemEngine(SLOEngine):
             booked = Bookings(one_run=True)
             bounds = self._decoder.bounds
             for mk, iv in intervals.items():
-                dt = ts - self._model_seen.get(mk, prev_ts)
+                dt = ts - self._tracked.seen.get(mk, prev_ts)
                 if dt <= 0:
                     continue
                 conc = self._gauges(mk, dt, iv)
@@ -195,15 +195,15 @@ class ItemEngine(SLOEngine):
                                           self._marks.dirty, buckets)
             self._add_and_judge(ts, booked)
         for mk, iv in intervals.items():
-            self._model_seen[mk] = ts
+            self._tracked.seen[mk] = ts
             now = in_system_of(iv.running_now, iv.waiting_now)
             if now is not None:
-                self._prev_in_system[mk] = now
+                self._tracked.in_system[mk] = now
 
     def _gauges(self, mk: ModelKey, dt: float, iv: Interval) -> float | None:
         """A model's interval into its gauges; its concurrency (None: not measured)."""
         g = self.gauges
-        found = estimate(iv, self._prev_in_system.get(mk), dt, g.concurrency.get(mk))
+        found = estimate(iv, self._tracked.in_system.get(mk), dt, g.concurrency.get(mk))
         conc = None
         if found is not None and math.isfinite(found[0]):
             conc, g.estimator[mk] = found

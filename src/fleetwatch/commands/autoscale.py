@@ -257,8 +257,10 @@ def replay_command(trace: str, slos_path: str, registry_path: str | None,
     """Replay TRACE (an Azure LLM trace CSV or a mooncake JSONL) through a simulated
     fleet under each autoscaling policy: TTFT attainment, goodput, replica-seconds and
     their ratio to a static pool sized for the peak, scale events, reversals, time back
-    under the SLO after the largest burst, dropped requests. Click's option list is
-    long because every knob of the mapping and the fleet is the user's."""
+    under the SLO after the largest burst, dropped requests.
+
+    Many parameters: click passes each of the command's options (every knob of the
+    mapping and the fleet is the user's)."""
     from fleetwatch.autoscale.replay import ReplayConfig, replay_policies
 
     slos = slo_file_or_fail(slos_path)

@@ -170,6 +170,12 @@ class Sources:
                  registry: Registry | None = None, interval: float | None = None,
                  captures: Sequence[str] = (), baseline_captures: Sequence[str] = (),
                  candidate_captures: Sequence[str] = ()) -> None:
+        """The comparison of ``model``'s versions from Prometheus (``prometheus`` URL,
+        ``rng`` range) or from replayed captures (with ``slos``, ``registry``, ``interval``
+        seconds); raises :class:`CompareInputError` for a contradictory choice.
+
+        Many parameters: one per option of ``fleetwatch compare`` and ``baseline record``,
+        which share this class; each has a default and a caller passes what was given."""
         self.model = model
         if rng is not None:  # a Prometheus range, written back exactly (never raw text)
             from fleetwatch.slo.durations import format_duration, parse_duration

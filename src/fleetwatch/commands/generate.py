@@ -157,7 +157,9 @@ def manifests(config_paths: tuple[str, ...], registry_path: str, slos_path: str,
               prometheus_url: str, alertmanager_secret: str, otlp_secret: str) -> None:
     """Generate Kubernetes manifests: sidecar ConfigMap, container and Deployment patch,
     Service, PodMonitor/ServiceMonitor, KEDA ScaledObjects, PrometheusRule, dashboard
-    ConfigMaps, Alertmanager Secret and a kustomization (docs/deploy.md)."""
+    ConfigMaps, Alertmanager Secret and a kustomization (docs/deploy.md).
+
+    Many parameters: one per option of ``fleetwatch manifests``, passed by click."""
     from fleetwatch.manifests import ManifestError, Settings, build, load_inputs
 
     settings = Settings(image=image, namespace=namespace,

@@ -113,7 +113,9 @@ def compare(baseline_version: str | None, baseline_file: str | None, candidate_v
             alpha: float, margin: float | None, as_json: bool, **source: Any) -> None:
     """Compare a candidate version (or engine) of a model with a baseline, SLO by SLO and
     concurrency band by band: better, same, worse or not enough data, and the bands that
-    drive it (exit 2 for an unknown model or version, 1 when Prometheus cannot answer)."""
+    drive it (exit 2 for an unknown model or version, 1 when Prometheus cannot answer).
+
+    Many parameters: one per option of ``fleetwatch compare``, passed by click."""
     from fleetwatch.commands.compare import CompareInputError
     from fleetwatch.commands.prometheus import PrometheusError
     from fleetwatch.rollout.baseline import BaselineError, load, side_name

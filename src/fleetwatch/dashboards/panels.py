@@ -87,6 +87,11 @@ def timeseries(title: str, description: str, queries: Sequence[Q], unit: str, *,
                conditional: str | None = None, legend_calcs: Sequence[str] = ("lastNotNull",
                                                                               "max")
                ) -> g.TimeSeries:
+    """A time-series panel of ``queries`` in ``unit`` (stacked, with threshold lines,
+    axis bounds, shown only under ``conditional``, legend calculations as given).
+
+    Many parameters: grafanalib's panel options that the dashboards set, keyword-only
+    with defaults; a panel names the few it changes."""
     return g.TimeSeries(
         title=title, description=_describe(description, conditional),
         dataSource=DATASOURCE, targets=_targets(queries), unit=unit, maxDataPoints=None,

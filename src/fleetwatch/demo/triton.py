@@ -35,15 +35,8 @@ from pathlib import Path
 
 from fleetwatch.demo.process import LOOPBACK, ServerProcess, ServerStartError, http_request
 
-__all__ = [
-    "DEFAULT_MODEL_REPOSITORY",
-    "DEMO_MODELS",
-    "LOOPBACK",
-    "TritonInstallation",
-    "TritonServer",
-    "TritonStartError",
-    "find_triton_installation",
-]
+__all__ = ["DEFAULT_MODEL_REPOSITORY", "DEMO_MODELS", "LOOPBACK", "TritonInstallation",
+           "TritonServer", "TritonStartError", "find_triton_installation"]
 
 #: The demo model repository shipped with fleetwatch.
 DEFAULT_MODEL_REPOSITORY = Path(__file__).resolve().parent / "model_repository"
@@ -154,6 +147,8 @@ class TritonServer(ServerProcess):
         keep_workdir: bool = False,
         extra_args: Sequence[str] = (),
     ) -> None:
+        """A tritonserver for ``models`` (not started). Many parameters: each a
+        ``tritonserver`` option or a harness bound, keyword-only with a default."""
         if isinstance(models, str):
             raise TypeError("models must be a sequence of model names, not a string")
         super().__init__(ports=None, start_timeout_s=start_timeout_s,

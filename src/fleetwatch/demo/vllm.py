@@ -199,6 +199,10 @@ class VLLMServer(ServerProcess):
         extra_args: Sequence[str] = (),
         extra_env: Mapping[str, str] | None = None,
     ) -> None:
+        """A vLLM OpenAI API server for ``model`` run by ``python`` (not started yet).
+
+        Many parameters: each a ``vllm serve`` option or a bound of the harness,
+        keyword-only with defaults; a test names the few it changes."""
         if isinstance(extra_args, str):
             raise TypeError("extra_args must be a sequence of arguments, not a string")
         super().__init__(ports=(port,) if port is not None else None,

@@ -123,6 +123,9 @@ class _Capturer:
 async def _sweep(base_url: str, metrics_url: str, model: str, out_dir: Path,
                  steps: Sequence[int], seconds_per_step: float, scrape_interval_s: float,
                  seed: int, mix: RequestMix | None) -> SweepResult:
+    """:func:`run_sweep`'s work, in the event loop.
+
+    Many parameters: :func:`run_sweep`'s, passed on unchanged."""
     captures = out_dir / "captures"
     captures.mkdir(parents=True, exist_ok=True)
     done: list[SweepStep] = []
@@ -164,6 +167,9 @@ def run_sweep(base_url: str, metrics_url: str, model: str, out_dir: str | Path, 
               scrape_interval_s: float = 2.0, seed: int = 0,
               mix: RequestMix | None = None) -> SweepResult:
     """Run the sweep (see the module docstring) and write its files to ``out_dir``.
+
+    Many parameters: the server's three addresses and names, the output folder, and the
+    sweep's bounds as keyword-only options with defaults.
 
     Args:
         base_url: the OpenAI API base, e.g. ``http://127.0.0.1:8000``.

@@ -2,28 +2,43 @@
 
 A :class:`SeriesCompiler` is built once per target from a :class:`~.table.SourceTable`; the
 normalizer asks it to compile each *distinct* raw series key (``name{labels}`` as written
-upstream) once and caches the :class:`Entry`. Compiling decides which rules apply, maps the
+upstream) once and caches the :class:`~.entry.Entry`. Compiling decides, from the table's
+per-sample plans (:mod:`.plans`), which rules apply, maps the
 labels (renames, value maps, drops, schema-allowed labels), renders the normalized series
 prefix and records its typed :data:`~fleetwatch.exporters.snapshot.SeriesKey` in
 :attr:`SeriesCompiler.keys`, so nothing downstream re-parses rendered text.
 
 Series that may meet others on one normalized series (lossy label mappings, aliases) are
 tracked: when a second upstream series lands on a prefix compiled as alone, the first one's
-canonical identity is put in :attr:`SeriesCompiler.stale` and the normalizer recompiles it.
+canonical identity is put in :attr:`SeriesCompiler.stale` and the normalizer recompiles it;
+when an exposition feeds a shared prefix from one series alone (the others gone),
+:meth:`SeriesCompiler.unshare` makes it alone again. An unmapped sample's family and TYPE
+come from the TYPE lines before it: its entry keeps the TYPEs it read (``types_seen``)
+and holds only at a line where they are declared alike (the normalizer checks). So
+what a series compiles to depends on the exposition being read, never on the ones before.
 
 Why this module is long: compiling decides everything about a series once — which rules
 apply, its labels, its slots and how its value is validated (:mod:`.validate`) — so that
-the normalizer's loop decides nothing; split, one decision would be made in two places.
+the normalizer's loop decides nothing; what it decides once per table is :mod:`.plans`,
+what it makes is :mod:`.entry`, and the rest is one decision per series.
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from fleetwatch.exporters.entry import (
+    NOT_DATA,
+    Direct,
+    Entry,
+    MeanOnly,
+    Scaled,
+    Shared,
+)
 from fleetwatch.exporters.labelblocks import Block, OwnTail, read_block
 from fleetwatch.exporters.labelmaps import LabelMapper, LabelPlan
 from fleetwatch.exporters.parser import (
@@ -33,62 +48,21 @@ from fleetwatch.exporters.parser import (
     format_value,
     render_labels,
 )
+from fleetwatch.exporters.plans import Plan, table_plans
 from fleetwatch.exporters.snapshot import SeriesKey
 from fleetwatch.exporters.table import SUFFIXES, Rule, SourceTable, TargetContext
 from fleetwatch.exporters.validate import (
-    CUMULATIVE,
     LABEL_TOO_LONG,
     NO_CHECK,
     NO_MODEL,
-    QUANTILE,
     TYPE_MISMATCH,
     fits_type,
 )
 from fleetwatch.labels.schema import (
-    METRICS,
     METRICS_BY_NAME,
-    allowed_labels,
 )
 
 _IGNORED_SUFFIXES = ("_created",)
-
-#: Schema position of each normalized family (``Normalized.families`` index).
-FAMILY_INDEX: Mapping[str, int] = {m.name: i for i, m in enumerate(METRICS)}
-
-# Slots of a compiled series: where its value goes.
-
-
-class Direct(NamedTuple):
-    """A slot whose value is copied as is: the family (``METRICS`` index) and the
-    normalized series prefix (``name{labels}``)."""
-
-    family: int
-    prefix: str
-
-
-class Scaled(NamedTuple):
-    """A slot whose value is unit-converted: ``value / divide * multiply``, a negative
-    result read as NaN when ``negative_is_nan``."""
-
-    family: int
-    prefix: str
-    divide: float
-    multiply: float
-    negative_is_nan: bool
-
-
-class Shared(NamedTuple):
-    """A slot that may meet other upstream series on one normalized series: converted as
-    :class:`Scaled`, then summed with the series of the same ``priority`` or replaced by
-    one of a lower priority number (see :mod:`.normalize`)."""
-
-    family: int
-    prefix: str
-    divide: float
-    multiply: float
-    negative_is_nan: bool
-    priority: int
-
 
 class Mapped(NamedTuple):
     """A label block mapped under a rule."""
@@ -108,92 +82,6 @@ _new_slot = tuple.__new__
 
 #: The mapping of a block that a per-model family cannot take (no model label).
 _NO_MODEL = Mapped((), (), "", False, None, (), "")
-
-
-class Emitted(NamedTuple):
-    """What a series emits into one family per scrape."""
-
-    prefix: str  # the normalized series prefix
-    value: float | str  # the value: a float, or the upstream text when copied unscaled
-    line: str  # the output line (``prefix value``)
-    number: float  # the value as a float
-
-
-class MeanOnly(NamedTuple):
-    """A mean-only histogram's series (its ``_count`` and ``+Inf`` bucket stand only
-    beside its ``_sum``)."""
-
-    family: int
-    sum_prefix: str
-    inf_prefix: str
-
-
-@dataclass(slots=True)
-class Entry:
-    """Compiled mapping of one raw upstream series key."""
-
-    # The fields a series with slots is built with come first, in the order the
-    # compiler passes them: keyword arguments are matched against the parameters in
-    # field order, and every new series pays for that matching.
-    direct: tuple[Direct, ...] = ()
-    scaled: tuple[Scaled, ...] = ()
-    model: tuple[str, str, str, str] | None = None  # (model, version, backend, runtime)
-    canon: str = ""  # the upstream series' canonical identity (duplicates: last wins)
-    check: int = NO_CHECK  # value check (validate.CUMULATIVE, validate.QUANTILE)
-    le: float | None = None  # a histogram bucket's bound (checked with its siblings)
-    group: str = ""  # withdrawn together on a refusal (a histogram/summary, a shared sum)
-    # An error, an unmapped family or a sample no rule uses: no slot (the constructors of
-    # an entry with slots pass False, and ``rare``, rather than derive them in a
-    # __post_init__ that every new series would pay for).
-    skip: bool = True
-    rare: bool = False  # a bucket (le) or shared slots: the loop's slow branch
-    shared: tuple[Shared, ...] = ()
-    unmapped_family: str | None = None
-    error: str | None = None
-    reason: str | None = None  # with error: its invalid-sample reason (.validate)
-    ptype: str | None = None  # an unmapped sample: the family TYPE it was checked under
-    deferred: str | None = None  # left out, not cached: this model's runtime is coming
-    # The loop's memory of the last accepted value (see normalize): its token, its
-    # float, and what it emits per scrape (Normalizer._emits).
-    tok: str | None = None
-    value: float = 0.0
-    emit: Callable[[Any], object] = bool  # bool(x): emits nothing
-    emitted: Any = None
-    mi: int = 0  # the normalizer's index of ``model`` (0: none)
-
-
-#: The entry of every series that is not data (``_created`` samples, samples of a known
-#: family that no rule uses): skipped, never changed, so one object serves them all.
-_NOT_DATA = Entry()
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """What compiling a sample of one rule decides once per table: its mapping signature
-    and the le/quantile kept, the value check and unit conversion, the target family,
-    and per target sample (suffix, interned name, extra labels and their names, the
-    count of a mean-only histogram, fed by two rules, the extra labels rendered without
-    braces)."""
-
-    rule: Rule
-    sig: int
-    base_sig: int  # the signature of the rule without le/quantile kept
-    keep: tuple[str, ...]
-    whole: bool
-    needs_le: bool
-    bucket: bool
-    check: int
-    div: float
-    mul: float
-    fam_idx: int
-    le_scaled: bool
-    vm_label: str | None
-    simple: bool  # one target sample, no match, value labels, extra labels or le scaling
-    tname: str  # the first target sample's name
-    multi: bool  # the first target sample may be fed by another rule alike
-    scaled: bool  # the value is unit-converted (a scaled slot, not a direct one)
-    samples: tuple[tuple[str, str, tuple[tuple[str, str], ...], frozenset[str], bool, bool,
-                         str], ...]
 
 
 class _Base(NamedTuple):
@@ -240,8 +128,13 @@ class SeriesCompiler:
         self._sets: dict[LabelPairs, LabelPairs] = {}
         self._owner: dict[str, str] = {}  # normalized series → first upstream key seen
         self._shared: set[str] = set()  # normalized series fed by several upstream series
-        self._by_sample: dict[str, list[_Plan]] = {}
+        self._by_sample: dict[str, list[Plan]] = {}
         self._names: set[str] = set()  # sample names known valid
+        # each distinct Entry.types_seen, once, and per sample name the names it reads
+        # (bounded: cleared with the names)
+        self._seen: dict[tuple[tuple[str, ...], tuple[str | None, ...]],
+                         tuple[tuple[str, ...], tuple[str | None, ...]]] = {}
+        self._type_names: dict[str, tuple[str, ...]] = {}
         self._alias_prefixes = tuple(old for old, _new in table.name_prefix_aliases)
         renames = table.label_renames
         #: upstream labels naming the model (TargetContext.defer)
@@ -254,11 +147,9 @@ class SeriesCompiler:
         # (label plan, rule runtime, values) → (base pairs, rendered, model): the base
         # labels of blocks alike but for le/quantile (see _map)
         self._bases: dict[tuple[object, ...], _Base] = {}
-        signatures: dict[tuple[object, ...], int] = {}
         self._known_families: set[str] = set()
         self._created_bases: set[str] = set()
         self._source_types: dict[str, str] = {}
-        self._multi_fed = _multi_fed(table.rules)
         for rule in table.rules:
             self._source_types[rule.source] = rule.source_type
             self._created_bases.add(rule.source)
@@ -267,17 +158,7 @@ class SeriesCompiler:
             if rule.target not in METRICS_BY_NAME:
                 raise ValueError(f"rule for {rule.source}: unknown target {rule.target}")
             self._known_families.add(rule.source)
-            suffixes = (rule.part,) if rule.part else SUFFIXES[rule.source_type]
-            for suffix in suffixes:
-                whole = not rule.part and rule.source_type in ("histogram", "summary")
-                # le/quantile belong to a bucket/quantile sample only: never onto a counter
-                keep = ("le",) if whole and suffix == "_bucket" else \
-                    ("quantile",) if whole and rule.source_type == "summary" \
-                    and not suffix else ()
-                sig = signatures.setdefault(_map_signature(rule, keep), len(signatures))
-                base_sig = signatures.setdefault(_map_signature(rule, ()), len(signatures))
-                self._by_sample.setdefault(rule.source + suffix, []).append(
-                    self._plan(rule, suffix, sig, base_sig, keep, whole))
+        self._by_sample = table_plans(table)
 
     @property
     def dropped_labels(self) -> set[str]:
@@ -296,6 +177,8 @@ class SeriesCompiler:
         self._bases = {}
         self._bounds = {}
         self._names = set()
+        self._seen = {}
+        self._type_names = {}
         self._owner.clear()
         self._shared.clear()
         self.mean_only.clear()
@@ -344,10 +227,14 @@ class SeriesCompiler:
         self._bases = {}
         self._bounds = {}
         self._names = set()
+        self._seen = {}
+        self._type_names = {}
 
     def compile(self, key: str, meta: Metadata) -> Entry:
         """The :class:`Entry` of a raw series key (``meta``: the exposition's HELP/TYPE so
-        far, to name the family of an unmapped sample). Never raises on bad input."""
+        far, to name the family of an unmapped sample: such an entry holds the TYPEs it
+        read in ``types_seen``, valid only at a line where they are declared alike).
+        Never raises on bad input."""
         if "\x00" in key:
             return Entry(error="NUL byte in the series")
         brace = key.find("{")
@@ -396,7 +283,7 @@ class SeriesCompiler:
                 return entry
         return self._compile_rules(name, block, candidates, meta)
 
-    def _compile_rules(self, name: str, block: Block, candidates: list[_Plan],
+    def _compile_rules(self, name: str, block: Block, candidates: list[Plan],
                        meta: Metadata) -> Entry:
         """The entry of a series under every rule that reads its sample (``candidates``):
         its slots, value check, histogram group and model."""
@@ -435,7 +322,10 @@ class SeriesCompiler:
         if not (slots.direct or slots.scaled or slots.shared):
             if no_model:
                 return Entry(error=f"{name} has no model label", reason=NO_MODEL)
-            return Entry() if no_value else Entry(unmapped_family=self._family_of(name, meta))
+            if no_value:
+                return Entry()
+            return Entry(unmapped_family=self._family_of(name, meta),
+                         types_seen=self._types_read(name, meta))
         # the identity is kept only where series may meet (memory: most never do)
         canon = slots.canon
         if slots.shared and canon is None:
@@ -446,7 +336,7 @@ class SeriesCompiler:
                      group=group or (canon or "" if slots.shared else ""), skip=False,
                      rare=le is not None or bool(slots.shared))
 
-    def _slots_of(self, name: str, block: Block, plan: _Plan, mapped: Mapped, mul: float,
+    def _slots_of(self, name: str, block: Block, plan: Plan, mapped: Mapped, mul: float,
                   slots: _Slots) -> None:
         """Add to ``slots`` the slot of each target sample of ``plan`` for a series (its
         ``block`` mapped as ``mapped``; ``mul`` the plan's multiplier times the series'
@@ -492,6 +382,23 @@ class SeriesCompiler:
         if mean_only:
             self._note_mean_only(rule.target, plan.fam_idx, mapped.base_pairs, mapped.base)
 
+    @property
+    def sharing(self) -> bool:
+        """Whether any normalized series is compiled as shared (fed by several)."""
+        return bool(self._shared)
+
+    def unshare(self, met: Mapping[str, set[str]]) -> set[str]:
+        """The shared normalized series that one upstream series alone fed in the last
+        exposition read (``met``: shared prefix → the canonical identities of the series
+        read on it), no longer shared and owned by that series: their series must be
+        compiled again, as alone (the other series are gone: a sum of one is that series,
+        as a first scrape of this exposition compiles it)."""
+        alone = {p for p, canons in met.items() if len(canons) == 1}
+        for prefix in alone:
+            self._shared.discard(prefix)
+            self._owner[prefix] = next(iter(met[prefix]))
+        return alone
+
     def _track(self, prefix: str, canon: str) -> None:
         """Upstream series ``canon`` lands on normalized series ``prefix`` through a
         mapping where series may meet (lossy, or a target sample two rules feed): the
@@ -502,9 +409,9 @@ class SeriesCompiler:
             self._shared.add(prefix)
             self.stale.add(owner)
 
-    def _compile_alone(self, name: str, block: Block, plan: _Plan) -> Entry | None:
+    def _compile_alone(self, name: str, block: Block, plan: Plan) -> Entry | None:
         """The entry of a series whose sample only ``plan`` reads, when its plan is
-        :attr:`_Plan.simple` and the series lands on a normalized series no other has
+        :attr:`Plan.simple` and the series lands on a normalized series no other has
         met (tracked if it may be met); None: :meth:`compile`'s general path decides
         (the same answer for every other case, without the loop over rules and target
         samples)."""
@@ -543,44 +450,7 @@ class SeriesCompiler:
         return Entry(direct=direct, scaled=scaled, model=mapped.model, canon=canon,
                      check=plan.check, le=le, group=group, skip=False, rare=le is not None)
 
-    def _plan(self, rule: Rule, suffix: str, sig: int, base_sig: int, keep: tuple[str, ...],
-              whole: bool) -> _Plan:
-        """What compiling a sample of ``rule`` (``suffix``) decides once per table."""
-        tdef = METRICS_BY_NAME[rule.target]
-        if rule.part or rule.source_type in ("counter", "gauge"):
-            samples = rule.as_samples
-        else:
-            samples = ((suffix, ()),)
-        # Unit conversion applies to values in the unit (sums, quantiles, gauges,
-        # counters), never to observation counts (_count, _bucket).
-        scaled = (rule.source_type in ("counter", "gauge") or suffix == "_sum"
-                  or (rule.source_type == "summary" and suffix == ""))
-        div, mul = (rule.divide, rule.multiply) if scaled else (1.0, 1.0)
-        t_samples = tuple(
-            (t_suffix, sys.intern(rule.target + t_suffix), tuple(extra),
-             frozenset(k for k, _ in extra),
-             t_suffix == "_count" and rule.as_samples != (("", ()),),
-             (rule.target, t_suffix) in self._multi_fed,
-             render_labels(tuple(extra))[1:-1])
-            for t_suffix, extra in samples)
-        first = t_samples[0]
-        return _Plan(
-            rule=rule, sig=sig, base_sig=base_sig, keep=keep, whole=whole,
-            needs_le=suffix == "_bucket" and not rule.part,
-            bucket=whole and suffix == "_bucket",
-            check=max(_check_of(rule, suffix),
-                      CUMULATIVE if tdef.type == "counter" else NO_CHECK),
-            div=div, mul=mul, fam_idx=FAMILY_INDEX[rule.target],
-            le_scaled=rule.le_divide != 1.0,
-            vm_label=self.table.value_maps[rule.value_map].source_label
-            if rule.value_map else None,
-            simple=len(t_samples) == 1 and not first[2] and not first[4] and not rule.match
-            and not rule.value_labels and not (rule.le_divide != 1.0 and first[0] == "_bucket"),
-            tname=first[1], multi=first[5],
-            scaled=div != 1.0 or mul != 1.0 or rule.negative_is_nan,
-            samples=t_samples)
-
-    def _map(self, rule: Rule, plan: _Plan, block: Block) -> Mapped:
+    def _map(self, rule: Rule, plan: Plan, block: Block) -> Mapped:
         """The normalized labels of a label block under a rule (:data:`_NO_MODEL`: a
         per-model family's series without a model), cached per mapping signature in the
         block's ``maps``, which the callers read first (rules that map labels alike —
@@ -666,20 +536,23 @@ class SeriesCompiler:
     def _unused(self, name: str, meta: Metadata, pairs: LabelPairs) -> Entry:
         """The entry of a sample name no rule reads: ignored, invalid or unmapped."""
         if name.endswith(_IGNORED_SUFFIXES) and name[:-8] in self._created_bases:
-            return _NOT_DATA  # prometheus_client's _created samples
+            return NOT_DATA  # prometheus_client's _created samples
         fam = self._family_of(name, meta)
+        seen = self._types_read(name, meta)
         if fam in self._source_types:
             typ = self._source_types[fam]
             if name[len(fam):] in SUFFIXES[typ]:
-                return _NOT_DATA  # a sample of a known family that no rule uses
+                return Entry(types_seen=seen)  # a sample of a known family no rule uses
             return Entry(error=f"{name} is not a sample of {typ} family {fam} "
-                               f"(expected suffixes {', '.join(SUFFIXES[typ])})")
+                               f"(expected suffixes {', '.join(SUFFIXES[typ])})",
+                         types_seen=seen)
         declared = meta.types.get(fam)
         if not fits_type(name, fam, declared, pairs):
             # passed through, it would make a Prometheus reject the scrape
             return Entry(error=f"{name} does not belong to {declared} family {fam}",
-                         reason=TYPE_MISMATCH, unmapped_family=fam, ptype=declared)
-        return Entry(unmapped_family=fam, ptype=declared)
+                         reason=TYPE_MISMATCH, unmapped_family=fam, ptype=declared,
+                         types_seen=seen)
+        return Entry(unmapped_family=fam, ptype=declared, types_seen=seen)
 
     def _note_mean_only(self, target: str, fam_idx: int, base_pairs: LabelPairs,
                         base_labels: str) -> None:
@@ -688,6 +561,25 @@ class SeriesCompiler:
         self.keys.setdefault(inf, (target + "_bucket", (*base_pairs, ("le", "+Inf"))))
         self.mean_only[target + "_count" + base_labels] = MeanOnly(
             fam_idx, target + "_sum" + base_labels, inf)
+
+    def _types_read(self, name: str,
+                    meta: Metadata) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
+        """The names :meth:`_family_of` may read the TYPE of for sample ``name``, and the
+        TYPE declared so far of each (None: none): what an unmapped sample's entry
+        depends on (:attr:`~.entry.Entry.types_seen`; one object per distinct answer, so
+        that the normalizer checks the lines of one sample name once)."""
+        names = self._type_names.get(name)
+        if names is None:
+            if len(self._seen) >= 100_000:
+                self._seen, self._type_names = {}, {}
+            found = [name]
+            if name.endswith("_created"):
+                found += [name[:-8], name[:-8] + "_total"]
+            found += [name[:-len(suffix)] for suffix in _FAMILY_SUFFIXES
+                      if name.endswith(suffix)]
+            names = self._type_names[name] = tuple(found)
+        seen = (names, tuple(map(meta.types.get, names)))
+        return self._seen.setdefault(seen, seen)
 
     def _family_of(self, name: str, meta: Metadata) -> str:
         """Best guess of the upstream family a sample name belongs to (prometheus_client's
@@ -699,7 +591,7 @@ class SeriesCompiler:
                     return fam
         if name in meta.types:
             return name
-        for suffix in ("_bucket", "_sum", "_count", "_total", "_created", "_info"):
+        for suffix in _FAMILY_SUFFIXES:
             if name.endswith(suffix):
                 base = name[: -len(suffix)]
                 if base in meta.types or base in self._known_families:
@@ -707,23 +599,8 @@ class SeriesCompiler:
         return name
 
 
-def _map_signature(rule: Rule, keep: tuple[str, ...]) -> tuple[object, ...]:
-    """What the labels of a series mapped under ``rule`` depend on besides the series'
-    labels (``SeriesCompiler._map_labels``): rules with equal signatures map alike."""
-    tdef = METRICS_BY_NAME[rule.target]
-    return (frozenset(allowed_labels(tdef)), tdef.labels, tdef.per_model, rule.match,
-            rule.value_map, rule.drop, rule.const, rule.runtime, keep)
-
-
-def _check_of(rule: Rule, suffix: str) -> int:
-    """The value check of an upstream sample under a rule: cumulative samples (counters,
-    ``_bucket``/``_count``/``_sum``) must be finite and ≥ 0, quantiles ≥ 0 (or NaN)."""
-    if rule.source_type == "counter" or suffix in ("_bucket", "_count", "_sum") \
-            or rule.part:
-        return CUMULATIVE
-    if rule.source_type == "summary":
-        return QUANTILE
-    return NO_CHECK
+#: The suffixes :meth:`SeriesCompiler._family_of` strips to find a sample's family.
+_FAMILY_SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created", "_info")
 
 
 def _append_labels(rendered: str, tail: Sequence[tuple[str, str]]) -> str:
@@ -737,30 +614,6 @@ def _append_rendered(rendered: str, more: str) -> str:
     """Append rendered label pairs (``a="b",…`` without braces) to a rendered label set
     (``{…}`` or ``""``)."""
     return rendered[:-1] + "," + more + "}" if rendered else "{" + more + "}"
-
-
-def _written(rule: Rule) -> set[str]:
-    """The sample suffixes of its target that a rule writes."""
-    if rule.part or rule.source_type in ("counter", "gauge"):
-        return {suffix for suffix, _ in rule.as_samples}
-    return set(SUFFIXES[rule.source_type])
-
-
-def _multi_fed(rules: Iterable[Rule]) -> set[tuple[str, str]]:
-    """(target, suffix) pairs that two rules may both write with the same labels (their
-    constant labels agree): aliases, backend-vs-core histograms, dcgm memory parts.
-    Only those series need collision tracking (with lossy mappings)."""
-    rules = list(rules)
-    out: set[tuple[str, str]] = set()
-    for i, a in enumerate(rules):
-        for b in rules[i + 1:]:
-            if a.target != b.target:
-                continue
-            ca, cb = dict(a.const), dict(b.const)
-            if any(ca[k] != cb[k] for k in ca.keys() & cb.keys()):
-                continue
-            out |= {(a.target, s) for s in _written(a) & _written(b)}
-    return out
 
 
 def _label_product(labels: Mapping[str, str], names: tuple[str, ...]) -> float | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 
-from fleetwatch.exporters.compile import Entry
+from fleetwatch.exporters.entry import Entry
 from fleetwatch.exporters.normalized import Normalized
 
 #: When more than this share of the lines changed, every line is read as new: reading a

@@ -26,13 +26,18 @@ know: on a first scrape every line, on a steady one only the lines that changed 
 last clean exposition (:mod:`.lastscrape`: lines compared by hash at the same position).
 Per line read: one ``rfind``, one dict lookup (the compiled series of the raw key) and,
 when the value token is the one the series last accepted, no parsing at all; each series
-remembers what it emitted (:class:`~.compile.Emitted`: prefix, value, output line). When
+remembers what it emitted (:class:`~.entry.Emitted`: prefix, value, output line). When
 every line was read, the families are made from what the series emitted, in line order
 (a family whose lines are those of the last exposition reuses the last state's dict and
 lines); when only the changed lines were read, their series replace their own values in
 copies of the last state's families, at the places the last exposition gave them. A
 changed line that the last exposition does not explain (another series at that line, a
 comment, a refused value, part of a sum) makes the loop read every line again.
+
+A normalizer that saw earlier expositions gives what a fresh one gives: a read that shows
+series compiled from what an earlier exposition said (a sum whose other parts are gone, a
+series met by a new one, an unmapped sample under other TYPE lines) compiles them again
+(:meth:`Normalizer._misjudged`; :attr:`~.entry.Entry.types_seen`, checked in the loop).
 
 Compiled series are evicted one by one when the exposition stops carrying them (churn),
 and a model's series alone when its runtime is learned
@@ -57,7 +62,8 @@ from itertools import compress, count
 from operator import is_not, itemgetter, ne
 from typing import NamedTuple
 
-from fleetwatch.exporters.compile import Emitted, Entry, SeriesCompiler
+from fleetwatch.exporters.compile import SeriesCompiler
+from fleetwatch.exporters.entry import Emitted, Entry
 from fleetwatch.exporters.lastscrape import (
     MAX_CHANGED_SHARE,
     PLACE_BITS,
@@ -91,11 +97,11 @@ from fleetwatch.labels.schema import METRICS
 
 __all__ = ["Normalized", "Normalizer", "value_of"]
 
-#: ``_emitted(Emitted, (prefix, value, line, number))``: an :class:`~.compile.Emitted`
+#: ``_emitted(Emitted, (prefix, value, line, number))``: an :class:`~.entry.Emitted`
 #: made in C (a NamedTuple's own constructor is a Python function, paid per accepted
 #: value)
 _emitted = tuple.__new__
-#: Fields of :class:`~.compile.Emitted`, read in C over a family's list (an ``itemgetter``
+#: Fields of :class:`~.entry.Emitted`, read in C over a family's list (an ``itemgetter``
 #: of the field's index: a NamedTuple's attribute goes through its class)
 _PREFIX, _VALUE, _LINE, _NUMBER = (itemgetter(Emitted._fields.index(name))
                                    for name in ("prefix", "value", "line", "number"))
@@ -165,6 +171,7 @@ class _Read:
     refusals: Counter[str] = field(default_factory=Counter)
     examples: dict[str, str] = field(default_factory=dict)
     withdraw: set[str] = field(default_factory=set)
+    fed: list[Entry] = field(default_factory=list)  # the series with shared slots read
     runs: dict[str, _Run] = field(default_factory=dict)
     unsure: set[str] = field(default_factory=set)
     decreasing: set[str] = field(default_factory=set)
@@ -202,6 +209,9 @@ class Normalizer:
     #: An exposition that compiled at least this many new series hands what it made to
     #: the collector's oldest generation directly (see :meth:`normalize`).
     PROMOTE_AT = 5000
+    #: Reads of one exposition after its first that may compile again what it showed was
+    #: compiled wrong (see :meth:`_misjudged`): a stale owner, then a sum of one.
+    MAX_REREADS = 3
 
     def __init__(self, table: SourceTable, ctx: TargetContext | None = None,
                  passthrough: bool = False, limits: Limits | None = None) -> None:
@@ -345,17 +355,11 @@ class Normalizer:
         """Read every line of ``text`` (``lines``, ``hashes`` theirs) and make the state;
         keep the exposition (:mod:`.lastscrape`) when the state is clean."""
         read = self._read(lines, range(len(lines)))
+        for _ in range(self.MAX_REREADS):
+            if read.refused is not None or not self._misjudged(read):
+                break
+            read = self._read(lines, range(len(lines)))  # the rest of the cache is warm
         result = self._assemble(read, text)
-        stale = self._compiler.stale
-        if stale:
-            # A series met another on one normalized series after the first had been
-            # compiled as alone: compile that one again, now knowing, and read this
-            # exposition again (the rest of the cache is warm: a steady cycle's cost).
-            for key in [k for k, e in self._cache.items() if e.canon in stale]:
-                del self._cache[key]
-            self._compiler.stale = set()
-            read = self._read(lines, range(len(lines)))
-            result = self._assemble(read, text)
         sample_lines = result.meta.sample_lines
         if len(self._cache) > max(self.CACHE_SLACK * sample_lines,
                                   sample_lines + self.CACHE_FLOOR):
@@ -366,16 +370,52 @@ class Normalizer:
             self._last = LastScrape(hashes, read.entries, result)
         return result
 
-    def _read(self, lines: list[str], indices: Iterable[int]) -> _Read:
+    def _misjudged(self, read: _Read) -> bool:
+        """Whether this exposition showed series compiled from what earlier ones said,
+        then dropped from the cache (the next read compiles them as a first read of this
+        exposition does): a series met by another on one normalized series after it was
+        compiled as alone (:attr:`~.compile.SeriesCompiler.stale`), else series compiled
+        as meeting others on a normalized series that only one of them fed in ``read``
+        (the others gone: :meth:`~.compile.SeriesCompiler.unshare`)."""
+        compiler, cache = self._compiler, self._cache
+        stale = compiler.stale
+        if stale:
+            for key in [k for k, e in cache.items() if e.canon in stale]:
+                del cache[key]
+            compiler.stale = set()
+            return True
+        if not compiler.sharing:
+            return False
+        met: dict[str, set[str]] = {}
+        for entry in read.fed:
+            for slot in entry.shared:
+                met.setdefault(slot.prefix, set()).add(entry.canon)
+        alone = compiler.unshare(met)
+        if not alone:
+            return False
+        for key in [k for k, e in cache.items()
+                    if e.shared and any(slot.prefix in alone for slot in e.shared)]:
+            del cache[key]
+        return True
+
+    def _read(self, lines: list[str], indices: Iterable[int], full: bool = True) -> _Read:
         """The loop: read the lines ``indices`` of ``lines`` (every line, or the changed
         ones), compiling the series not cached, taking each series' value
         (:meth:`_accept`) and appending what it emits to its families' lists
         (:attr:`_emitted`); stops at ``# EOF`` and at a :class:`~.validate.Limits` bound
-        (``_Read.refused``)."""
+        (``_Read.refused``).
+
+        Why this function is long: it is the per-line loop, inlined (a call per line
+        would cost more than the loop's body); its rare branches are methods. In a
+        ``full`` read an entry is compiled again where the TYPEs before its line differ
+        from its own (:attr:`~.entry.Entry.types_seen`; a changed-lines read keeps every
+        comment)."""
         for em_list in self._emitted:
             em_list.clear()
         read = _Read(Metadata(), [None] * len(lines), bytearray(len(self._models) + 64))
         meta, entries, marks = read.meta, read.entries, read.marks
+        types = meta.types  # grows as TYPE lines are read, never changes a TYPE
+        ok_seen, ok_at = None, -1  # the TYPEs last found alike, and len(types) then
         cache_get = self._cache.get
         accept = self._accept
         max_series = self.limits.max_series
@@ -418,6 +458,12 @@ class Normalizer:
             sample_lines += 1
             entries[i] = entry
             if entry.skip:  # no slot: nothing to do unless malformed or unmapped
+                seen = entry.types_seen
+                if full and seen is not None and (seen is not ok_seen or len(types) != ok_at):
+                    if tuple(map(types.get, seen[0])) == seen[1]:
+                        ok_seen, ok_at = seen, len(types)
+                    else:
+                        entry = entries[i] = self._cache[key] = self._compiler.compile(key, meta)
                 if entry.error is not None or entry.unmapped_family is not None:
                     self._skipped(entry, key, tok, read, i + 1)
                 continue
@@ -507,7 +553,10 @@ class Normalizer:
                        lineno: int) -> None:
         """Record a value :meth:`_accept` did not take: a malformed token (``str``: the
         line is recorded as invalid) or a number the series' check refuses (counted by
-        reason; its histogram, summary or sum withdrawn)."""
+        reason; its histogram, summary or sum withdrawn). A series with shared slots is
+        counted as read (``fed``) all the same."""
+        if entry.shared:
+            read.fed.append(entry)
         if isinstance(wrong, str):
             read.meta.bad(lineno, wrong, key)
             return
@@ -522,6 +571,7 @@ class Normalizer:
         """Add an accepted value to the normalized series of its shared slots: summed with
         the series of the same priority, replaced by one of a lower priority number (see
         the module)."""
+        read.fed.append(entry)
         value = entry.value
         for slot in entry.shared:
             v = value / slot.divide * slot.multiply
@@ -651,7 +701,7 @@ class Normalizer:
             if entry is None or entry.shared or (passthrough
                                                  and entry.unmapped_family is not None):
                 return None
-        read = self._read(lines, changed)
+        read = self._read(lines, changed, False)
         if read.refused is not None:
             return read.refused
         got = read.entries
@@ -769,7 +819,7 @@ class Normalizer:
 
     def _emits(self, entry: Entry, tok: str, value: float) -> None:
         """Set what an accepted value of a series emits (``entry.emit(entry.emitted)``):
-        per direct and scaled slot, an :class:`~.compile.Emitted` appended to its family's
+        per direct and scaled slot, an :class:`~.entry.Emitted` appended to its family's
         list. Direct slots keep the upstream's text when finite (NaN and ±Inf get the
         canonical spelling); scaled ones are floats. One slot: that list's ``append`` and
         its ``Emitted``; several: :func:`_emit_all` and the tuple of the slots'

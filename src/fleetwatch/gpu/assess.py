@@ -53,7 +53,10 @@ def assess(declared: Placement, states: Iterable[Normalized], targets: Iterable[
     ``targets``' raw facts against ``declared``; ``triton_stats`` are the Triton statistics
     documents by model, ``served`` the model names whose usage counts (``None``: all),
     ``load_deltas`` footprints measured at load time (:mod:`fleetwatch.gpu.loads`);
-    ``gpus`` the GPU facts of ``states`` when the caller has them already."""
+    ``gpus`` the GPU facts of ``states`` when the caller has them already.
+
+    Many parameters: each an independent source of facts the sidecar may or may not
+    have (optional ones keyword-defaulted to None: that fact is not assessed)."""
     targets = list(targets)
     states = list(states)
     gpus = gpus if gpus is not None else gpu_facts(states)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from fleetwatch.page.model import HistoryPoint, Row, num, number, text
 from fleetwatch.slo.outputs.report import window_order
@@ -100,15 +101,24 @@ def _band_x(label: str, last_finite: float) -> float | None:
         return None
 
 
-def concurrency_chart(row: Row, threshold: float | None) -> str:
-    """Per band, the objective's latency quantile against concurrency with the
-    threshold — from ``band_latency`` when the row has it — else the band's burn rate
-    over the longest window with burn 1 as the line; the capacity (and the predicted
-    capacity, when given) and the current concurrency as vertical lines."""
+class _ChartPoints(NamedTuple):
+    """What :func:`concurrency_chart` draws: ``mode`` (``latency`` or ``burn``), the
+    ``points`` (concurrency, y, band), the horizontal ``line`` (threshold or burn 1;
+    None: none) with its name, and the y axis' name."""
+
+    mode: str
+    points: list[tuple[float, float, str]]
+    line: float | None
+    line_name: str
+    y_name: str
+
+
+def _chart_points(row: Row, bands: list[str], last: float,
+                  threshold: float | None) -> _ChartPoints:
+    """Per band the latency quantile at its concurrency when the row has
+    ``band_latency``, else its burn rate over the longest window (``last``: the last
+    finite band bound)."""
     burn_rates = row.get("burn_rates") or {}
-    bands = [b for b in _bands(burn_rates) if b != ALL]
-    finite = [x for b in bands if b != "+Inf" and (x := _band_x(b, 1.0)) is not None]
-    last = max(finite) if finite else 1.0
     lat = row.get("band_latency") or {}
     points: list[tuple[float, float, str]] = []  # (concurrency, y, band)
     if any(isinstance(v, dict) and num(v.get("latency_seconds")) is not None
@@ -131,6 +141,19 @@ def concurrency_chart(row: Row, threshold: float | None) -> str:
             if y is not None and x is not None and x > 0:
                 points.append((x, y, band))
         y_name = f"burn rate ({windows[-1]})" if windows else "burn rate"
+    return _ChartPoints(mode, points, line, line_name, y_name)
+
+
+def concurrency_chart(row: Row, threshold: float | None) -> str:
+    """Per band, the objective's latency quantile against concurrency with the
+    threshold — from ``band_latency`` when the row has it — else the band's burn rate
+    over the longest window with burn 1 as the line; the capacity (and the predicted
+    capacity, when given) and the current concurrency as vertical lines."""
+    burn_rates = row.get("burn_rates") or {}
+    bands = [b for b in _bands(burn_rates) if b != ALL]
+    finite = [x for b in bands if b != "+Inf" and (x := _band_x(b, 1.0)) is not None]
+    last = max(finite) if finite else 1.0
+    mode, points, line, line_name, y_name = _chart_points(row, bands, last, threshold)
     cap, pred, conc = (num(row.get(k)) for k in ("capacity", "capacity_predicted",
                                                  "concurrency"))
     xs = [p[0] for p in points] + [v for v in (cap, pred, conc) if v and v > 0] + [last * 2]

@@ -7,7 +7,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from fleetwatch.exporters.compile import FAMILY_INDEX
+from fleetwatch.exporters.entry import FAMILY_INDEX
 from fleetwatch.exporters.normalize import Normalized, Normalizer, value_of
 from fleetwatch.exporters.source import Source
 from fleetwatch.exporters.sources import SOURCES_BY_KIND

@@ -18,10 +18,22 @@ def recording_scenarios(suite: Suite) -> list[TestGroup]:
     """One group: every per-model name with its labels on exactly representable values
     (sums over replicas, ratios, means, a median), and the first SLO's burn rates and
     budget remaining (rounded: promtool compares floats exactly)."""
-    slos = suite.slos
     g = TestGroup("Recording rules: names, labels and values (summed over two replicas)")
     steps = 10
-    mk = {"model": "model-a", "model_version": "1", "backend": "vllm"}
+    _add_model_series(g, steps)
+    _expect_model_records(g, steps)
+    _check_burn_rates(suite, g, steps)
+    return [g]
+
+
+#: The model every recording scenario is about.
+_MODEL = {"model": "model-a", "model_version": "1", "backend": "vllm"}
+
+
+def _add_model_series(g: TestGroup, steps: int) -> None:
+    """The input series: two replicas' per-model series, rollout verdicts, a GPU's
+    memory and two sidecars' quota shares."""
+    mk = _MODEL
     reps = ("sidecar-a:9810", "sidecar-b:9810")
     for inst in reps:  # per replica: 7.5 ok/s and 2.5 errors/s → 15 and 5 in total
         g.add("modelserver_requests_total", {**mk, "outcome": "success", "instance": inst},
@@ -70,6 +82,11 @@ def recording_scenarios(suite: Suite) -> list[TestGroup]:
         g.add("fleetwatch_quota_model_usage", cap, linear(0, steps, 2))
         g.add("fleetwatch_quota_model_limit", cap, linear(0, steps, 3))
 
+
+def _expect_model_records(g: TestGroup, steps: int) -> None:
+    """The expected value of every per-model, per-GPU and per-team recording rule."""
+    mk = _MODEL
+
     def expect(name: str, labels: dict[str, str], value: float, match: str = "") -> None:
         # round(1000 × …): promtool compares floats exactly, Prometheus' rate() is not exact
         g.exprs.append({"expr": f"round(1000 * {name}{match})", "eval_time": f"{steps}m",
@@ -99,9 +116,13 @@ def recording_scenarios(suite: Suite) -> list[TestGroup]:
     expect(rec.ROLLOUT_VERDICT, {**rollout, "verdict": "worse"}, 1, '{verdict="worse"}')
     expect(rec.ROLLOUT_VERDICT, {**rollout, "verdict": "same"}, 1, '{verdict="same"}')
 
-    # burn rates and budget: 2 % bad in band "1" (rounded to 1/1000 by the expression)
+
+def _check_burn_rates(suite: Suite, g: TestGroup, steps: int) -> None:
+    """The first SLO's burn rates and budget remaining: 2 % bad in band "1" (rounded to
+    1/1000 by the expression; windows and periods under two samples are skipped)."""
+    slos = suite.slos
     slo = slos.slos[0]
-    base = {"slo": slo.name, **mk}
+    base = {"slo": slo.name, **_MODEL}
     for band, bad in (("1", 2000), ("all", 2000)):  # 2 % bad
         g.add(EVENTS, {**base, "band": band}, linear(EVENTS_PER_STEP, steps))
         g.add(GOOD, {**base, "band": band}, linear(EVENTS_PER_STEP - bad, steps))
@@ -132,4 +153,3 @@ def recording_scenarios(suite: Suite) -> list[TestGroup]:
     else:
         suite.skip(f"recording rule {rec.ERROR_BUDGET_REMAINING} of SLO {slo.name}",
                    f"its period is under {2 * STEP}s, two samples of the tests' interval")
-    return [g]

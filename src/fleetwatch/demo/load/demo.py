@@ -69,47 +69,29 @@ def run_demo_load(
             "timeout_s": 10.0,
             "stop_event": stop_event,
         }
-        offset = round_number * 10
-        add(
-            "ranker/1 http",
-            send_requests(server.http_address, "ranker", inputs=ranker_inputs, requests=8,
-                          model_version="1", **common),
-        )
-        add(
-            "ranker/2 grpc",
-            send_requests(
-                server.grpc_address,
-                "ranker",
-                protocol="grpc",
-                inputs=ranker_inputs,
-                requests=4,
-                model_version="2",
-                **common,
-            ),
-        )
-        add(
-            "faulty http",
-            send_requests(
-                server.http_address,
-                "faulty",
-                inputs=_shifted(faulty, offset),
-                requests=10,
-                **common,
-            ),
-        )
-        add(
-            "streamer grpc-stream",
-            stream_requests(
-                server.grpc_address,
-                "streamer",
-                inputs=streamer_inputs(4 + 4 * (round_number % 4)),
-                requests=2,
-                **common,
-            ),
-        )
+        for key, result in _round(server, round_number, faulty, common):
+            add(key, result)
         round_number += 1
         stop_event.wait(pause_s)
     return totals
+
+
+def _round(server: TritonServer, round_number: int, faulty: InputFactory,
+           common: dict[str, Any]) -> list[tuple[str, LoadResult]]:
+    """One round of the demo's load (see :func:`run_demo_load`), sent in order: each
+    client's result under its key."""
+    http, grpc = server.http_address, server.grpc_address
+    ranker_1 = send_requests(http, "ranker", inputs=ranker_inputs, requests=8,
+                             model_version="1", **common)
+    ranker_2 = send_requests(grpc, "ranker", protocol="grpc", inputs=ranker_inputs,
+                             requests=4, model_version="2", **common)
+    failing = send_requests(http, "faulty", inputs=_shifted(faulty, round_number * 10),
+                            requests=10, **common)
+    streams = stream_requests(grpc, "streamer",
+                              inputs=streamer_inputs(4 + 4 * (round_number % 4)),
+                              requests=2, **common)
+    return [("ranker/1 http", ranker_1), ("ranker/2 grpc", ranker_2),
+            ("faulty http", failing), ("streamer grpc-stream", streams)]
 
 
 def _shifted(factory: InputFactory, offset: int) -> InputFactory:

@@ -140,30 +140,14 @@ def step_load(
         if stop_event is not None and stop_event.is_set():
             break
         t_start = time.time()
-        load = send_requests(
-            address,
-            model,
-            protocol=protocol,
-            inputs=make_inputs,
-            requests=MAX_REQUESTS,
-            concurrency=concurrency,
-            max_duration_s=seconds_per_step,
-            model_version=model_version,
-            timeout_s=timeout_s,
-            stop_event=stop_event,
-        )
+        load = send_requests(address, model, protocol=protocol, inputs=make_inputs,
+                             requests=MAX_REQUESTS, concurrency=concurrency,
+                             max_duration_s=seconds_per_step, model_version=model_version,
+                             timeout_s=timeout_s, stop_event=stop_event)
         t_end = time.time()
-        results.append(
-            StepResult(
-                concurrency=concurrency,
-                t_start=t_start,
-                t_end=t_end,
-                requests=load.succeeded,
-                failed=load.failed,
-                latencies_s=load.latencies_s,
-                errors=load.errors,
-            )
-        )
+        results.append(StepResult(concurrency=concurrency, t_start=t_start, t_end=t_end,
+                                  requests=load.succeeded, failed=load.failed,
+                                  latencies_s=load.latencies_s, errors=load.errors))
         if on_step is not None:
             on_step(concurrency, t_start, t_end)
     return results

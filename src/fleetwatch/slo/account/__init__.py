@@ -19,5 +19,8 @@ Terms:
 * *layout* (:mod:`.layout`): each model's SLO entries and the column views compiled
   for the current states and rows;
 * *trace events* (:mod:`.trace_book`): already-judged events of ``sli.source: traces``
-  SLOs, booked one at a time.
+  SLOs, booked one at a time;
+* *tracked states* (:mod:`.tracked`): the (SLO, model) states made within the SLO's
+  model limit (:mod:`.limits`), when each model last had data, and which are *gone*
+  (no data for ``limits.forget_model_after`` seconds).
 """

@@ -11,6 +11,7 @@ Units: concurrency in requests, waits in seconds, ratios 0–1.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +42,13 @@ class ModelGauges:
     queue_wait: dict[ModelKey, float] = field(default_factory=dict)
     kv_usage: dict[ModelKey, float] = field(default_factory=dict)
     gpu_memory_ratio: float | None = None
+
+    def forget(self, models: Collection[ModelKey]) -> None:
+        """Drop every gauge of ``models`` (forgotten by the engine)."""
+        for d in (self.concurrency, self.estimator, self.batch_limit, self.running_max,
+                  self.queue_wait, self.kv_usage):
+            for mk in models:
+                d.pop(mk, None)
 
 
 

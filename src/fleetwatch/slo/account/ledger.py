@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from fleetwatch.labels.registry import Registry
+from fleetwatch.slo.account.bookings import Bookings
 from fleetwatch.slo.account.windows import MAX_RESERVED_BYTES, RollingWindows
 from fleetwatch.slo.arrays import BoolArray, FloatArray
 from fleetwatch.slo.sli import nearest_bounds
@@ -128,6 +129,17 @@ class Ledger:
         np.add.at(self.cum_good, at, good)  # a row booked twice: added one after the other
         np.add.at(self.cum_total, at, total)
         self._compute_burn()
+
+    def book(self, ts: float, booked: Bookings) -> None:
+        """:meth:`add` an update's bookings at ``ts``: each booking's counts to its band's
+        row and to its ``all`` row."""
+        self.add(ts, booked.rows, np.repeat(np.asarray(booked.goods, dtype=float), 2),
+                 np.repeat(np.asarray(booked.totals, dtype=float), 2))
+
+    def release(self, st: SLOModelState) -> None:
+        """Free the rows of a forgotten state (zeroed, then reused by new rows)."""
+        for band in st.rows:
+            self.windows.release((st.slo.name, st.model, band))
 
     def _compute_burn(self) -> None:
         """One vectorized pass for all SLOs, models and bands."""

@@ -10,5 +10,7 @@ Terms:
   concurrency (isotonic, queueing form once the batch slots are full) predicting where
   the latency crosses the SLO threshold;
 * *rules* (:mod:`.rules`): how the bands and the model set the capacity, with
-  *hysteresis* (an estimate is adopted once it held for ``hysteresis_updates``).
+  *hysteresis* (an estimate is adopted once it held for ``hysteresis_updates``);
+* the *learner* (:mod:`.learner`): the evidence and band rows the rules read, kept
+  across updates, and one update of every state's capacity.
 """

@@ -8,6 +8,8 @@ rows' owners).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from fleetwatch.slo.arrays import BoolArray
@@ -40,3 +42,9 @@ class Marks:
             if key is not None:
                 dirty.add(key)
         self._prev = now
+
+    def forget(self, key: StateKey, rows: Iterable[int]) -> None:
+        """The state ``key`` and its window-store ``rows`` are forgotten."""
+        self.dirty.discard(key)
+        for r in rows:
+            self.owner.pop(r, None)

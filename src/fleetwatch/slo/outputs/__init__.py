@@ -5,6 +5,7 @@
 * :mod:`.export`: those samples as a Prometheus collector;
 * :mod:`.autoscaling`: ``/autoscaling`` — per model its scaling *signal* (the largest of
   its *components*: concurrency ÷ capacity, queue wait, KV-cache usage …);
+* :mod:`.readout`: the engine's methods that answer them;
 * :mod:`.report`: the same view rebuilt from a Prometheus that scrapes the sidecars
   (``fleetwatch slo report``).
 """

@@ -1,0 +1,103 @@
+"""The SLO engine's outputs, read from what its stages keep.
+
+:class:`EngineReadout` is the read side of :class:`fleetwatch.slo.engine.SLOEngine`
+(mixed into it): burn rates and window sums from the ledger, the ``/slo`` status
+(:mod:`.status`), the ``/autoscaling`` signals (:mod:`.autoscaling`) and the exported
+``fleetwatch_slo_*`` samples (:mod:`.export` serves them). It computes nothing itself.
+
+Units: windows in seconds, capacity and concurrency in requests.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+from fleetwatch.slo.account.gauges import ModelGauges
+from fleetwatch.slo.account.ledger import Ledger
+from fleetwatch.slo.account.limits import ModelCap
+from fleetwatch.slo.arrays import FloatArray
+from fleetwatch.slo.decode.decoder import Decoder
+from fleetwatch.slo.judge import states as _judge
+from fleetwatch.slo.judge.freshness import Freshness
+from fleetwatch.slo.outputs import autoscaling as _autoscaling
+from fleetwatch.slo.outputs import status as _status
+from fleetwatch.slo.outputs.autoscaling import ModelSignal, SignalHold
+from fleetwatch.slo.outputs.status import Sample, SLOStatus
+from fleetwatch.slo.spec import SLOFile
+from fleetwatch.slo.state import ModelKey, SLOModelState
+
+
+class EngineReadout:
+    """The engine's outputs, from the attributes declared here (set by the engine)."""
+
+    spec: SLOFile
+    ledger: Ledger
+    states: dict[tuple[str, ModelKey], SLOModelState]
+    gauges: ModelGauges
+    cold_starts: dict[str, float]
+    models_refused: Counter[str]
+    freshness: Freshness
+    signal_holds: dict[ModelKey, SignalHold]
+    in_system: dict[ModelKey, float]
+    last_update: float | None
+    _cap: ModelCap
+    _decoder: Decoder
+
+    def window_sums(self, st: SLOModelState, band: str, window: float,
+                    sums: FloatArray | None = None) -> tuple[float, float]:
+        """``(good, total)`` of a band (or ``"all"``) over a window length (seconds)
+        (:meth:`~fleetwatch.slo.account.ledger.Ledger.window_sums`)."""
+        return self.ledger.window_sums(st, band, window, sums)
+
+    def burn(self, st: SLOModelState, band: str, window: float) -> float:
+        """Burn rate of a band (or ``"all"``) over a window length (seconds), as of the
+        last update; NaN without events."""
+        return self.ledger.burn_rate(st, band, window)
+
+    def model_capacity(self, mk: ModelKey) -> float | None:
+        """Capacity at SLO of a model: the smallest over its SLOs (None without SLOs)."""
+        return _autoscaling.model_capacity(self.states, mk)
+
+    def model_state(self, mk: ModelKey) -> str:
+        """Worst state over the model's SLOs (regression > overload > misconfigured > …)."""
+        return _autoscaling.model_state(self.states, mk)
+
+    def autoscaling(self) -> list[ModelSignal]:
+        """One signal per model (:class:`~fleetwatch.slo.outputs.autoscaling.ModelSignal`,
+        KEDA metrics-api shape): held at its peak for one cold start; held, then
+        saturated, when the model's data is missing or frozen (``freshness``)."""
+        return self._signals(self.freshness)
+
+    def _signals(self, freshness: Freshness | None) -> list[ModelSignal]:
+        """:meth:`autoscaling` with ``freshness`` (None: every model read as fresh, the
+        measured signals that a stale model's hold keeps)."""
+        return _autoscaling.signals(self.spec.autoscaling, self.states, self.gauges,
+                                    self.cold_starts, freshness=freshness,
+                                    holds=self.signal_holds, now=self.last_update,
+                                    in_system=self.in_system)
+
+    def status(self) -> list[SLOStatus]:
+        """Per SLO and model its status (:class:`~fleetwatch.slo.outputs.status.SLOStatus`,
+        JSON-ready)."""
+        return _status.status(self.ledger, self.states, self.gauges)
+
+    def explain(self, st: SLOModelState) -> str:
+        """A sentence saying why the state is what it is."""
+        return _judge.explain(st)
+
+    def iter_metrics(self) -> Iterator[Sample]:
+        """``(family, labels, value)`` for every exported series
+        (:mod:`fleetwatch.slo.outputs.export`), ``fleetwatch_slo_models_refused_total`` per
+        SLO, the models and carried series evicted past their caps, and
+        ``fleetwatch_slo_intervals_refused_total`` per normalized metric (the decoder's
+        refused values: :mod:`fleetwatch.slo.decode.decoder`)."""
+        yield from _status.iter_metrics(self.ledger, self.states, self.autoscaling())
+        for slo in self.spec.slos:
+            yield ("fleetwatch_slo_models_refused_total", {"slo": slo.name},
+                   float(self.models_refused[slo.name]))
+        yield ("fleetwatch_slo_models_evicted_total", {}, float(self._cap.evicted))
+        yield ("fleetwatch_slo_carried_series_evicted_total", {},
+               float(self._decoder.evicted))
+        for metric, n in sorted(self._decoder.refused.items()):
+            yield ("fleetwatch_slo_intervals_refused_total", {"metric": metric}, float(n))
