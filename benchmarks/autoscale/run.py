@@ -174,7 +174,8 @@ class Experiment:
     """What every policy of one run shares: the mapped requests, the mapping, the fleet's
     bounds and the run's length in replay seconds (the segment, then a tail of one
     scale-down stabilization window plus `TAIL_SLACK_S`, where scale-in shows and quiet
-    time costs replica-seconds for every policy alike)."""
+    time costs replica-seconds for every policy alike; `run_policy` adds the longest cold
+    start the sidecars measured)."""
 
     requests: tuple[Request, ...]
     mapping: TraceMapping
@@ -227,9 +228,11 @@ def run_policy(name: str, exp: Experiment, workdir: Path) -> PolicyRun:
         fleet.account()
         fleet.replica_seconds = 0.0
         t0 = time.monotonic()
-        while client.poll() is None or time.monotonic() - t0 < exp.run_s:
+        hold = 0.0  # fleetwatch's signal holds its peak for one measured cold start
+        while client.poll() is None or time.monotonic() - t0 < exp.run_s + hold:
             time.sleep(period)
             now = time.monotonic() - t0
+            hold = max(hold, measured_cold_start(prometheus))
             current, pods = fleet.current, fleet.ready_names()
             metric = measure(policy, prometheus, current, pods) if hpa else math.nan
             desired = hpa.step(now, current, len(pods), metric) if hpa else current
@@ -248,6 +251,15 @@ def run_policy(name: str, exp: Experiment, workdir: Path) -> PolicyRun:
         fleet.stop()
         haproxy.stop()
         prometheus.stop()
+
+
+def measured_cold_start(prometheus: Prometheus) -> float:
+    """The longest cold start the fleet's sidecars measured (seconds, 0 before any):
+    fleetwatch's signal holds its peak that long (a real-time span the replay does not
+    compress), so every run's tail is longer by it and scale-in still shows within the
+    run however slow this machine starts a replica."""
+    rows = prometheus.query("max(fleetwatch_model_cold_start_seconds)")
+    return float(rows[0]["value"][1]) if rows else 0.0
 
 
 def load_segment(start_s: float, duration_s: float, mapping: TraceMapping) -> list[Request]:

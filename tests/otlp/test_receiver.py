@@ -32,8 +32,10 @@ def _status(url: str) -> int:
 
 def _closed(sock: socket.socket) -> bool:
     """True once the server closed or reset the connection (EOF or an error on read)."""
-    ready, _, _ = select.select([sock], [], [], 0)
-    if not ready:
+    # poll, not select: in a long test session the descriptors pass select()'s 1024
+    poller = select.poll()
+    poller.register(sock, select.POLLIN | select.POLLERR | select.POLLHUP)
+    if not poller.poll(0):
         return False
     try:
         return sock.recv(1024) == b""

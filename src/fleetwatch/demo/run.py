@@ -41,7 +41,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any
 
@@ -53,11 +53,11 @@ from fleetwatch.demo.process import ServerProcess, ServerStartError
 from fleetwatch.demo.supervise import Exit, Supervisor
 from fleetwatch.demo.triton import TritonServer, find_triton_installation
 from fleetwatch.demo.vllm import VLLMServer, VLLMStartError, find_vllm_model, find_vllm_python
-from fleetwatch.labels.registry import load_registry
+from fleetwatch.labels.registry import Registry, load_registry
 from fleetwatch.sidecar.config import SidecarConfig, parse_config
 from fleetwatch.sidecar.server import ListenError, run_sidecar
 from fleetwatch.slo.durations import parse_duration
-from fleetwatch.slo.spec import load_slo_file
+from fleetwatch.slo.spec import SLOFile, load_slo_file
 
 log = logging.getLogger("fleetwatch.demo")
 
@@ -108,6 +108,10 @@ def _check_port(port: int) -> None:
                              f"{detail} (demo --port)") from None
 
 
+#: How often the demo keeps the sidecar's latest ``/slo`` for its closing summary (seconds).
+SLO_POLL_SECONDS = 5.0
+
+
 def run_demo(duration: float = 600.0, port: int = 9810) -> None:
     """Run the demo for at most ``duration`` seconds (see module docstring).
 
@@ -156,23 +160,8 @@ def run_demo(duration: float = 600.0, port: int = 9810) -> None:
                   f"stops in {duration:.0f} s or on Ctrl-C", flush=True)
 
         final: dict[str, Any] = {}
-
-        async def main() -> None:
-            stop = asyncio.Event()
-
-            async def finish() -> None:  # the last /slo, then stop
-                await asyncio.sleep(duration)
-                final.update(await _final_slo(bound_port[0]))
-                stop.set()
-
-            ender = asyncio.create_task(finish())
-            try:
-                await run_sidecar(cfg, registry, stop=stop, on_ready=announce, slos=slos)
-            finally:
-                ender.cancel()
-
         try:
-            asyncio.run(main())
+            final = asyncio.run(_serve(cfg, registry, slos, duration, announce, bound_port))
         except ListenError as exc:
             raise SystemExit(f"fleetwatch: error: {exc}") from None
         finally:
@@ -188,6 +177,38 @@ def run_demo(duration: float = 600.0, port: int = 9810) -> None:
                 if not server.running]
         if died:
             raise SystemExit("fleetwatch: error: " + "\n".join(died))
+
+
+async def _serve(cfg: SidecarConfig, registry: Registry, slos: SLOFile, duration: float,
+                 announce: Callable[[int], None], bound_port: list[int]) -> dict[str, Any]:
+    """Run the sidecar until ``duration`` seconds pass or Ctrl-C; the last ``/slo`` it
+    answered (polled every :data:`SLO_POLL_SECONDS`, and at the end: Ctrl-C stops the
+    sidecar at once, through its own SIGINT handler, so the summary reads the last poll).
+    ``bound_port``: the port it bound, set by ``announce``."""
+    final: dict[str, Any] = {}
+    stop = asyncio.Event()
+
+    async def keep_last() -> None:
+        while True:
+            await asyncio.sleep(SLO_POLL_SECONDS)
+            if doc := await _final_slo(bound_port[0]):
+                final.clear()
+                final.update(doc)
+
+    async def finish() -> None:  # the last /slo, then stop
+        await asyncio.sleep(duration)
+        if doc := await _final_slo(bound_port[0]):
+            final.clear()
+            final.update(doc)
+        stop.set()
+
+    tasks = [asyncio.create_task(finish()), asyncio.create_task(keep_last())]
+    try:
+        await run_sidecar(cfg, registry, stop=stop, on_ready=announce, slos=slos)
+    finally:
+        for task in tasks:
+            task.cancel()
+    return final
 
 
 def _start_servers(servers: contextlib.ExitStack) -> tuple[TritonServer, VLLMServer]:
