@@ -130,9 +130,9 @@ def test_model_name_churn_keeps_healthz_answering_and_the_models_held_bounded():
             held = max(held, len(strict_json(text)["models"]))
             time.sleep(0.2)
         assert answers >= 10
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300
         while not (sc.metric("fleetwatch_slo_models_evicted_total") or 0) > 0:
-            assert time.monotonic() < deadline, "no eviction counted within 60 s"
+            assert time.monotonic() < deadline, "no eviction counted within 300 s"
             time.sleep(0.2)
         _s, text, _ = sc.get("/autoscaling", timeout=30)
         held = max(held, len(strict_json(text)["models"]))

@@ -187,8 +187,10 @@ class Sidecar:
             return exc.code, exc.read().decode(), time.perf_counter() - t0
 
     def metric(self, name: str, **labels: str) -> float | None:
-        """The value of one series of ``/metrics`` (labels given must match), or None."""
-        _status, body, _ = self.get("/metrics")
+        """The value of one series of ``/metrics`` (labels given must match), or None.
+        The wait bounds a hung sidecar, not its speed: a /metrics of thousands of models
+        on a starved machine takes seconds."""
+        _status, body, _ = self.get("/metrics", timeout=120)
         for line in body.splitlines():
             if not line.startswith(name + "{") and not line.startswith(name + " "):
                 continue
