@@ -11,25 +11,26 @@ Served over HTTP by the model-server double ``tests.support.hostile.Upstream``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+#: The families of a churn answer: (name, type, value of the i-th model).
+FAMILIES: tuple[tuple[str, str, Callable[[int], int]], ...] = (
+    ("nv_inference_request_success", "counter", lambda i: 10 + i),
+    ("nv_inference_count", "counter", lambda i: 10 + i),
+    ("nv_inference_request_duration_us", "counter", lambda i: 5000 * (i + 1)),
+    ("nv_inference_queue_duration_us", "counter", lambda i: 100 * (i + 1)),
+    ("nv_inference_pending_request_count", "gauge", lambda i: i % 4),
+)
+
 
 def churn_exposition(n: int, names: int) -> str:
     """The ``n``-th answer: ``names`` models ``churn{n}_{i}``, every value derived from
     ``n`` and ``i``."""
     models = [f"churn{n}_{i}" for i in range(names)]
-    out = ["# TYPE nv_inference_request_success counter\n"]
-    out += [f'nv_inference_request_success{{model="{m}",version="1"}} {10 + i}\n'
-            for i, m in enumerate(models)]
-    out.append("# TYPE nv_inference_count counter\n")
-    out += [f'nv_inference_count{{model="{m}",version="1"}} {10 + i}\n'
-            for i, m in enumerate(models)]
-    out.append("# TYPE nv_inference_request_duration_us counter\n")
-    out += [f'nv_inference_request_duration_us{{model="{m}",version="1"}} {5000 * (i + 1)}\n'
-            for i, m in enumerate(models)]
-    out.append("# TYPE nv_inference_queue_duration_us counter\n")
-    out += [f'nv_inference_queue_duration_us{{model="{m}",version="1"}} {100 * (i + 1)}\n'
-            for i, m in enumerate(models)]
-    out.append("# TYPE nv_inference_pending_request_count gauge\n")
-    out += [f'nv_inference_pending_request_count{{model="{m}",version="1"}} {i % 4}\n'
-            for i, m in enumerate(models)]
+    out: list[str] = []
+    for family, kind, value in FAMILIES:
+        out.append(f"# TYPE {family} {kind}\n")
+        out += [f'{family}{{model="{m}",version="1"}} {value(i)}\n'
+                for i, m in enumerate(models)]
     return "".join(out)
 
