@@ -1,5 +1,5 @@
-"""A small Prometheus HTTP API client: instant queries (``/api/v1/query``) that end in an
-answer or one clean :class:`PrometheusError`.
+"""A small Prometheus HTTP API client: instant queries (``/api/v1/query``) and range
+queries (``/api/v1/query_range``) that end in an answer or one clean :class:`PrometheusError`.
 
 An HTTP error (with Prometheus' own ``errorType: error`` when it sends one), a body that is
 not JSON or not an instant vector, ``status: error``, a body larger than
@@ -131,14 +131,10 @@ def _http_error(exc: urllib.error.HTTPError, base: str, deadline: float) -> Prom
     return PrometheusError(f"Prometheus at {base} answered HTTP {status}{extra}")
 
 
-def query(base: str, promql: str, timeout: float = 10.0,
-          expected: Expected | None = None) -> list[dict[str, Any]]:
-    """Instant query of ``promql`` at the Prometheus ``base`` URL within ``timeout``
-    seconds; returns the ``data.result`` vector (only samples whose ``metric`` is a
-    mapping), each value checked against ``expected`` when given
-    (:func:`check_values`). Raises :class:`PrometheusError` (see the module
-    docstring)."""
-    url = f"{base.rstrip('/')}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+def _answer(base: str, path: str, params: dict[str, str], promql: str,
+            timeout: float) -> dict[str, Any]:
+    """The ``data`` of a successful Prometheus API answer to ``GET path?params``."""
+    url = f"{base.rstrip('/')}/api/v1/{path}?{urllib.parse.urlencode(params)}"
     deadline = time.monotonic() + timeout
     try:
         with _OPENER.open(url, timeout=timeout) as resp:
@@ -166,13 +162,48 @@ def query(base: str, promql: str, timeout: float = 10.0,
                               f"{detail(body.get('errorType') or 'error')}: "
                               f"{detail(body.get('error') or 'no error message')}")
     data = body.get("data")
-    if not (isinstance(data, dict) and isinstance(data.get("result"), list)
-            and data.get("resultType", "vector") == "vector"):
-        kind = data.get("resultType") if isinstance(data, dict) else None
-        raise PrometheusError(f"Prometheus at {base} answered {promql!r} without an instant "
-                              f"vector (resultType {detail(repr(kind))})")
-    result = [s for s in data["result"]
-              if isinstance(s, dict) and isinstance(s.get("metric"), dict)]
+    return data if isinstance(data, dict) else {}
+
+
+def _result(base: str, promql: str, data: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    """``data.result`` of an answer whose ``resultType`` is ``kind`` (only samples whose
+    ``metric`` is a mapping)."""
+    if not (isinstance(data.get("result"), list) and data.get("resultType", kind) == kind):
+        name = "an instant vector" if kind == "vector" else "a range vector"
+        raise PrometheusError(f"Prometheus at {base} answered {promql!r} without {name} "
+                              f"(resultType {detail(repr(data.get('resultType')))})")
+    return [s for s in data["result"]
+            if isinstance(s, dict) and isinstance(s.get("metric"), dict)]
+
+
+def query(base: str, promql: str, timeout: float = 10.0,
+          expected: Expected | None = None) -> list[dict[str, Any]]:
+    """Instant query of ``promql`` at the Prometheus ``base`` URL within ``timeout``
+    seconds; returns the ``data.result`` vector (only samples whose ``metric`` is a
+    mapping), each value checked against ``expected`` when given
+    (:func:`check_values`). Raises :class:`PrometheusError` (see the module
+    docstring)."""
+    data = _answer(base, "query", {"query": promql}, promql, timeout)
+    result = _result(base, promql, data, "vector")
     if expected is not None:
         check_values(base, promql, result, expected)
+    return result
+
+
+def query_range(base: str, promql: str, start: float, end: float, step: float,
+                expected: Expected, timeout: float = 30.0) -> list[dict[str, Any]]:
+    """Range query of ``promql`` from ``start`` to ``end`` (seconds since the epoch)
+    every ``step`` seconds; returns the ``data.result`` matrix: items with ``metric``
+    and ``values`` (``[[t, "v"], …]``), every value checked against ``expected``.
+    Raises :class:`PrometheusError` (see the module docstring)."""
+    params = {"query": promql, "start": repr(start), "end": repr(end), "step": repr(step)}
+    data = _answer(base, "query_range", params, promql, timeout)
+    result = _result(base, promql, data, "matrix")
+    for s in result:
+        values = s.get("values")
+        if not isinstance(values, list):
+            raise PrometheusError(f"Prometheus at {base} answered {promql!r} with "
+                                  f"{_series(s['metric'])} without values")
+        check_values(base, promql, [{"metric": s["metric"], "value": v} for v in values],
+                     expected)
     return result
