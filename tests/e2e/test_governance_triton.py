@@ -11,6 +11,7 @@ ranker and no dynamic batching for ``llm``: the sidecar shows the drift and the 
 from __future__ import annotations
 
 import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fleetwatch.alerts.config import parse_alerting_config
+from fleetwatch.alerts.generate import RULE_FILES, build_rules
 from fleetwatch.demo.triton import DEFAULT_MODEL_REPOSITORY
+from fleetwatch.exporters.parser import parse_exposition
+from fleetwatch.labels.registry import parse_registry
+from fleetwatch.slo.spec import load_slo_file
+from tests.support.helpers import ROOT, tool
 from tests.support.hostile import Sidecar, cli
 from tests.support.vllm_named_backend import TritonWithVLLMNamedBackend, write_model
 
@@ -132,3 +139,48 @@ def test_lint_command_on_the_server(server: TritonWithVLLMNamedBackend,
     assert any(ln.startswith("model ranker: [warning] latency_no_queue_timeout")
                for ln in lines), lines
     assert len(lines) == 3, lines
+
+
+def test_the_alert_fires_in_promtool_on_the_sidecars_series(sidecar: Sidecar,
+                                                           tmp_path: Path) -> None:
+    """The ranker's drift and info series exactly as this sidecar serves them, held for
+    20 minutes, through the rules generated from the same registry: FleetwatchConfigDrift
+    fires for the drifting field only, routed to the ranker's owner."""
+    sidecar.wait_metric("fleetwatch_config_drift", 1, timeout=120, model="ranker",
+                        field="model_version")
+    _status, body, _ = sidecar.get("/metrics", timeout=120)
+    samples, _meta = parse_exposition(body)
+    series = []
+    for name, labels, value in samples:
+        lab = dict(labels)
+        if lab.get("model") != "ranker" or name not in ("fleetwatch_config_drift",
+                                                         "modelserver_model_info"):
+            continue
+        sel = ", ".join(f'{k}="{v}"' for k, v in sorted({**lab, "instance": "s:9810"}.items()))
+        series.append({"series": f"{name}{{{sel}}}", "values": f"{value:g}x20"})
+    assert any("model_version" in x["series"] for x in series), series
+    files = build_rules(parse_registry(REGISTRY), load_slo_file(ROOT / "examples" / "slos.yaml"),
+                        parse_alerting_config({}), ["test"], formats=("plain",))
+    for name in RULE_FILES:
+        (tmp_path / name).write_text(files[name])
+    (tmp_path / "t.yml").write_text(yaml.safe_dump({
+        "rule_files": list(RULE_FILES), "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": [
+            {"eval_time": "14m", "alertname": "FleetwatchConfigDrift", "exp_alerts": []},
+            {"eval_time": "16m", "alertname": "FleetwatchConfigDrift", "exp_alerts": [{
+                "exp_labels": {"model": "ranker", "field": "model_version",
+                               "severity": "ticket", "team": "search",
+                               "owner": "alice@example.com", "oncall": "search-oncall"},
+                "exp_annotations": {
+                    "summary": "ranker runs another model_version than its registry "
+                               "declaration",
+                    "description": "The running model_version of model ranker has differed "
+                                   "from the registry's declared: block for 15m "
+                                   "(fleetwatch_config_drift_info has both values): deploy "
+                                   "what is declared, or change the declaration through "
+                                   "review. Owner alice@example.com, on-call "
+                                   "search-oncall."}}]},
+        ]}]}))
+    res = subprocess.run([tool("promtool"), "test", "rules", "t.yml"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
