@@ -27,6 +27,7 @@ from fleetwatch.labels.registry import parse_registry
 from fleetwatch.slo.spec import load_slo_file
 from tests.support.helpers import ROOT, tool
 from tests.support.hostile import Sidecar, cli
+from tests.support.promtool_check import check_metrics
 from tests.support.vllm_named_backend import TritonWithVLLMNamedBackend, write_model
 
 pytestmark = pytest.mark.triton
@@ -92,6 +93,8 @@ def test_drift_and_findings_on_metrics(sidecar: Sidecar) -> None:
                           severity="warning") == 1
     assert sidecar.metric("modelserver_model_config_changes_total", model="ranker") == 0
     assert sidecar.metric("fleetwatch_config_reads_failed_total", target="triton") == 0
+    _status, body, _ = sidecar.get("/metrics", timeout=120)
+    assert check_metrics(body) == []
 
 
 def test_status_page_shows_them(sidecar: Sidecar) -> None:
