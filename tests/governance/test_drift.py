@@ -73,3 +73,13 @@ def test_exposition_parses_and_carries_values():
             "running": "2,10"} in info
     (change,) = fams["modelserver_model_config_changes"].samples
     assert change.labels == {"model": "ranker", "backend": "triton"} and change.value == 3
+
+
+def test_the_index_grouped_by_model_gives_the_same_versions():
+    from fleetwatch.governance.running import index_by_model
+
+    grouped = index_by_model(INDEX)
+    assert grouped is not None and set(grouped) == {"ranker", "other"}
+    assert triton_running(CONFIG, grouped["ranker"], "ranker", None) == \
+        triton_running(CONFIG, INDEX, "ranker", None)
+    assert index_by_model({"error": "x"}) is None

@@ -88,6 +88,19 @@ def loaded_versions(index: object, model: str) -> tuple[str, ...] | None:
     return tuple(sorted(versions, key=_version_key))
 
 
+def index_by_model(index: object) -> dict[str, list[object]] | None:
+    """Triton's repository index grouped by model name (one pass, where
+    :func:`loaded_versions` of every model would scan it once per model); None when it is
+    not a list (then every model's versions are unknown)."""
+    if not isinstance(index, list):
+        return None
+    out: dict[str, list[object]] = {}
+    for e in index:
+        if isinstance(e, dict) and isinstance(e.get("name"), str):
+            out.setdefault(e["name"], []).append(e)
+    return out
+
+
 def triton_running(config: object, index: object, model: str,
                    identity: Mapping[str, str] | None) -> RunningConfig:
     """A Triton model's running configuration from its ``/v2/models/<m>/config`` document

@@ -34,7 +34,12 @@ from dataclasses import dataclass, field
 import aiohttp
 
 from fleetwatch.governance import drift, lint
-from fleetwatch.governance.running import RunningConfig, engine_running, triton_running
+from fleetwatch.governance.running import (
+    RunningConfig,
+    engine_running,
+    index_by_model,
+    triton_running,
+)
 from fleetwatch.labels.registry import ModelEntry, Registry
 from fleetwatch.labels.schema import metric
 from fleetwatch.labels.text import render_labels
@@ -217,9 +222,11 @@ class ConfigWatch:
                 read = self._reads.get(name)
                 if read is None:
                     continue
+                index = index_by_model(read.index)
                 for model in sorted({m[0] for m in models})[:self.MAX_MODELS]:
                     out[(model, "triton")] = triton_running(
-                        read.configs.get(model), read.index, model, st.identity)
+                        read.configs.get(model), index.get(model, []) if index is not None
+                        else read.index, model, st.identity)
             else:
                 names = sorted({m[0] for m in models})[:self.MAX_MODELS]
                 for model in names:
