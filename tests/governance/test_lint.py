@@ -77,6 +77,9 @@ def test_llm_readiness_allowance_below_the_startup_allowance():
         "startup_allowance": {"default": "10m", "standard": "20m"}}}})
     assert _checks([slow], not_ready_allowance(alerting)) == []
     assert _checks([slow]) == []  # no allowance given: not checked
+    standalone = ModelFacts("llm", {}, _entry("llm", "standard", startup=900), runtime="vllm")
+    assert _checks([standalone], default_not_ready_allowance) == \
+        [("llm", "llm_readiness_below_startup", "warning")]
     not_llm = ModelFacts("r", {"backend": "python"}, _entry("r", "standard", startup=900))
     assert _checks([not_llm], default_not_ready_allowance) == []
 

@@ -4,10 +4,12 @@ on the servers a sidecar configuration names, or on a model repository's ``confi
 From ``--config``: each Triton target with an ``api_url`` is asked for its repository
 index (``POST /v2/repository/index``; the models in state ``READY``, at most
 :data:`MAX_MODELS`), each model's ``GET /v2/models/<m>/config``, and its ``/metrics``
-body (whether ``nv_inference_first_response_histogram_ms`` is there), each request
-bounded by the configuration's ``scrape.timeout_seconds``. From ``--model-repository``:
-the ``config.pbtxt`` files (:mod:`fleetwatch.governance.pbtxt`); whether the server will
-run with first-response histograms is ``--histogram-latencies`` (unset: not checked).
+body (whether ``nv_inference_first_response_histogram_ms`` is there); each vLLM or SGLang
+target for its models (``GET /v1/models``; only the LLM readiness check applies to them).
+Each request is bounded by the configuration's ``scrape.timeout_seconds``. From
+``--model-repository``: the ``config.pbtxt`` files (:mod:`fleetwatch.governance.pbtxt`);
+whether the server will run with first-response histograms is ``--histogram-latencies``
+(unset: not checked).
 
 Exit codes: 0 no finding; 1 findings (one line each on stdout: ``model M: [severity]
 check: what to change``) or a server that cannot be read (stderr names the target and
@@ -88,14 +90,33 @@ def server_facts(target: Target, registry: Registry, timeout: float) -> list[Mod
     return out
 
 
+def engine_facts(target: Target, registry: Registry, timeout: float) -> list[ModelFacts]:
+    """The lint inputs of a vLLM or SGLang target: the models its OpenAI-compatible
+    ``GET /v1/models`` lists (``data[].id``; on ``api_url``, else the metrics URL's host),
+    with the target's kind as their runtime; raises :class:`ServerReadError`."""
+    if target.api_url is not None:
+        base = str(target.api_url).rstrip("/")
+    else:
+        parts = urllib.parse.urlsplit(str(target.url))
+        base = f"{parts.scheme}://{parts.netloc}"
+    doc = _json(f"{base}/v1/models", timeout)
+    data = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(data, list):
+        raise ServerReadError(f"GET {base}/v1/models: no 'data' list")
+    names = sorted({str(m["id"]) for m in data if isinstance(m, dict) and "id" in m})
+    return [ModelFacts(n, {}, registry.lookup(n), runtime=target.kind)
+            for n in names[:MAX_MODELS]]
+
+
 def _config_facts(cfg: SidecarConfig, registry: Registry) -> list[ModelFacts]:
     facts: list[ModelFacts] = []
     problems = []
     for t in cfg.targets:
-        if t.kind != "triton" or t.api_url is None:
-            continue
         try:
-            facts += server_facts(t, registry, cfg.scrape.timeout_seconds)
+            if t.kind == "triton" and t.api_url is not None:
+                facts += server_facts(t, registry, cfg.scrape.timeout_seconds)
+            elif t.kind in ("vllm", "sglang"):
+                facts += engine_facts(t, registry, cfg.scrape.timeout_seconds)
         except ServerReadError as exc:
             problems.append(f"target {t.name}: cannot read its model configurations: {exc}")
     if problems:

@@ -16,10 +16,10 @@ by :mod:`fleetwatch.governance.pbtxt`) and its registry entry, and returns
 * ``latency_gpu_shared`` (error) — a latency-tier model with a ``KIND_GPU`` instance group
   on a GPU where a throughput-tier model (:data:`THROUGHPUT_TIERS`) also has one (a group
   without ``gpus`` takes every GPU);
-* ``llm_readiness_below_startup`` (warning) — an LLM (vLLM or TensorRT-LLM backend) whose
-  not-ready alert allowance (alerting ``model_not_ready.startup_allowance`` of its tier)
-  is below the registry's ``deployment.startup_seconds``: the alert pages while the pod is
-  still allowed to start;
+* ``llm_readiness_below_startup`` (warning) — an LLM (vLLM or TensorRT-LLM backend, or a
+  standalone vLLM or SGLang) whose not-ready alert allowance (alerting
+  ``model_not_ready.startup_allowance`` of its tier) is below the registry's
+  ``deployment.startup_seconds``: the alert pages while the pod is still allowed to start;
 * ``decoupled_no_first_response_histogram`` (warning) — a decoupled model
   (``model_transaction_policy.decoupled``) on a server that does not export
   ``nv_inference_first_response_histogram_ms``: no time-to-first-response SLI; start
@@ -46,8 +46,9 @@ Severity = Literal["error", "warning"]
 LATENCY_TIERS = frozenset({"interactive"})
 #: Registry latency tiers whose models are throughput-bound.
 THROUGHPUT_TIERS = frozenset({"batch"})
-#: ``runtime`` labels (Triton backends) of LLM engines with their own scheduler.
-LLM_RUNTIMES = frozenset({"vllm", "tensorrt_llm"})
+#: ``runtime`` labels of LLM engines with their own scheduler (Triton's vLLM and
+#: TensorRT-LLM backends, standalone vLLM and SGLang).
+LLM_RUNTIMES = frozenset({"vllm", "tensorrt_llm", "sglang"})
 #: The check names, in report order.
 CHECKS = ("dynamic_batching_llm_backend", "latency_no_queue_timeout", "latency_gpu_shared",
           "llm_readiness_below_startup", "decoupled_no_first_response_histogram")
@@ -55,14 +56,17 @@ CHECKS = ("dynamic_batching_llm_backend", "latency_no_queue_timeout", "latency_g
 
 @dataclass(frozen=True, slots=True)
 class ModelFacts:
-    """One model to lint: its ``config`` (Triton JSON form), registry ``entry`` (None when
-    unregistered) and whether its server exports first-response histograms
-    (``histogram_latencies``; None when not known: that check is skipped)."""
+    """One model to lint: its ``config`` (Triton JSON form; ``{}`` for an engine without
+    one), registry ``entry`` (None when unregistered), whether its server exports
+    first-response histograms (``histogram_latencies``; None when not known: that check is
+    skipped) and its ``runtime`` label when the server says it without a configuration (a
+    standalone vLLM or SGLang: ``vllm``, ``sglang``; None: the configuration's backend)."""
 
     model: str
     config: Mapping[str, object]
     entry: ModelEntry | None
     histogram_latencies: bool | None = None
+    runtime: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +123,7 @@ def _tier(m: ModelFacts) -> str:
 
 
 def _runtime(m: ModelFacts) -> str:
-    return runtime_from_model_config(dict(m.config))
+    return m.runtime or runtime_from_model_config(dict(m.config))
 
 
 def _batching(m: ModelFacts) -> list[Finding]:

@@ -242,6 +242,11 @@ class ConfigWatch:
                 if isinstance(doc, dict):
                     facts.append(lint.ModelFacts(model, doc, self.registry.lookup(model),
                                                  hist))
+        for st in self.states.values():  # engines without a model configuration
+            if st.up and st.normalized is not None and st.kind in ("vllm", "sglang"):
+                for model in sorted({m[0] for m in st.normalized.models})[:self.MAX_MODELS]:
+                    facts.append(lint.ModelFacts(model, {}, self.registry.lookup(model),
+                                                 runtime=st.kind))
         return facts
 
     def _failures_text(self) -> str:
