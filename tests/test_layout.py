@@ -40,6 +40,7 @@ LAYERS: dict[str, int] = {
     "gpu": 4,  # shared GPUs: placement, footprints, quotas, the rollout plan (pure)
     "traces": 4,  # per-request facts from OTLP spans: pure, below the sidecar's receiver
     "rollout": 4,  # version comparison by band and baselines: pure, from the SLO engine
+    "governance": 5,  # declared vs running, model-config lint: pure (reads alerts' config)
     "autoscale": 4,  # traces, the HPA algorithm, policies and the advisory twin: pure
     "dashboards": 5,
     "schema_doc": 5,

@@ -18,6 +18,7 @@ from fleetwatch.commands.common import registry_or_fail as _registry
 from fleetwatch.commands.common import setup_logging as _setup_logging
 from fleetwatch.commands.common import slo_file_or_fail as _slo_file
 from fleetwatch.commands.generate import GENERATORS
+from fleetwatch.commands.lint import lint_command
 from fleetwatch.commands.quota import check_quota_file, quota
 from fleetwatch.commands.rollout import ROLLOUT_COMMANDS
 from fleetwatch.exporters.sources import KINDS
@@ -337,6 +338,7 @@ for _command in (*GENERATORS, *ROLLOUT_COMMANDS):
     main.add_command(_command)
 main.add_command(quota)
 main.add_command(autoscale)
+main.add_command(lint_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

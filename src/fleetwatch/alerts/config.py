@@ -24,6 +24,7 @@ platform-alert settings and Alertmanager routing parameters.
       placement_policy: {for: 15m, severity: ticket}  # an interactive model sharing a GPU
       rollout_memory: {for: 15m, severity: ticket}    # a second version would not fit
       rollout_worse: {for: 15m, severity: ticket}   # a candidate version worse by band
+      config_drift: {for: 15m, severity: ticket}    # running configuration ≠ declared
     slo_alerts: {absent_for: 15m, misconfigured_for: 15m}
     routing: {group_by: [team, model], group_wait: 30s, group_interval: 5m,
               repeat_interval: 4h, resolve_timeout: 5m}
@@ -162,6 +163,14 @@ class RolloutWorse(Timed):
     severity: Severity = "ticket"
 
 
+class ConfigDrift(Timed):
+    """A model's running configuration differs from its registry declaration
+    (``fleetwatch_config_drift``): a ticket to its owner."""
+
+    for_: str = Field("15m", alias="for")
+    severity: Severity = "ticket"
+
+
 class Platform(_Strict):
     """Platform alerts: who owns them and their thresholds."""
 
@@ -179,6 +188,7 @@ class Platform(_Strict):
     placement_policy: Policy = Policy()
     rollout_memory: Policy = Policy()
     rollout_worse: RolloutWorse = RolloutWorse()
+    config_drift: ConfigDrift = ConfigDrift()
 
 
 class SLOAlerts(_Strict):

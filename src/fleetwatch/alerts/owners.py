@@ -35,6 +35,22 @@ def with_owner(expr: str, fallback_team: str) -> str:
             f"  \"team\", {string(fallback_team)}, \"team\", \"\"\n)")
 
 
+#: The registry labels per model name (any version): for series without ``model_version``.
+MODEL_NAME_OWNER = ("topk by (model) (1, group by (model, team, owner, oncall) "
+                    "(modelserver_model_info))")
+
+
+def with_model_owner(expr: str, fallback_team: str) -> str:
+    """As :func:`with_owner`, for an ``expr`` whose series have a ``model`` label but no
+    ``model_version`` (e.g. ``fleetwatch_config_drift``): joined on the model name."""
+    inner = block(expr, "    ")
+    return (f"label_replace(\n  (\n{inner}\n  )\n"
+            f"  * on (model) group_left ({', '.join(OWNER_LABELS)})\n"
+            f"    {MODEL_NAME_OWNER}\n"
+            f"  or ignoring ({', '.join(OWNER_LABELS)})\n  (\n{inner}\n  ),\n"
+            f"  \"team\", {string(fallback_team)}, \"team\", \"\"\n)")
+
+
 def slo_team(slo: SLOSpec, registry: Registry, platform_team: str) -> ModelEntry | str:
     """Who owns an SLO as a whole (for alerts without a model): the one registry entry
     or team its selector can match, else the platform team."""

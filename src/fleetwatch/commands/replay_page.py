@@ -75,7 +75,8 @@ def write_replay_page(out: str | Path, engine: SLOEngine, history: SignalHistory
         "targets": [target], "models": _models(auto_doc.get("models", []), registry),
         "slos": slo_doc.get("slos", []), "autoscaling": auto_doc.get("models", []),
         "history": history.series(), "thresholds": thresholds(engine),
-        "links": [], "refresh_seconds": 0.0, "history_note": ""}
+        "links": [], "refresh_seconds": 0.0, "history_note": "",
+        "configuration": []}
     path = Path(out)
     path.write_text(render_page(page), encoding="utf-8")
     return path

@@ -34,6 +34,10 @@ A YAML file::
           protocol: grpc                # openai | http | grpc
           count: 20
           inputs: [{name: INPUT0, datatype: FP32, shape: [16]}]
+        declared:                       # optional: what must be running (drift,
+          engine_version: "2.51.0"      # fleetwatch.labels.declared: engine_version,
+          model_version: "2"            # quantization, model_version, instance_groups,
+          instance_groups: [{kind: KIND_GPU, count: 1, gpus: [0]}]   # dynamic_batching)
 
 The first matching entry wins, so list specific versions before catch-alls; two entries
 with the same name and version are an error (the second could never match). Versions are
@@ -65,6 +69,7 @@ from pydantic import (
     model_validator,
 )
 
+from fleetwatch.labels.declared import DeclaredSpec, check_quantization
 from fleetwatch.labels.placement import MAX_MEMORY_BYTES
 from fleetwatch.labels.text import render_labels
 from fleetwatch.labels.warmup import WarmupSpec
@@ -82,9 +87,6 @@ class RegistryError(ValueError):
 #: trailing newline): a Service name is a DNS-1035 label, a namespace a DNS-1123 label.
 _DNS_1035_LABEL = r"[a-z]([-a-z0-9]*[a-z0-9])?"
 _DNS_1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-#: A quantization name: lower case, as vLLM spells its ``--quantization`` choices
-#: (``fp8``, ``awq``, ``gptq``, ``compressed-tensors``, ``bitsandbytes``), or ``none``.
-_QUANTIZATION = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -168,19 +170,12 @@ class ModelEntry(BaseModel):
                                                                le=MAX_MEMORY_BYTES)
     deployment: DeploymentSpec | None = None
     warmup: WarmupSpec | None = None
+    declared: DeclaredSpec | None = None
 
     @field_validator("quantization", mode="before")
     @classmethod
     def _quantization_name(cls, v: object) -> object:
-        if v is None:
-            return v
-        if not isinstance(v, str):
-            raise ValueError(f"{v!r} is not text; write a quantization name, e.g. "
-                             "quantization: fp8 (or none)")
-        if not re.fullmatch(_QUANTIZATION, v):
-            raise ValueError(f"{v!r} is not a quantization name (lower-case letters, digits, "
-                             "'.', '_' and '-', at most 64, e.g. fp8, awq, gptq-int4, none)")
-        return v
+        return check_quantization(v)
 
     @model_validator(mode="after")
     def _deployment_model_exact(self) -> ModelEntry:

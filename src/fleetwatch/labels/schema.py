@@ -173,6 +173,10 @@ METRICS: tuple[MetricDef, ...] = (
               "(engine version, quantization): value 1. A changed identity is a new series.",
               ("team", "owner", "oncall", "latency_tier", "engine_version", "quantization"),
               "stable"),
+    MetricDef("modelserver_model_config_changes_total", _C, "events",
+              "Changes of the model's running configuration (engine version, quantization, "
+              "loaded versions, instance groups, dynamic batching) the sidecar observed.",
+              ("model",), "alpha", per_model=False),
     # -- host and GPU ----------------------------------------------------------------
     MetricDef("modelserver_model_placement", _G, "info",
               "Which model version runs on which GPU, with how many instances: value 1. "

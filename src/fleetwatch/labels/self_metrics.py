@@ -84,6 +84,23 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "GPU with another model: the placement policy gives them a GPU of their own.",
               ("model", "model_version", "gpu_uuid", "latency_tier"), "alpha",
               per_model=False),
+    # -- governance: declared vs running, model-configuration lint --------------------
+    MetricDef("fleetwatch_config_drift", _G, "boolean",
+              "1 when the model's running configuration field differs from the registry's "
+              "declaration (declared:), else 0; only fields both sides state.",
+              ("model", "field"), "alpha", per_model=False),
+    MetricDef("fleetwatch_config_drift_info", _G, "info",
+              "The declared and running values of each compared configuration field: "
+              "value 1.", ("model", "field", "declared", "running"), "alpha",
+              per_model=False),
+    MetricDef("fleetwatch_model_config_findings", _G, "items",
+              "Model-configuration lint findings of the model by check and severity "
+              "(fleetwatch lint; docs/governance.md).", ("model", "check", "severity"),
+              "alpha", per_model=False),
+    MetricDef("fleetwatch_config_reads_failed_total", _C, "errors",
+              "Reads of a target's running model configuration (Triton /v2/models/<m>/config, "
+              "the repository index) that failed or did not parse.", ("target",), "alpha",
+              per_model=False),
     # -- the SLO engine ------------------------------------------------------------
     MetricDef("fleetwatch_slo_events_total", _C, "events",
               "SLI events (all), by the concurrency band of the interval they happened in "

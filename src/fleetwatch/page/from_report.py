@@ -163,4 +163,5 @@ def report_page(report: Sequence[ReportRow], answers: Answers, base: str,
             "autoscaling": signals(report, answers), "history": {}, "thresholds": {},
             "links": [], "refresh_seconds": 0.0,
             "history_note": "no history: a report holds Prometheus' instant values "
-                            "(the Grafana dashboards have the signal over time)"}
+                            "(the Grafana dashboards have the signal over time)",
+            "configuration": []}

@@ -50,6 +50,18 @@ class ModelView(TypedDict):
     quantization: str
 
 
+class ConfigRow(TypedDict):
+    """One governance row: a configuration field that drifts from the registry's
+    declaration (``kind`` ``drift``: ``what`` the field, ``detail`` declared → running)
+    or a lint finding (``kind`` ``lint``: ``what`` the check, ``detail`` what to change)."""
+
+    model: str
+    kind: str
+    what: str
+    severity: str
+    detail: str
+
+
 class HistoryPoint(TypedDict):
     """One autoscaling snapshot of one model."""
 
@@ -78,6 +90,7 @@ class PageInput(TypedDict):
     links: list[tuple[str, str]]
     refresh_seconds: float
     history_note: str  # shown instead of a model's history when there is none ("": count)
+    configuration: list[ConfigRow]  # drifts and lint findings (the sidecar's; [] elsewhere)
 
 
 def text(value: object) -> str:

@@ -3,7 +3,8 @@
 Sections (each a ``<section id=…>``): ``targets`` (health), ``models`` (registry and
 engine facts), ``slos`` (per SLO and model: state and explanation, budget remaining, the
 burn heat map, latency or burn against concurrency with the threshold and capacity),
-``autoscaling`` (signal, components, history) and ``links``. A large fleet gets cards for
+``configuration`` (drifts from the registry's declaration and lint findings, when there
+are any), ``autoscaling`` (signal, components, history) and ``links``. A large fleet gets cards for
 its :data:`MAX_CARDS` worst SLO rows only. Numbers are shown as
 :func:`~fleetwatch.page.model.number` writes them and carried exactly in ``data-*``
 attributes. Styles are inline; there is no script and no external reference.
@@ -16,6 +17,7 @@ from collections.abc import Collection, Sequence
 
 from fleetwatch.page import svg
 from fleetwatch.page.model import (
+    ConfigRow,
     HistoryPoint,
     ModelView,
     PageInput,
@@ -120,6 +122,21 @@ def models_section(models: Sequence[ModelView]) -> str:
             + _table(["model", "version", "backend", "runtime", "team", "owner", "on-call",
                       "tier", "engine version", "quantization", "target"], rows,
                      "no models observed yet", nowrap=(2, 3, 7, 8, 9)) + "</section>")
+
+
+def configuration_section(rows: Sequence[ConfigRow]) -> str:
+    """Declared vs running and the model-configuration lint: one row per drifting field
+    and per finding (no section when there is nothing to show: a source without them)."""
+    if not rows:
+        return ""
+    cells = [[text(r["model"]), text(r["kind"]), text(r["what"]),
+              f'<span class="no">{text(r["severity"])}</span>' if r["severity"] == "error"
+              else text(r["severity"]), text(r["detail"])] for r in rows]
+    return ('<section id="configuration"><h2>Configuration</h2><p class="muted">fields '
+            "that differ from the registry's declaration, and model-configuration lint "
+            "findings</p>"
+            + _table(["model", "kind", "field or check", "severity", "detail"], cells,
+                     "", nowrap=(1, 2, 3)) + "</section>")
 
 
 def _state(state: object) -> str:
@@ -253,6 +270,7 @@ def render_page(page: PageInput) -> str:
         f"{text(_stamp(page['updated']))}</b></span>"
         f"<span>page at {text(_stamp(page['generated']))}</span><nav>{links}</nav></header>"
         "<main>" + targets_section(page["targets"]) + models_section(page["models"])
+        + configuration_section(page["configuration"])
         + slos_section(page["slos"], page["thresholds"])
         + autoscaling_section(page["autoscaling"], page["history"], page["history_note"])
         + f'<section id="links"><h2>Endpoints</h2><p>{links or "-"}</p></section>'

@@ -124,6 +124,9 @@ class Scrape(_Strict):
     readiness_interval_seconds: StrictFloat | None = Field(None, gt=0, le=86_400)
     #: Probes (readiness, model configuration) in flight at once, per target.
     probe_concurrency: StrictInt = Field(16, gt=0, le=1024)
+    #: How often the running model configuration (Triton's model configurations and
+    #: repository index) is read for drift and lint (:mod:`.config_watch`), seconds.
+    config_interval_seconds: StrictFloat = Field(60.0, gt=0, le=86_400)
 
     @property
     def readiness_every(self) -> float:

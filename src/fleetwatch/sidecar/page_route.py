@@ -26,8 +26,9 @@ from aiohttp import web
 
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.page.history import SignalHistory
-from fleetwatch.page.model import ModelView, PageInput, TargetView
+from fleetwatch.page.model import ConfigRow, ModelView, PageInput, TargetView
 from fleetwatch.page.render import render_page
+from fleetwatch.sidecar.config_watch import ConfigWatch
 from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.sidecar.slo_routes import Handler
 from fleetwatch.sidecar.slo_worker import EngineWorker
@@ -106,8 +107,10 @@ class StatusPage:
 
     def __init__(self, scraper: Scraper, source: SLOEngine | EngineWorker | None,
                  slo_handlers: Mapping[str, Handler] | None = None,
-                 history: SignalHistory | None = None) -> None:
+                 history: SignalHistory | None = None,
+                 governance: ConfigWatch | None = None) -> None:
         self.scraper = scraper
+        self.governance = governance
         self.worker = source if isinstance(source, EngineWorker) else None
         engine = self.engine = source.engine if isinstance(source, EngineWorker) else source
         self.handlers = dict(slo_handlers or {})
@@ -122,6 +125,19 @@ class StatusPage:
         self._last_request: web.Request | None = None
         self._last_load = -math.inf
         self._renders: set[asyncio.Task[str]] = set()  # background renders (kept alive)
+
+    def _configuration(self) -> list[ConfigRow]:
+        """The governance watch's last drifts (drifting fields only) and findings."""
+        if self.governance is None:
+            return []
+        last = self.governance.last
+        rows: list[ConfigRow] = [
+            {"model": d.model, "kind": "drift", "what": d.field, "severity": "error",
+             "detail": f"declared {d.declared!r}, running {d.running!r}"}
+            for d in last.drifts if d.drifted]
+        rows += [{"model": f.model, "kind": "lint", "what": f.check, "severity": f.severity,
+                  "detail": f.message} for f in last.findings]
+        return rows
 
     def _autoscaling_doc(self) -> Mapping[str, Any]:
         """The ``/autoscaling`` document of the last engine update (the worker's, read
@@ -173,7 +189,8 @@ class StatusPage:
             "targets": targets_view(self.scraper), "models": models_view(self.scraper),
             "slos": slo_doc.get("slos", []), "autoscaling": auto_doc.get("models", []),
             "history": self.history.series(), "thresholds": self.thresholds,
-            "links": self.links, "refresh_seconds": REFRESH_SECONDS, "history_note": ""}
+            "links": self.links, "refresh_seconds": REFRESH_SECONDS, "history_note": "",
+            "configuration": self._configuration()}
 
     async def _page(self, request: web.Request) -> str:
         """The page of the current cycle: rendered once (facts read here, on the event
@@ -198,13 +215,16 @@ class StatusPage:
 
 def page_routes(scraper: Scraper, source: SLOEngine | EngineWorker | None,
                 slo_handlers: Mapping[str, Handler] | None = None,
-                history: SignalHistory | None = None) -> dict[str, Handler]:
+                history: SignalHistory | None = None,
+                governance: ConfigWatch | None = None) -> dict[str, Handler]:
     """The ``/`` route (:class:`StatusPage`). With an SLO engine (``source``: the
     :class:`~fleetwatch.sidecar.slo_worker.EngineWorker` running it, or the engine when
     it updates on the event loop), its ``slo_handlers`` (``/slo``, ``/autoscaling``) give
     the SLO and autoscaling sections and ``history`` (a new :class:`SignalHistory` by
     default) is fed by a scraper subscriber, added here, that must come after the
-    engine's (append order)."""
-    page = StatusPage(scraper, source, slo_handlers, history)
+    engine's (append order). ``governance``, the configuration watch
+    (:class:`~fleetwatch.sidecar.config_watch.ConfigWatch`), gives the configuration
+    section its last result."""
+    page = StatusPage(scraper, source, slo_handlers, history, governance)
     scraper.subscribers.append(page.observe)
     return {"/": page.index}

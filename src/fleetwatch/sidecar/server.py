@@ -41,9 +41,11 @@ from typing import Any
 from aiohttp import web
 
 from fleetwatch.exporters.assemble import Part
+from fleetwatch.governance.lint import default_not_ready_allowance
 from fleetwatch.labels.registry import Registry
 from fleetwatch.otlp.start import start_otlp
 from fleetwatch.sidecar.config import SidecarConfig
+from fleetwatch.sidecar.config_watch import attach as attach_config_watch
 from fleetwatch.sidecar.encoding import wants_gzip
 from fleetwatch.sidecar.gpu_facts import GPUAccounting
 from fleetwatch.sidecar.gpu_facts import attach as attach_gpu_accounting
@@ -186,7 +188,9 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
         if worker is not None:  # attribution sees discovered placement too, not only declared
             gpu.placement_listeners.append(worker.engine.attribution.set_placement)
         extra = gpu.chain(extra)
-        routes = {**(routes or {}), **page_routes(scraper, worker, routes)}
+        watch = attach_config_watch(cfg, registry, scraper, default_not_ready_allowance)
+        extra = watch.chain(extra)  # declared vs running, lint (config_watch)
+        routes = {**(routes or {}), **page_routes(scraper, worker, routes, governance=watch)}
         # the OTLP receiver (trace events reach the engine through its worker), export
         receiver, extra, otlp_tasks = start_otlp(cfg.traces, cfg.metrics_export,
                                                  lambda: _export_part(scraper, gpu), worker,
@@ -212,7 +216,7 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
                  cfg.listen.address, port, len(cfg.targets), cfg.scrape.interval_seconds)
         if on_ready:
             on_ready(port)
-        gpu_task = asyncio.create_task(gpu.run(stop))
+        tasks = [asyncio.create_task(t.run(stop)) for t in (gpu, watch)]  # slow periods
         try:
             await scraper.run(stop)
         finally:
@@ -225,9 +229,15 @@ async def run_sidecar(cfg: SidecarConfig, registry: Registry | None = None,
                 if writer is not None and writer.save(worker.engine) is not None:
                     # the engine's thread has ended: the state is consistent
                     log.info("SLO state saved to %s", writer.state_dir)
-            gpu_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await gpu_task
+            await _cancel(tasks)
+
+
+async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel the background tasks and wait until they ended."""
+    for task in tasks:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 #: File descriptors kept beyond the connection cap besides those open at start and one

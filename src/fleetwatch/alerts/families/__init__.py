@@ -9,6 +9,7 @@ from __future__ import annotations
 from fleetwatch.alerts.families import (
     attribution,
     burn,
+    config_drift,
     engine_frozen,
     gpus,
     misconfigured,
@@ -28,4 +29,4 @@ SLO_FAMILIES: tuple[SLOFamily, ...] = (burn.FAMILY, attribution.FAMILY, no_data.
 PLATFORM_FAMILIES: tuple[PlatformFamily, ...] = (
     sidecar_down.FAMILY, upstream_down.FAMILY, engine_frozen.FAMILY, not_ready.FAMILY,
     saturation.FAMILY,
-    gpus.FAMILY, rollout.FAMILY)
+    gpus.FAMILY, rollout.FAMILY, config_drift.FAMILY)

@@ -1,0 +1,82 @@
+"""``fleetwatch lint --model-repository``: findings, exit codes, bad input (subprocess)."""
+
+from __future__ import annotations
+
+import shutil
+
+import yaml
+
+from fleetwatch.demo.triton import DEFAULT_MODEL_REPOSITORY
+from tests.support.hostile import cli
+
+REGISTRY = {"models": [
+    {"name": "ranker", "team": "search", "owner": "a@example.com", "oncall": "s",
+     "latency_tier": "interactive"},
+    {"name": "bulk", "team": "batch", "owner": "b@example.com", "oncall": "b",
+     "latency_tier": "batch"}]}
+
+LLM = '''name: "llm"
+backend: "vllm"
+dynamic_batching { max_queue_delay_microseconds: 100 }
+'''
+SHARED = '''name: "{name}"
+backend: "onnxruntime"
+dynamic_batching {{ default_queue_policy {{ default_timeout_microseconds: 5000 }} }}
+instance_group [ {{ kind: KIND_GPU count: 1 gpus: [ 0 ] }} ]
+'''
+
+
+def _repo(tmp_path):
+    root = tmp_path / "repo"
+    shutil.copytree(DEFAULT_MODEL_REPOSITORY / "streamer", root / "streamer")
+    shutil.copytree(DEFAULT_MODEL_REPOSITORY / "ranker", root / "ranker")
+    for name, text in (("llm", LLM), ("fast", SHARED.format(name="fast")),
+                       ("bulk", SHARED.format(name="bulk"))):
+        (root / name).mkdir()
+        (root / name / "config.pbtxt").write_text(text)
+    reg = {"models": [*REGISTRY["models"],
+                      {"name": "fast", "team": "s", "owner": "f@example.com", "oncall": "s",
+                       "latency_tier": "interactive"}]}
+    (tmp_path / "registry.yaml").write_text(yaml.safe_dump(reg))
+    return root
+
+
+def test_findings_one_line_each_exit_1(tmp_path):
+    root = _repo(tmp_path)
+    r = cli("lint", "--model-repository", str(root), "--registry",
+            str(tmp_path / "registry.yaml"), "--no-histogram-latencies")
+    assert r.returncode == 1, r.stderr
+    heads = [ln.split(":", 2)[0] + ":" + ln.split(":", 2)[1] for ln in r.stdout.splitlines()]
+    assert heads == ["model fast: [error] latency_gpu_shared",
+                     "model llm: [error] dynamic_batching_llm_backend",
+                     "model ranker: [warning] latency_no_queue_timeout",
+                     "model streamer: [warning] decoupled_no_first_response_histogram"]
+    assert "shared with throughput-tier model(s) bulk" in r.stdout
+    assert r.stderr.strip().endswith("5 models checked, 4 findings")
+
+
+def test_histogram_latencies_on_clears_that_finding(tmp_path):
+    root = _repo(tmp_path)
+    r = cli("lint", "--model-repository", str(root), "--registry",
+            str(tmp_path / "registry.yaml"), "--histogram-latencies")
+    assert "decoupled_no_first_response_histogram" not in r.stdout
+    assert r.returncode == 1
+
+
+def test_a_clean_repository_exits_0(tmp_path):
+    root = tmp_path / "repo"
+    shutil.copytree(DEFAULT_MODEL_REPOSITORY / "faulty", root / "faulty")
+    r = cli("lint", "--model-repository", str(root))
+    assert (r.returncode, r.stdout) == (0, ""), r.stderr
+    assert "1 model checked, 0 findings" in r.stderr
+
+
+def test_bad_input_exit_2_naming_the_file(tmp_path):
+    root = tmp_path / "repo"
+    (root / "m").mkdir(parents=True)
+    (root / "m" / "config.pbtxt").write_text("instance_group [ { kind: KIND_TPU } ]\n")
+    r = cli("lint", "--model-repository", str(root))
+    assert r.returncode == 2
+    assert f"{root / 'm' / 'config.pbtxt'}: not a Triton model configuration: 1:" in r.stderr
+    r = cli("lint")
+    assert r.returncode == 2 and "exactly one of --config and --model-repository" in r.stderr
