@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
     "rollout": 4,  # version comparison by band and baselines: pure, from the SLO engine
     "autoscale": 4,  # traces, the HPA algorithm, policies and the advisory twin: pure
     "dashboards": 5,
+    "governance": 5,  # change review, approvals, rollout steps and gates: pure
     "schema_doc": 5,
     "page": 5,  # the status page renderer: pure, from the /slo and /autoscaling documents
     "otlp": 5,  # OTLP in and out: span decoding, the trace receiver, the metrics export
