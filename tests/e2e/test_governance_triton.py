@@ -75,8 +75,7 @@ http {{
   server {{
     listen 127.0.0.1:{port};
     # a request's mirrors must complete before nginx reads the next request of the same
-    # connection: without keep-alive a slow candidate cannot delay the baseline's clients,
-    # and a mirror outlives its client's connection only with proxy_ignore_client_abort
+    # connection: without keep-alive a slow candidate cannot delay the baseline's clients
     keepalive_timeout 0;
     proxy_http_version 1.1;
     proxy_set_header Connection "";
@@ -87,12 +86,10 @@ http {{
     }}
     location = /mirror/3 {{
       internal;
-      proxy_ignore_client_abort on;
       proxy_pass http://triton/v2/models/slo_sim/versions/3/infer;
     }}
     location = /mirror/2 {{
       internal;
-      proxy_ignore_client_abort on;
       proxy_pass http://triton/v2/models/slo_sim/versions/2/infer;
     }}
     location / {{ proxy_pass http://triton; }}

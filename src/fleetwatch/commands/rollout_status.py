@@ -13,37 +13,47 @@ not (or Prometheus cannot answer), 2 bad input (an unknown model or version).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from fleetwatch.commands.common import EXIT_RUNTIME, write_generated
 from fleetwatch.commands.common import fail as _fail
 from fleetwatch.commands.gpu_inputs import gpu_options, load_assessment
-from fleetwatch.commands.prometheus import Expected, PrometheusError
-from fleetwatch.governance.analysis import DEFAULT_ADDRESS, DEFAULT_NAME, GateSettings, yaml_files
-from fleetwatch.governance.steps import Gate, Step, StepError, VersionTraffic, gate, step
+from fleetwatch.governance.analysis import (
+    DEFAULT_ADDRESS,
+    DEFAULT_NAME,
+    GateSettings,
+    yaml_files,
+)
 from fleetwatch.promql import string
-from fleetwatch.rollout.export import version_order
-from fleetwatch.rollout.summary import MAX_VALUE
+
+if TYPE_CHECKING:  # the comparison's modules (numpy): imported when a command runs
+    from fleetwatch.governance.steps import Gate, Step, VersionTraffic
 
 #: Each version's request rate over ``{range}`` (req/s), summed over replicas and backends.
 RATE_QUERY = ("sum by (model_version) "
               "(rate(modelserver_requests_total{{model={model}}}[{range}]))")
-_RATE = Expected("a request rate (requests per second)", MAX_VALUE)
+#: The largest rate taken from Prometheus (2^53, as the comparison's counts).
+MAX_RATE = 2.0**53
 
 
 def version_rates(prom: str, model: str, rng: str, timeout: float) -> dict[str, float]:
     """``{version: req/s}`` of every version of ``model`` with series over ``rng``."""
-    from fleetwatch.commands.prometheus import query
+    from fleetwatch.commands.prometheus import Expected, query
 
-    answer = query(prom, RATE_QUERY.format(model=string(model), range=rng), timeout, _RATE)
+    answer = query(prom, RATE_QUERY.format(model=string(model), range=rng), timeout,
+                   Expected("a request rate (requests per second)", MAX_RATE))
     return {str(s["metric"].get("model_version", "")): float(s["value"][1]) for s in answer}
 
 
 def _sides(rates: dict[str, float], baseline: str | None,
            candidate: str) -> tuple[VersionTraffic, VersionTraffic]:
     """The baseline (given, else the oldest other version seen) and the candidate."""
+    from fleetwatch.governance.steps import VersionTraffic
+    from fleetwatch.rollout.export import version_order
+
+
     if baseline is None:
         others = sorted((v for v in rates if v != candidate), key=version_order)
         baseline = others[0] if others else ""
@@ -114,6 +124,8 @@ def status(model: str, candidate_version: str, baseline_version: str | None, pro
     whether the gate to the next passes (exit 0 passes, 1 blocked, 2 bad input).
 
     Many parameters: one per option, passed by click."""
+    from fleetwatch.commands.prometheus import PrometheusError
+    from fleetwatch.governance.steps import StepError, gate, step
     from fleetwatch.gpu.plan import PlanError, rollout_plan
 
     try:
