@@ -5,7 +5,7 @@ The import graph is read from the sources (``ast``), every import counted — mo
 inside functions, and under ``TYPE_CHECKING`` alike — so a lazy import cannot hide a cycle.
 The layers, lowest first (a module may import its own layer and the layers below):
 
-    labels → exporters → slo → alerts, traces, rollout → dashboards, page → sidecar → manifests → demo
+    labels → exporters → slo → alerts, traces, rollout → dashboards, page, governance → sidecar → manifests → demo
     → commands/cli
 
 ``fleetwatch/__init__.py`` (the version) is importable from anywhere.

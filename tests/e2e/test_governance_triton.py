@@ -11,7 +11,8 @@ the sidecar. Expected:
 * ``compare --shadow`` gives the verdicts of the plain ``compare`` (3: ``same``, 2:
   ``worse``) and the mirror's coverage: every request the baseline served was mirrored;
 * ``rollout status --shadow``: step ``shadow``; the gate to ``canary`` passes for version
-  3 (exit 0) and is blocked for version 2, naming the worse band (exit 1); without
+  3 (exit 0) and is blocked for version 2, naming the worse band (exit 1), and for
+  version 3 when the memory plan of both versions does not fit its GPU; without
   ``--shadow`` the same traffic reads as a canary with half the requests (a mirror and a
   real share look alike to Prometheus: the docs say so).
 """
@@ -144,6 +145,20 @@ class Nginx:
             self.proc.wait(10)
 
 
+def _plan_config(tmp: Path, name: str, gpu_gib: int) -> Path:
+    """A sidecar configuration whose placement puts slo_sim version 1 (3 GiB a version,
+    the registry says) on one GPU of ``gpu_gib`` GiB: both versions fit in 8, not in 4."""
+    (tmp / "plan-models.yaml").write_text(yaml.safe_dump({"models": [
+        {**REGISTRY["models"][0], "gpu_memory_bytes": 3 << 30}]}))
+    path = tmp / f"plan-{name}.yaml"
+    path.write_text(yaml.safe_dump({
+        "registry": "plan-models.yaml",
+        "targets": [{"name": "triton", "kind": "triton", "url": "http://127.0.0.1:1/metrics"}],
+        "placement": [{"gpu_uuid": "GPU-0", "memory_bytes": gpu_gib << 30,
+                       "models": [{"model": "slo_sim", "model_version": "1"}]}]}))
+    return path
+
+
 def _paced(index: int) -> dict[str, Any]:
     """slo_sim's inputs after a pause: about 10 requests a second from the one client, which
     version 2 (50 ms a request) keeps up with. A mirror has no back-pressure: copies that
@@ -191,6 +206,9 @@ def shadow(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
                 out["text"] = _cli("compare", *live, "--baseline-version", "1",
                                    "--candidate-version", "3", "--shadow")
                 out["canary"] = _cli(*status, "--candidate-version", "3", "--json")
+                for name, gib in (("fits", 8), ("tight", 4)):
+                    out[name] = _cli(*status, "--candidate-version", "3", "--shadow",
+                                     "--config", str(_plan_config(tmp, name, gib)))
                 out["access"] = (tmp / "nginx-access.log").read_text()
         finally:
             sidecar.stop()
@@ -238,6 +256,15 @@ def test_rollout_status_in_shadow_gates_on_the_comparison(shadow):
     print(text)
     assert code == 1
     assert "gate to canary: BLOCKED" in text and "comparison: worse (sim-latency band 1)" in text
+
+
+def test_the_gate_needs_the_memory_plan_to_fit(shadow):
+    code, text = shadow["fits"]
+    assert code == 0, text
+    assert "memory plan: fits" in text and "gate to canary: passes" in text
+    code, text = shadow["tight"]
+    assert code == 1, text
+    assert "memory plan: does NOT fit" in text and "gate to canary: BLOCKED" in text
 
 
 def test_without_shadow_the_mirror_reads_as_a_canary_of_half(shadow):
