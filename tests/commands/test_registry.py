@@ -175,3 +175,15 @@ def test_bad_record_exits_2_naming_the_field(repo: Path) -> None:
     code, _, err = _run("log", "--changes", "changes.yaml")
     assert code == 2
     assert "changes.yaml" in err and "date" in err
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"\xff\xfe models", "models.yaml: not UTF-8 text (byte 0)"),
+    (b"models: [", "models.yaml: not valid YAML: line"),
+    (b"- a list", "models.yaml: expected a mapping with a 'models:' list, not a list"),
+])
+def test_a_bad_file_exits_2_naming_it(repo: Path, content: bytes, message: str) -> None:
+    (repo / "models.yaml").write_bytes(content)
+    code, out, err = _run("diff", "git:HEAD:models.yaml", "models.yaml")
+    assert (code, out) == (2, "")
+    assert message in err

@@ -206,6 +206,7 @@ def shadow(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
                 out["text"] = _cli("compare", *live, "--baseline-version", "1",
                                    "--candidate-version", "3", "--shadow")
                 out["canary"] = _cli(*status, "--candidate-version", "3", "--json")
+                out["unknown"] = _cli(*status, "--candidate-version", "9")
                 for name, gib in (("fits", 8), ("tight", 4)):
                     out[name] = _cli(*status, "--candidate-version", "3", "--shadow",
                                      "--config", str(_plan_config(tmp, name, gib)))
@@ -271,3 +272,9 @@ def test_without_shadow_the_mirror_reads_as_a_canary_of_half(shadow):
     r = _json(shadow["canary"])
     assert r["step"] == "canary" and r["next"] == "full"
     assert r["share"] == pytest.approx(0.5, abs=0.1)
+
+
+def test_an_unknown_candidate_is_bad_input_naming_the_versions_seen(shadow):
+    code, text = shadow["unknown"]
+    assert code == 2
+    assert "version '9' has no series" in text and "versions seen over 5m: 1, 2, 3" in text

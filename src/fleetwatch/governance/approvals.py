@@ -84,7 +84,7 @@ class Policy:
     def approvers(self, change: Change) -> tuple[str, ...]:
         """The approvers ``change`` needs, ``owner`` resolved to the model's owner (the
         literal ``owner`` when the registry names none)."""
-        return tuple(change.owner or OWNER if a == OWNER else a
+        return tuple((change.owner or OWNER) if a == OWNER else a
                      for a in self.approvals.get(change.change_class, ()))
 
 
