@@ -5,7 +5,7 @@ The import graph is read from the sources (``ast``), every import counted — mo
 inside functions, and under ``TYPE_CHECKING`` alike — so a lazy import cannot hide a cycle.
 The layers, lowest first (a module may import its own layer and the layers below):
 
-    labels → exporters → slo → alerts, traces, rollout → dashboards, page → sidecar → manifests → demo
+    labels → exporters → slo → alerts, traces, rollout → dashboards, page, governance → sidecar → manifests → demo
     → commands/cli
 
 ``fleetwatch/__init__.py`` (the version) is importable from anywhere.
@@ -40,7 +40,7 @@ LAYERS: dict[str, int] = {
     "gpu": 4,  # shared GPUs: placement, footprints, quotas, the rollout plan (pure)
     "traces": 4,  # per-request facts from OTLP spans: pure, below the sidecar's receiver
     "rollout": 4,  # version comparison by band and baselines: pure, from the SLO engine
-    "governance": 5,  # declared vs running, model-config lint: pure (reads alerts' config)
+    "governance": 5,  # declared vs running, lint, change review, rollout steps and gates: pure
     "autoscale": 4,  # traces, the HPA algorithm, policies and the advisory twin: pure
     "dashboards": 5,
     "schema_doc": 5,

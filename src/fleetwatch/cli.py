@@ -20,6 +20,7 @@ from fleetwatch.commands.common import slo_file_or_fail as _slo_file
 from fleetwatch.commands.generate import GENERATORS
 from fleetwatch.commands.lint import lint_command
 from fleetwatch.commands.quota import check_quota_file, quota
+from fleetwatch.commands.registry import registry
 from fleetwatch.commands.rollout import ROLLOUT_COMMANDS
 from fleetwatch.exporters.sources import KINDS
 from fleetwatch.sidecar.config import ConfigError, load_config
@@ -337,6 +338,7 @@ def demo(duration: float, port: int, log_level: str) -> None:
 for _command in (*GENERATORS, *ROLLOUT_COMMANDS):
     main.add_command(_command)
 main.add_command(quota)
+main.add_command(registry)
 main.add_command(autoscale)
 main.add_command(lint_command)
 

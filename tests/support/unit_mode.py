@@ -37,7 +37,7 @@ from hypothesis import settings
 #: Programs that run an engine or a server (basename of the command's first argument).
 SERVER_PROGRAMS = frozenset({
     "tritonserver", "prometheus", "alertmanager", "victoria-metrics", "vmalert", "vmagent",
-    "chromium", "chromium-browser", "google-chrome",
+    "chromium", "chromium-browser", "google-chrome", "nginx",
 })
 #: An argument that starts vLLM's OpenAI API server (``python -m vllm.entrypoints...``).
 VLLM_ENTRYPOINT = "vllm.entrypoints"

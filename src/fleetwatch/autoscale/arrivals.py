@@ -18,8 +18,8 @@ step — pick a step no longer than the scrape interval's few multiples you care
 counts are fractional (``increase`` extrapolates); the fractions are carried into the
 next step, so the trace's total is the sum of the steps' counts, rounded.
 
-A range query that fails, or a count that is negative or not finite, raises
-:class:`~fleetwatch.commands.prometheus.PrometheusError` naming the query and series.
+The queries themselves are :mod:`fleetwatch.commands.autoscale_trace`'s (this module is
+pure: counts in, requests out).
 """
 
 from __future__ import annotations
@@ -29,13 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fleetwatch.autoscale.trace import Request
-from fleetwatch.commands.prometheus import Expected, query_range
-from fleetwatch.promql import sel
 
-__all__ = ["StepCounts", "counts_from_prometheus", "requests_from_counts"]
-
-#: The largest count of one step Prometheus may answer (requests or tokens).
-_COUNT = Expected("a count of one step (requests or tokens)", high=2.0**53)
+__all__ = ["StepCounts", "requests_from_counts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,33 +67,3 @@ def requests_from_counts(steps: Sequence[StepCounts], step: float) -> list[Reque
         out.extend(Request(s.start - t0 + (i + 0.5) * gap, per_in, per_out)
                    for i in range(n))
     return out
-
-
-def _per_step(base: str, promql: str, start: float, end: float, step: float,
-              timeout: float) -> dict[float, float]:
-    """The sum over series of ``promql``'s values, by the step's *start* time."""
-    out: dict[float, float] = {}
-    for series in query_range(base, promql, start + step, end, step, _COUNT, timeout):
-        for t, v in series["values"]:
-            out[float(t) - step] = out.get(float(t) - step, 0.0) + float(v)
-    return out
-
-
-def counts_from_prometheus(base: str, model: str, start: float, end: float, step: float,
-                           timeout: float = 30.0) -> list[StepCounts]:
-    """The steps of ``[start, end)`` (seconds since the epoch) in which ``model`` finished
-    requests, read from the Prometheus at ``base`` (three range queries, see the module
-    docstring); steps without requests are left out. Raises
-    :class:`~fleetwatch.commands.prometheus.PrometheusError`."""
-    window = f"{max(1, round(step * 1000))}ms"
-
-    def count(metric: str, **eq: str) -> str:
-        return f"sum(increase({sel(metric, {'model': model, **eq})}[{window}]))"
-
-    reqs = _per_step(base, count("modelserver_requests_total"), start, end, step, timeout)
-    tin = _per_step(base, count("modelserver_tokens_total", token_type="input"),
-                    start, end, step, timeout)
-    tout = _per_step(base, count("modelserver_tokens_total", token_type="output"),
-                     start, end, step, timeout)
-    return [StepCounts(t, reqs[t], tin.get(t, 0.0), tout.get(t, 0.0))
-            for t in sorted(reqs) if reqs[t] > 0]

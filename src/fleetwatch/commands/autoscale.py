@@ -39,6 +39,7 @@ from fleetwatch.autoscale.trace import (
     read_mooncake_jsonl,
     segment,
 )
+from fleetwatch.commands.autoscale_trace import trace_command
 from fleetwatch.commands.common import fail, registry_or_fail, slo_file_or_fail
 
 if TYPE_CHECKING:  # the twin needs numpy (the SLO engine); the CLI imports this module
@@ -292,61 +293,5 @@ def replay_command(trace: str, slos_path: str, registry_path: str | None,
         print_table(result)
 
 
-_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
-
-def _seconds(text: str, option: str) -> float:
-    """A duration such as ``90s``, ``15m``, ``6h`` or ``1d`` in seconds; exit 2 otherwise."""
-    unit = _DURATION_UNITS.get(text[-1:]) if text else None
-    try:
-        value = float(text[:-1]) * unit if unit else float("nan")
-    except ValueError:
-        value = float("nan")
-    if not (math.isfinite(value) and value > 0):
-        fail(f"{option} {text!r}: give a duration such as 90s, 15m, 6h or 1d")
-    return value
-
-
-@autoscale.command("trace", epilog="""\b
-Example: yesterday's traffic of one model, then the replay on it:
-  fleetwatch autoscale trace --prometheus http://prometheus:9090 --model llama \\
-      --since 1d --step 15s > llama.jsonl
-  fleetwatch autoscale replay llama.jsonl --slos slos.yaml --captures sweep/ \\
-      --time-compression 1
-""")
-@click.option("--prometheus", "base", required=True, metavar="URL",
-              help="Prometheus that scraped the sidecars (its HTTP API).")
-@click.option("--model", required=True, help="The model whose arrivals to read.")
-@click.option("--since", "since_text", default="1d", show_default=True,
-              help="How far back from --end: 90s, 15m, 6h, 1d.")
-@click.option("--end", "end", type=click.FloatRange(0), default=None,
-              help="End of the range, seconds since the epoch (default: now).")
-@click.option("--step", "step_text", default="60s", show_default=True,
-              help="Prometheus step; arrivals are spread evenly within one.")
-@click.option("--timeout", type=click.FloatRange(0, 600, min_open=True), default=30.0,
-              show_default=True, help="Seconds for each of the three queries.")
-def trace_command(base: str, model: str, since_text: str, end: float | None,
-                  step_text: str, timeout: float) -> None:
-    """Write a mooncake JSONL trace of MODEL's arrivals as Prometheus recorded them
-    (requests and input/output tokens per step from the schema's counters,
-    :mod:`fleetwatch.autoscale.arrivals`), for ``fleetwatch autoscale replay``: what each
-    autoscaler would have done with that traffic. A failed query, or counts that are not
-    counts, is one error line and exit 1; no request in the range is exit 1."""
-    import time
-
-    from fleetwatch.autoscale.arrivals import counts_from_prometheus, requests_from_counts
-    from fleetwatch.autoscale.trace import write_mooncake_jsonl
-    from fleetwatch.commands.prometheus import PrometheusError
-
-    step = _seconds(step_text, "--step")
-    stop = time.time() if end is None else end
-    start = stop - _seconds(since_text, "--since")
-    try:
-        steps = counts_from_prometheus(base, model, start, stop, step, timeout)
-    except PrometheusError as exc:
-        fail(str(exc), code=1)
-    requests = requests_from_counts(steps, step)
-    if not requests:
-        fail(f"Prometheus at {base} has no finished request of model {model!r} "
-             f"(modelserver_requests_total) in the {since_text} before {stop:.0f}", code=1)
-    click.echo(write_mooncake_jsonl(requests), nl=False)
+autoscale.add_command(trace_command)

@@ -108,12 +108,18 @@ def _sources(model: str, prom_url: str | None, rng: str | None, timeout: float,
               help="Smallest good-ratio difference that counts (default: half the SLO's "
                    "error budget).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+@click.option("--shadow", is_flag=True,
+              help="The candidate receives a mirrored copy of the baseline's requests, its "
+                   "responses discarded: the same comparison, plus the mirror's coverage.")
 def compare(baseline_version: str | None, baseline_file: str | None, candidate_version: str,
             baseline_backend: str | None, candidate_backend: str | None, min_events: float,
-            alpha: float, margin: float | None, as_json: bool, **source: Any) -> None:
+            alpha: float, margin: float | None, as_json: bool, shadow: bool,
+            **source: Any) -> None:
     """Compare a candidate version (or engine) of a model with a baseline, SLO by SLO and
     concurrency band by band: better, same, worse or not enough data, and the bands that
     drive it (exit 2 for an unknown model or version, 1 when Prometheus cannot answer).
+    With --shadow the candidate's traffic is a mirrored copy
+    (:mod:`fleetwatch.governance.shadow`): same verdicts, and how much the mirror delivered.
 
     Many parameters: one per option of ``fleetwatch compare``, passed by click."""
     from fleetwatch.commands.compare import CompareInputError
@@ -147,7 +153,22 @@ def compare(baseline_version: str | None, baseline_file: str | None, candidate_v
         _fail(exc.format_message() if isinstance(exc, CompareInputError) else str(exc))
     except PrometheusError as exc:
         _fail(str(exc), code=1)
-    click.echo(to_json(result) if as_json else render(result))
+    if not shadow:
+        click.echo(to_json(result) if as_json else render(result))
+        return
+    from fleetwatch.governance import shadow as mirror
+
+    cov = mirror.coverage(base_side, cand_side)
+    if as_json:
+        import json
+
+        doc = json.loads(to_json(result))
+        doc["shadow"] = [{"slo": c.slo, "baseline_events": c.baseline_events,
+                          "candidate_events": c.candidate_events, "coverage": c.share}
+                         for c in cov]
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        click.echo(render(result) + "\n" + mirror.render(cov))
 
 
 @click.group()
@@ -215,3 +236,14 @@ def warmup(config_path: str, model: str | None, model_version: str) -> None:
 
 #: The commands :mod:`fleetwatch.cli` adds to ``fleetwatch``.
 ROLLOUT_COMMANDS = (rollout, compare, baseline, warmup)
+
+
+def _add_governance_commands() -> None:
+    """``rollout status`` and ``rollout analysis`` (:mod:`.rollout_status`)."""
+    from fleetwatch.commands.rollout_status import analysis, status
+
+    rollout.add_command(status)
+    rollout.add_command(analysis)
+
+
+_add_governance_commands()

@@ -1,0 +1,126 @@
+"""The governed files' revisions as ``fleetwatch registry`` reads them: a path, or a git
+revision of one, ``git:REV:PATH`` — read with ``git show REV:PATH`` in the current folder,
+so ``PATH`` is from the repository's root, or ``./PATH`` from the current folder (git's own
+rule) — validated into a registry, a placement (the ``placement:`` list of any YAML file,
+e.g. a sidecar configuration) or quotas, and diffed (:func:`changes_between`). Every
+failure is a :class:`SpecError` naming the file (and the field), or git's own message.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import TypeAdapter, ValidationError
+
+from fleetwatch.governance.changes import Change, diff_governed
+from fleetwatch.gpu.quota import QuotaError, Quotas, parse_quotas
+from fleetwatch.labels.placement import GPUPlacement
+from fleetwatch.labels.registry import Registry, RegistryError, parse_registry
+from fleetwatch.specfile import format_validation_error, load_yaml
+
+#: Bytes ``git show`` may return for one file (a governed file is YAML a person edits).
+MAX_FILE_BYTES = 64 * 1024 * 1024
+GIT_PREFIX = "git:"
+
+
+class SpecError(ValueError):
+    """A file argument that cannot be read (the message names it)."""
+
+
+def read_spec(spec: str, missing_ok: bool = False) -> str:
+    """The text of ``spec``: a path, or ``git:REV:PATH`` (``git show``). ``missing_ok``:
+    a path missing in that revision reads as ``""``. Raises :class:`SpecError`."""
+    if spec.startswith(GIT_PREFIX):
+        rev, sep, path = spec[len(GIT_PREFIX):].partition(":")
+        if not sep or not rev or not path:
+            raise SpecError(f"{spec}: expected git:REV:PATH (e.g. git:HEAD~1:models.yaml)")
+        if missing_ok:
+            probe = subprocess.run(["git", "cat-file", "-e", f"{rev}:{path}"],
+                                   capture_output=True, check=False)
+            if probe.returncode != 0:
+                return ""
+        try:
+            done = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True,
+                                  check=False, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SpecError(f"{spec}: cannot run git: {exc}") from None
+        if done.returncode != 0:
+            raise SpecError(f"{spec}: git show: "
+                            + done.stderr.decode("utf-8", "replace").strip())
+        data = done.stdout
+    else:
+        try:
+            if missing_ok and not Path(spec).exists():
+                return ""
+            data = Path(spec).read_bytes()
+        except OSError as exc:
+            raise SpecError(f"{spec}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise SpecError(f"{spec}: larger than {MAX_FILE_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{spec}: not UTF-8 text (byte {exc.start})") from None
+
+
+def _yaml(spec: str, text: str) -> object:
+    import yaml
+
+    from fleetwatch.specfile import yaml_problem
+
+    try:
+        return load_yaml(text)
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{spec}: not valid YAML: {yaml_problem(exc)}") from None
+
+
+def load_registry_spec(spec: str) -> Registry:
+    """A registry from a path or ``git:REV:PATH``."""
+    try:
+        return parse_registry(_yaml(spec, read_spec(spec)), spec)
+    except RegistryError as exc:
+        raise SpecError(str(exc)) from None
+
+
+def load_quota_spec(spec: str) -> Quotas:
+    """A quota file from a path or ``git:REV:PATH``."""
+    try:
+        return parse_quotas(_yaml(spec, read_spec(spec)), spec)
+    except QuotaError as exc:
+        raise SpecError(str(exc)) from None
+
+
+_PLACEMENT = TypeAdapter(list[GPUPlacement])
+
+
+def load_placement_spec(spec: str) -> list[GPUPlacement]:
+    """The ``placement:`` list of a YAML file (a sidecar configuration), validated."""
+    data = _yaml(spec, read_spec(spec))
+    if not isinstance(data, dict):
+        raise SpecError(f"{spec}: expected a mapping with a 'placement:' list")
+    try:
+        return _PLACEMENT.validate_python(data.get("placement") or [])
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(exc, f"{spec}: placement")) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Revisions:
+    """The governed files of one side: the registry, and optionally placement and quotas."""
+
+    registry: str
+    placement: str | None = None
+    quotas: str | None = None
+
+
+def changes_between(old: Revisions, new: Revisions) -> list[Change]:
+    """Every change between two revisions (:func:`fleetwatch.governance.changes.
+    diff_governed`); raises :class:`SpecError`."""
+    placement = ((load_placement_spec(old.placement), load_placement_spec(new.placement))
+                 if old.placement and new.placement else ([], []))
+    quotas = ((load_quota_spec(old.quotas), load_quota_spec(new.quotas))
+              if old.quotas and new.quotas else (None, None))
+    return diff_governed(load_registry_spec(old.registry), load_registry_spec(new.registry),
+                         placement, quotas)
