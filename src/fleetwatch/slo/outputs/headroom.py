@@ -51,8 +51,9 @@ __all__ = ["HEADROOM_WINDOW_SECONDS", "HEADROOM_Z", "MAX_SAMPLES", "BurstHeadroo
 HEADROOM_WINDOW_SECONDS = 300.0
 #: One-sided standard normal quantile of 99 %: the share of intervals the headroom covers.
 HEADROOM_Z = NormalDist().inv_cdf(0.99)
-#: Samples kept at most (the window at the sidecar's 5 s interval holds 60).
-MAX_SAMPLES = 1024
+#: Samples kept at most per model (the window at the sidecar's 5 s interval holds 60; a scrape
+#: interval under 1.25 s shortens the window to its last 240 samples).
+MAX_SAMPLES = 240
 
 
 def headroom_seconds(cold_start: float | None) -> float:
