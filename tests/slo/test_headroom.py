@@ -56,6 +56,17 @@ def test_the_window_forgets_old_bursts_and_an_update_at_the_same_time_replaces()
     assert len(h._samples) == 2
 
 
+def test_a_clock_set_back_forgets_the_samples_it_has_not_reached_again() -> None:
+    h = BurstHeadroom(300.0)
+    for k in range(10):
+        h.update(100.0 + 5.0 * k, 6.0 if k == 3 else 1.0)
+    assert h.update(50.0, 1.0) == pytest.approx(1.0)  # every later sample, the burst too
+    assert len(h._samples) == 1
+    hold = SignalHold(60.0, BurstHeadroom(300.0))
+    hold.update(100.0, 2.0, 2.0)
+    assert hold.update(0.0, 0.5, 0.5) == pytest.approx(0.5)
+
+
 def test_memory_is_bounded_and_sums_stay_exact_over_long_runs() -> None:
     h = BurstHeadroom(1e9)
     for k in range(5 * MAX_SAMPLES):

@@ -77,14 +77,15 @@ class BurstHeadroom:
     _drops: int = 0
 
     def update(self, now: float, x: float) -> float:
-        """Add sample ``x`` (replicas' worth of load, finite, ≥ 0) at ``now`` (seconds,
-        non-decreasing); the headroom of the window (0.0 with a window of 0 or a
-        non-finite sample, which is not kept)."""
+        """Add sample ``x`` (replicas' worth of load, finite, ≥ 0) at ``now`` (seconds;
+        samples at or after ``now`` are replaced, so a clock set back forgets the samples
+        it has not reached again); the headroom of the window (0.0 with a window of 0 or
+        a non-finite sample, which is not kept)."""
         if self.window <= 0 or not math.isfinite(x):
             return 0.0
         samples, peaks = self._samples, self._peaks
-        if samples and samples[-1][0] >= now:
-            self._drop(samples.pop()[1])
+        while samples and samples[-1][0] >= now:  # the same interval again, or a clock
+            self._drop(samples.pop()[1])           # set back: the later samples go
         samples.append((now, x))
         self._sum += x
         self._sumsq += x * x
