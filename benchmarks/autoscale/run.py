@@ -75,6 +75,9 @@ SIDECAR_SLOS = {
               "sli": {"latency": {"metric": "ttft", "threshold_seconds": TTFT_SLO_S}},
               "objectives": [{"target": OBJECTIVE}], "timeWindow": [{"duration": "1h"}],
               "concurrency": {"envelope": 8, "bands": [1, 2, 4, 8, 16]}}],
+    # the signal's burst headroom spans the HPA's scale-down stabilization window, which
+    # the replay compresses like every HPA duration (300 s ÷ 5)
+    "autoscaling": {"headroom_window": 300.0 / MAPPING.time_compression},
 }
 
 

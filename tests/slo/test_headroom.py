@@ -87,8 +87,26 @@ def test_bad_samples_are_not_kept_and_no_window_means_no_headroom() -> None:
     assert h.update(5.0, math.nan) == 0.0
     assert h.update(10.0, 1.0) == pytest.approx(1.0)
     assert BurstHeadroom(0.0).update(0.0, 5.0) == 0.0
-    assert headroom_seconds(None) == headroom_seconds(0.0) == 0.0
-    assert headroom_seconds(45.0) == HEADROOM_WINDOW_SECONDS
+    assert headroom_seconds(300.0, None) == headroom_seconds(300.0, 0.0) == 0.0
+    assert headroom_seconds(300.0, 45.0) == 300.0
+    assert AutoscalingSettings().headroom_window == HEADROOM_WINDOW_SECONDS == 300.0
+    assert AutoscalingSettings.model_validate({"headroom_window": "2m"}).headroom_window == 120
+
+
+def test_the_slo_files_window_sets_it_and_zero_turns_it_off() -> None:
+    spec = _spec()
+    states = {("ttft", MK): _state(spec)}
+    lasts = []
+    for window in (0.0, 60.0, 300.0):
+        t = AutoscalingSettings(headroom_window=window)
+        holds: dict[ModelKey, SignalHold] = {}
+        for k, conc in enumerate([32.0] + [2.0] * 24):  # a burst, then 2 minutes of 2
+            (row,) = signals(t, states, ModelGauges(concurrency={MK: conc}), {"m": 30.0},
+                             holds=holds, now=5.0 * k)
+        lasts.append(row["signal"])
+    # off, or a window the burst has left: the lull's 0.25; 300 s: the burst's headroom
+    assert lasts[0] == lasts[1] == pytest.approx(0.25)
+    assert lasts[2] > 0.25
 
 
 def test_the_hold_never_falls_below_the_headroom() -> None:
@@ -104,12 +122,16 @@ def _state(spec: SLOFile) -> SLOModelState:
     return SLOModelState(spec.slos[0], MK, capacity=8.0)
 
 
-def test_signals_keep_room_for_the_last_minutes_bursts_once_a_cold_start_is_known() -> None:
-    spec = SLOFile.model_validate({"slos": [{
+def _spec() -> SLOFile:
+    return SLOFile.model_validate({"slos": [{
         "name": "ttft", "selector": {"models": ["m"]},
         "sli": {"latency": {"metric": "ttft", "threshold_seconds": 0.1}},
         "objectives": [{"target": 0.99}], "timeWindow": [{"duration": "1h"}],
         "concurrency": {"envelope": 8}}]})
+
+
+def test_signals_keep_room_for_the_last_minutes_bursts_once_a_cold_start_is_known() -> None:
+    spec = _spec()
     states = {("ttft", MK): _state(spec)}
     t = AutoscalingSettings()
 

@@ -121,7 +121,8 @@ def _fleet_config(cfg: ReplayConfig, model: ReplicaModel, initial: int,
                        targets=cfg.targets,
                        scrape_seconds=sec(cfg.scrape_interval_seconds) if signal else None,
                        hold_seconds=sec(hold_seconds(model.cold_start_seconds)),
-                       headroom_seconds=sec(headroom_seconds(model.cold_start_seconds)),
+                       headroom_seconds=sec(headroom_seconds(cfg.targets.headroom_window,
+                                                             model.cold_start_seconds)),
                        signal_floor=min_replicas(cfg.targets, model.cold_start_seconds))
 
 

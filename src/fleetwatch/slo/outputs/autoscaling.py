@@ -196,7 +196,7 @@ def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
         if holds is not None and now is not None:
             hold = holds.setdefault(mk, SignalHold(0.0))
             hold.window = hold_seconds(cold)  # a cold start measured since
-            hold.headroom.window = headroom_seconds(cold)
+            hold.headroom.window = headroom_seconds(targets.headroom_window, cold)
             signal = hold.update(now, signal, comps.get("concurrency", 0.0))
         signal, how = fresh.signal(mk, signal)
         floor = min_replicas(targets, cold)

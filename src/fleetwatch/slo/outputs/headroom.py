@@ -30,8 +30,9 @@ fleet's, where a queue-wait or KV ratio does not. Per replica the standard devia
 add up to the fleet's as long as the balancer spreads the load evenly (correlated
 replicas), which least-connections does.
 
-The window (:data:`HEADROOM_WINDOW_SECONDS`, 300 s) is Kubernetes' default scale-down
-stabilization window: the HPA already keeps the largest recommendation of that window
+The window (the SLO file's ``autoscaling.headroom_window``, by default
+:data:`HEADROOM_WINDOW_SECONDS`, 300 s) is Kubernetes' default scale-down stabilization
+window: the HPA already keeps the largest recommendation of that window
 before it scales in, so the headroom only asks it to remember the demand's spread over
 the same time, not a longer one. Bounded: at most :data:`MAX_SAMPLES` samples (an update
 at the time of the last one replaces it).
@@ -47,7 +48,8 @@ from statistics import NormalDist
 __all__ = ["HEADROOM_WINDOW_SECONDS", "HEADROOM_Z", "MAX_SAMPLES", "BurstHeadroom",
            "headroom_seconds"]
 
-#: The headroom's window (seconds): Kubernetes' default scale-down stabilization window.
+#: The headroom's default window (seconds): Kubernetes' default scale-down stabilization
+#: window (the default of ``autoscaling.headroom_window``).
 HEADROOM_WINDOW_SECONDS = 300.0
 #: One-sided standard normal quantile of 99 %: the share of intervals the headroom covers.
 HEADROOM_Z = NormalDist().inv_cdf(0.99)
@@ -56,11 +58,11 @@ HEADROOM_Z = NormalDist().inv_cdf(0.99)
 MAX_SAMPLES = 240
 
 
-def headroom_seconds(cold_start: float | None) -> float:
-    """The headroom's window (seconds): :data:`HEADROOM_WINDOW_SECONDS` once a cold start
-    is measured, 0 (no headroom) before — as for the hold, a replica that comes up at
-    once needs no demand kept for it."""
-    return HEADROOM_WINDOW_SECONDS if cold_start is not None and cold_start > 0 else 0.0
+def headroom_seconds(window: float, cold_start: float | None) -> float:
+    """The headroom's window (seconds): ``window`` (``autoscaling.headroom_window``) once
+    a cold start is measured, 0 (no headroom) before — as for the hold, a replica that
+    comes up at once needs no demand kept for it."""
+    return window if cold_start is not None and cold_start > 0 else 0.0
 
 
 @dataclass(slots=True)
