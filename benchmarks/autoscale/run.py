@@ -66,6 +66,10 @@ ITL_SLO_S = 0.025
 OBJECTIVE = 0.99
 #: Replay seconds every run continues after the tail's stabilization window.
 TAIL_SLACK_S = 10.0
+#: The sidecars' burst-headroom window (``autoscaling.headroom_window``), replay seconds:
+#: its default, Kubernetes' default scale-down stabilization window, compressed like
+#: every HPA duration.
+HEADROOM_WINDOW_S = 300.0 / MAPPING.time_compression
 #: Width of the windows of the attainment timeline, replay seconds.
 WINDOW_S = 5.0
 SIDECAR_SLOS = {
@@ -75,6 +79,7 @@ SIDECAR_SLOS = {
               "sli": {"latency": {"metric": "ttft", "threshold_seconds": TTFT_SLO_S}},
               "objectives": [{"target": OBJECTIVE}], "timeWindow": [{"duration": "1h"}],
               "concurrency": {"envelope": 8, "bands": [1, 2, 4, 8, 16]}}],
+    "autoscaling": {"headroom_window": HEADROOM_WINDOW_S},
 }
 
 
@@ -173,9 +178,10 @@ def summarize(name: str, sent: list[Request], records: list[ClientRecord], sampl
 class Experiment:
     """What every policy of one run shares: the mapped requests, the mapping, the fleet's
     bounds and the run's length in replay seconds (the segment, then a tail of one
-    scale-down stabilization window plus `TAIL_SLACK_S`, where scale-in shows and quiet
-    time costs replica-seconds for every policy alike; `run_policy` adds the longest cold
-    start the sidecars measured)."""
+    scale-down stabilization window, one burst-headroom window — fleetwatch's signal keeps
+    a burst's headroom that long, then the HPA waits out its window — plus
+    `TAIL_SLACK_S`, where scale-in shows and quiet time costs replica-seconds for every
+    policy alike; `run_policy` adds the longest cold start the sidecars measured)."""
 
     requests: tuple[Request, ...]
     mapping: TraceMapping
@@ -187,7 +193,8 @@ class Experiment:
     def run_s(self) -> float:
         """Replay seconds each policy runs."""
         window = self.mapping.seconds(DEFAULT_BEHAVIOR.scale_down.stabilization_window_seconds)
-        return self.mapping.seconds(self.segment_s) + window + TAIL_SLACK_S
+        return (self.mapping.seconds(self.segment_s) + window + HEADROOM_WINDOW_S
+                + TAIL_SLACK_S)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,8 @@ controller asked for the desired replicas at every decision interval.
   and KV usage at that moment; fleetwatch's signal as the sidecar last computed it —
   every sidecar scrape interval, from the time-averaged requests in the replica over it
   (what the sidecar's Little's law reads), the mean queue wait of the requests admitted
-  in it and the KV usage, held at its peak over the hold window; the busy fraction (time
+  in it and the KV usage, held at its peak over the hold window and kept at least at
+  the burst headroom of its concurrency component; the busy fraction (time
   with a request running), the peaks of waiting and KV usage over the WVA lookback. The
   signal goes through the sidecar's own code
   (:func:`fleetwatch.slo.outputs.autoscaling.components`,
@@ -38,6 +39,7 @@ from fleetwatch.autoscale.policies import ReplicaSample
 from fleetwatch.autoscale.replica import ReplicaModel
 from fleetwatch.autoscale.trace import Request
 from fleetwatch.slo.outputs.autoscaling import SignalHold, components, signal_ratio
+from fleetwatch.slo.outputs.headroom import BurstHeadroom
 from fleetwatch.slo.spec import AutoscalingSettings
 
 __all__ = ["Controller", "FleetConfig", "FleetRun", "ScaleEvent", "TimelinePoint", "simulate"]
@@ -56,7 +58,9 @@ class FleetConfig:
     each replica's signal is computed per such interval, and a decision reads the
     latest; None: no signal is computed, for policies that do not read it),
     ``hold_seconds`` (the signal's hold window,
-    :func:`~fleetwatch.slo.outputs.autoscaling.hold_seconds`), ``signal_floor`` (the
+    :func:`~fleetwatch.slo.outputs.autoscaling.hold_seconds`), ``headroom_seconds`` (the
+    window of the signal's burst headroom,
+    :func:`~fleetwatch.slo.outputs.headroom.headroom_seconds`), ``signal_floor`` (the
     sidecar's cold-start floor, ``min_replicas`` of the samples), ``max_waiting`` (a
     replica's queue bound), ``initial_replicas``."""
 
@@ -67,6 +71,7 @@ class FleetConfig:
     targets: AutoscalingSettings = field(default_factory=AutoscalingSettings)
     scrape_seconds: float | None = None
     hold_seconds: float = 0.0
+    headroom_seconds: float = 0.0
     signal_floor: int = 1
     max_waiting: int = 1000
     initial_replicas: int = 1
@@ -162,7 +167,8 @@ class _Sim:
     def add_replica(self, t: float, ready: bool) -> None:
         self.seq += 1
         rep = _Replica(self.seq, created=t, ready=ready, last=t, ready_at=t, scraped=t,
-                       hold=SignalHold(self.cfg.hold_seconds))
+                       hold=SignalHold(self.cfg.hold_seconds,
+                                       BurstHeadroom(self.cfg.headroom_seconds)))
         self.reps.append(rep)
         if not ready:
             self.starting[rep.rid] = rep
@@ -236,9 +242,9 @@ class _Sim:
         if rep.qwait_n:
             rep.qwait_last = rep.qwait_sum / rep.qwait_n
         kv = rep.kv_used / self.model.kv_capacity_tokens
-        rep.signal = rep.hold.update(t, signal_ratio(
-            components(cfg.targets, cfg.capacity, conc, float(rep.in_system),
-                       rep.qwait_last, kv, None)))
+        comps = components(cfg.targets, cfg.capacity, conc, float(rep.in_system),
+                           rep.qwait_last, kv, None)
+        rep.signal = rep.hold.update(t, signal_ratio(comps), comps.get("concurrency", 0.0))
         rep.area = rep.qwait_sum = 0.0
         rep.qwait_n = 0
         rep.scraped = t

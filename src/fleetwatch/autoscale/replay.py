@@ -36,6 +36,7 @@ from fleetwatch.autoscale.policies import Policy, ReplicaSample
 from fleetwatch.autoscale.replica import ReplicaModel
 from fleetwatch.autoscale.trace import Request, TraceMapping
 from fleetwatch.slo.outputs.autoscaling import hold_seconds, min_replicas
+from fleetwatch.slo.outputs.headroom import headroom_seconds
 from fleetwatch.slo.spec import AutoscalingSettings
 
 __all__ = ["PolicyResult", "ReplayConfig", "ReplayResult", "replay_policies"]
@@ -120,6 +121,8 @@ def _fleet_config(cfg: ReplayConfig, model: ReplicaModel, initial: int,
                        targets=cfg.targets,
                        scrape_seconds=sec(cfg.scrape_interval_seconds) if signal else None,
                        hold_seconds=sec(hold_seconds(model.cold_start_seconds)),
+                       headroom_seconds=sec(headroom_seconds(cfg.targets.headroom_window,
+                                                             model.cold_start_seconds)),
                        signal_floor=min_replicas(cfg.targets, model.cold_start_seconds))
 
 

@@ -325,6 +325,11 @@ class AutoscalingSettings(_Strict):
     gauges say requests are running or waiting) keeps its last signal for ``stale_hold``
     (seconds, or "1m"), then reads ``stale_signal`` (a ratio; the default 1.0 is
     "at target": the replica counts as full, so the fleet never scales in on it).
+
+    ``headroom_window`` (seconds, or "5m"; 0 turns it off): the window of the signal's
+    burst headroom (:mod:`fleetwatch.slo.outputs.headroom`), by default Kubernetes'
+    default scale-down stabilization window; set it to the ScaledObject's own
+    ``scaleDown.stabilizationWindowSeconds`` when that differs.
     """
 
     queue_wait_seconds: float = Field(0.5, gt=0, allow_inf_nan=False)
@@ -335,10 +340,19 @@ class AutoscalingSettings(_Strict):
     stale_hold: Duration = 60.0
     stale_signal: float = Field(1.0, ge=0, allow_inf_nan=False)
     frozen_after_scrapes: int = Field(6, ge=2)
+    headroom_window: Duration = 300.0
 
     @field_validator("stale_hold", mode="before")
     @classmethod
     def _hold(cls, v: object) -> float:
+        return parse_duration(v)  # type: ignore[arg-type]
+
+    @field_validator("headroom_window", mode="before")
+    @classmethod
+    def _headroom(cls, v: object) -> float:
+        """A duration, or 0 (no headroom)."""
+        if v == 0 or v == "0":
+            return 0.0
         return parse_duration(v)  # type: ignore[arg-type]
 
 

@@ -7,7 +7,9 @@ larger — ÷ capacity at SLO), ``queue_wait`` (mean queue wait ÷
 ``kv_cache_usage_ratio``), ``gpu_memory`` (fleet GPU-memory usage ÷
 ``gpu_memory_usage_ratio``). The signal is the largest component; with a target of 1,
 desired replicas = ceil(Σ signal over replicas); the sidecar holds each signal at its
-peak over one cold start (:class:`SignalHold`). ``min_replicas`` is the cold-start floor
+peak over one cold start and never lets it fall below the burst headroom of the
+concurrency component over a longer window (:class:`SignalHold`,
+:mod:`fleetwatch.slo.outputs.headroom`). ``min_replicas`` is the cold-start floor
 (see :class:`~fleetwatch.slo.spec.AutoscalingSettings`).
 
 Each model also says what the signal asks of the autoscaler (the decision explained, as
@@ -33,6 +35,7 @@ from typing import TypedDict
 from fleetwatch.slo.account.gauges import ModelGauges
 from fleetwatch.slo.judge.freshness import Freshness, FreshnessStatus
 from fleetwatch.slo.judge.states import worst_state
+from fleetwatch.slo.outputs.headroom import BurstHeadroom, headroom_seconds
 from fleetwatch.slo.spec import AutoscalingSettings
 from fleetwatch.slo.state import ModelKey, SLOModelState
 
@@ -125,24 +128,29 @@ def signal_ratio(comps: Mapping[str, float]) -> float:
 
 @dataclass(slots=True)
 class SignalHold:
-    """The signal held at its peak over the last ``window`` seconds: :meth:`update`
-    with each interval's signal returns the largest of the window's. Bounded: a
+    """The signal held at its peak over the last ``window`` seconds, and never below the
+    burst headroom of the demand (:class:`~fleetwatch.slo.outputs.headroom.BurstHeadroom`,
+    its own window): :meth:`update` with each interval's signal and concurrency
+    component returns the larger of the window's peak and the headroom. Bounded: a
     monotone queue keeps only the values that can still be the peak, and an update at
     the time of the last one replaces it (the sidecar asks once per request for the
     signal, not once per interval)."""
 
     window: float
+    headroom: BurstHeadroom = field(default_factory=lambda: BurstHeadroom(0.0))
     _peaks: deque[tuple[float, float]] = field(default_factory=deque)
 
-    def update(self, now: float, signal: float) -> float:
-        """Add ``signal`` at ``now`` (seconds, non-decreasing); the window's peak."""
+    def update(self, now: float, signal: float, demand: float = 0.0) -> float:
+        """Add ``signal`` and ``demand`` (the concurrency component: replicas' worth of
+        requests in the system) at ``now`` (seconds, non-decreasing); the larger of the
+        window's peak signal and the demand's headroom."""
         peaks = self._peaks
         while peaks and (peaks[-1][1] <= signal or peaks[-1][0] >= now):
             peaks.pop()
         peaks.append((now, signal))
         while peaks[0][0] <= now - self.window and len(peaks) > 1:
             peaks.popleft()
-        return peaks[0][1]
+        return max(peaks[0][1], self.headroom.update(now, demand))
 
 
 def hold_seconds(cold_start: float | None) -> float:
@@ -164,7 +172,9 @@ def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
     reads as measured and fresh). With ``holds`` (model → its :class:`SignalHold`, created
     here; the caller forgets a model's with its gauges) and ``now`` (the last interval's
     end, seconds), each model's measured signal is held at its peak over
-    :func:`hold_seconds` of its cold start; the components stay the last interval's.
+    :func:`hold_seconds` of its cold start and kept at least at the burst headroom of
+    its concurrency component (:func:`~fleetwatch.slo.outputs.headroom.headroom_seconds`);
+    the components stay the last interval's.
     ``in_system``: model → requests running + waiting at the last snapshot (see
     :func:`components`). Linear in the states (grouped by model once)."""
     cold_starts = cold_starts or {}
@@ -186,7 +196,8 @@ def signals(targets: AutoscalingSettings, states: States, gauges: ModelGauges,
         if holds is not None and now is not None:
             hold = holds.setdefault(mk, SignalHold(0.0))
             hold.window = hold_seconds(cold)  # a cold start measured since
-            signal = hold.update(now, signal)
+            hold.headroom.window = headroom_seconds(targets.headroom_window, cold)
+            signal = hold.update(now, signal, comps.get("concurrency", 0.0))
         signal, how = fresh.signal(mk, signal)
         floor = min_replicas(targets, cold)
         out.append({
