@@ -101,10 +101,17 @@ class _TooLarge(Exception):
     pass
 
 
+class _Recursive(Exception):
+    pass
+
+
 def _expanded_size(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
     """Nodes of ``node`` with aliases expanded (each distinct node computed once); raises
-    :class:`_TooLarge` past ``limit``. Iterative: deep nesting cannot overflow the stack."""
+    :class:`_TooLarge` past ``limit`` and :class:`_Recursive` for a node that contains
+    itself (``&a [*a]``: infinitely many nodes once expanded). Iterative: deep nesting
+    cannot overflow the stack."""
     stack: list[tuple[yaml.Node, bool]] = [(node, False)]
+    open_: set[int] = set()  # nodes whose children are being sized: their ancestors' path
     while stack:
         n, done = stack.pop()
         if id(n) in memo:
@@ -115,9 +122,13 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
         elif isinstance(n, yaml.MappingNode):
             children = [x for pair in n.value for x in pair]
         if not done:
+            if id(n) in open_:
+                raise _Recursive
+            open_.add(id(n))
             stack.append((n, True))
             stack.extend((c, False) for c in children if id(c) not in memo)
             continue
+        open_.discard(id(n))
         size = 1 + sum(memo[id(c)] for c in children)
         if size > limit:
             raise _TooLarge
@@ -155,6 +166,9 @@ def _load(loader_class: type[yaml.SafeLoader], text: str, limit: int) -> object:
         except _TooLarge:
             raise _AliasBomb(f"too many YAML nodes once aliases are expanded (more "
                              f"than {limit}): an alias bomb?") from None
+        except _Recursive:
+            raise _AliasBomb("an anchor that contains itself (a recursive alias such as "
+                             "'&a [*a]'): not a configuration") from None
         return loader.construct_document(node)
     finally:
         loader.dispose()

@@ -57,6 +57,20 @@ def test_alias_bomb_in_the_sidecar_config_and_registry(files):
     assert res.returncode == 2 and "reg.yaml" in res.stderr
 
 
+@pytest.mark.parametrize("text", ["models: &a [*a]\n", "models: &a [{name: x, more: *a}]\n",
+                                  "a: &a {b: *a}\nmodels: []\n"],
+                         ids=["list", "nested", "mapping"])
+def test_an_anchor_that_contains_itself_is_refused_not_expanded_forever(files, text):
+    # a recursive alias has infinitely many nodes once expanded: the size check walked it
+    # forever (every loader hung); refused by name, exit 2 naming the file
+    (files / "rec.yaml").write_text(text)
+    res = cli("normalize", "--registry", str(files / "rec.yaml"), str(files / "bomb.yaml"),
+              timeout=60)
+    assert res.returncode == 2, res.stderr
+    assert "rec.yaml" in res.stderr and "an anchor that contains itself" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
 def _targets(n: int) -> list[dict]:
     return [{"name": f"t{i}", "kind": "triton", "url": f"http://127.0.0.1:{8000 + i % 1000}"
              f"/metrics", "labels": {"server": f"s{i}"}} for i in range(n)]
