@@ -1,0 +1,91 @@
+"""LoRA adapters from vLLM's ``vllm:lora_requests_info`` (the schema's
+``modelserver_adapter_requests_present``).
+
+vLLM (V1 ``vllm/v1/metrics/loggers.py``, 0.7.3+) exports one gauge family whose labels
+are the state, not its value: ``running_lora_adapters`` and ``waiting_lora_adapters``
+hold comma-separated adapter names (``"a1,a2"``; ``""`` for none) and ``max_lora`` the
+``--max-loras`` setting; the value is the Unix time the engine last reported that
+combination. prometheus_client keeps every label combination ever set, so the exposition
+holds past states too; only the series with the greatest value is the current one. The
+lists name adapters with at least one request in that state, not how many requests:
+per-adapter counts and latency are in the engine's traces (a span's
+``gen_ai.request.model`` is the adapter's name).
+
+This reads the current state and says, for every adapter named by any series (every
+adapter the engine has scheduled since it started), whether it has running and waiting
+requests (1) or not (0). It is one pass over the body's lines that start with the family
+name, after a ``str.find`` that costs nothing when the family is absent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from fleetwatch.exporters.parser import ExpositionError, parse_value, split_key, split_sample_line
+
+#: The upstream family (text format 0.0.4 spelling; the OpenMetrics ``vllm_`` one too).
+LORA_INFO_NAMES = ("vllm:lora_requests_info", "vllm_lora_requests_info")
+#: The schema family it feeds.
+TARGET = "modelserver_adapter_requests_present"
+#: At most this many adapters are reported (a label value per adapter): a bound on what a
+#: hostile or broken exposition can make the sidecar hold.
+MAX_ADAPTERS = 1000
+
+
+class AdapterPresence(NamedTuple):
+    """One adapter's current state: ``running``/``waiting`` are True when it has at least
+    one request in that state."""
+
+    adapter: str
+    running: bool
+    waiting: bool
+
+
+def _names(value: str) -> list[str]:
+    return [n for n in (part.strip() for part in value.split(",")) if n]
+
+
+def adapter_presence(text: str) -> list[AdapterPresence]:
+    """The adapters of a vLLM exposition body and whether each has running and waiting
+    requests now (see the module docstring), sorted by adapter name; ``[]`` when the body
+    has no ``lora_requests_info`` series (LoRA off, or no adapter request yet).
+
+    Malformed lines of the family and non-finite values are skipped (the normalizer
+    reports malformed lines); at most :data:`MAX_ADAPTERS` adapters."""
+    if not any(name in text for name in LORA_INFO_NAMES):
+        return []
+    seen: dict[str, None] = {}
+    latest: tuple[float, dict[str, str]] | None = None
+    for line in _family_lines(text):
+        split = split_sample_line(line)
+        if isinstance(split, str):
+            continue
+        try:
+            labels = dict(split_key(split[0])[1])
+            value = parse_value(split[1])
+        except (ExpositionError, ValueError):
+            continue
+        if not math.isfinite(value):
+            continue
+        for key in ("running_lora_adapters", "waiting_lora_adapters"):
+            for name in _names(labels.get(key, "")):
+                if len(seen) < MAX_ADAPTERS:
+                    seen.setdefault(name)
+        if latest is None or value > latest[0]:
+            latest = (value, labels)
+    if latest is None:
+        return []
+    running = set(_names(latest[1].get("running_lora_adapters", "")))
+    waiting = set(_names(latest[1].get("waiting_lora_adapters", "")))
+    return [AdapterPresence(a, a in running, a in waiting) for a in sorted(seen)]
+
+
+_NAME_LEN = len(LORA_INFO_NAMES[0])
+
+
+def _family_lines(text: str) -> Iterable[str]:
+    for line in text.split("\n"):
+        if line.startswith(LORA_INFO_NAMES) and line[_NAME_LEN:_NAME_LEN + 1] in ("{", " "):
+            yield line
