@@ -71,3 +71,33 @@ def test_real_capture_normalizes_with_its_load_visible():
         assert pick(norm, "modelserver_requests_total", finish_reason=reason) == pick(
             raw, "vllm:request_success_total", finished_reason=reason) > 0
     assert {lab["model"] for _, lab, _ in norm if "model" in lab} == {"tiny-llm"}
+
+
+REAL_0_32 = sorted((FIXTURES / "vllm").glob("v0.32.0-cpu-real-engine-*.prom"))
+
+
+def test_every_family_of_the_real_engine_is_mapped_or_has_a_reason():
+    """Each family the real 0.32 engine exported (plain, under LoRA and speculative
+    decoding, idle and under load) is mapped or left unmapped with a reason
+    (``Source.why_not_mapped``: the reasons docs/metrics.md lists and the sidecar logs)."""
+    from fleetwatch.exporters.normalize import Normalizer
+    from fleetwatch.exporters.sources import SOURCES_BY_KIND
+
+    source = SOURCES_BY_KIND["vllm"]
+    assert len(REAL_0_32) >= 3
+    for path in REAL_0_32:
+        n = Normalizer(source.table).normalize(path.read_text(encoding="utf-8"))
+        assert n.unmapped, path.name  # http_*, process_*, _created: never mapped
+        without = sorted(f for f in n.unmapped if source.why_not_mapped(f) is None)
+        assert without == [], path.name
+
+
+def test_why_not_mapped_reads_lists_remarks_and_wildcards():
+    from fleetwatch.exporters.sources import SOURCES_BY_KIND
+
+    source = SOURCES_BY_KIND["vllm"]
+    assert "debug" in (source.why_not_mapped("vllm:corrupted_requests_total") or "")
+    assert source.why_not_mapped("vllm:kv_block_lifetime_seconds") is not None
+    assert source.why_not_mapped("vllm:lora_requests_info") is not None
+    assert source.why_not_mapped("vllm:num_requests_running") is None
+    assert source.why_not_mapped("vllm:kv_block_lifetime") is None
