@@ -134,3 +134,22 @@ def _patterns(names: str) -> list[str]:
         if part:
             out.append(part)
     return out
+
+
+def unmapped_summary(source: Source | None, names: list[str], fate: str) -> str:
+    """What the sidecar logs about the upstream families no rule maps (``fate``: what
+    happens to them, "dropped" or "passed through"): those ``source`` leaves unmapped on
+    purpose (`Source.why_not_mapped`: docs/metrics.md gives each reason) apart from those
+    it does not know, the first 20 of each named, e.g. ``3 upstream families not mapped
+    (dropped); 1 unknown to the mapping: x; 2 left unmapped on purpose, see
+    docs/metrics.md: a, b``."""
+    known = [f for f in names if source is not None and source.why_not_mapped(f)]
+    unknown = [f for f in names if f not in set(known)]
+    parts = []
+    for label, group in (("unknown to the mapping", unknown),
+                         ("left unmapped on purpose, see docs/metrics.md", known)):
+        if group:
+            more = f" … and {len(group) - 20} more" if len(group) > 20 else ""
+            parts.append(f"{len(group)} {label}: {', '.join(group[:20])}{more}")
+    return (f"{len(names)} upstream famil{'y' if len(names) == 1 else 'ies'} not mapped "
+            f"({fate}); " + "; ".join(parts))

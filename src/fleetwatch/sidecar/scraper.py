@@ -35,7 +35,7 @@ from fleetwatch.exporters.normalize import Normalized, Normalizer
 from fleetwatch.exporters.parser import describe_if_not_metrics
 from fleetwatch.exporters.render import normalized_families, passthrough_families
 from fleetwatch.exporters.snapshot import Snapshot
-from fleetwatch.exporters.source import Source
+from fleetwatch.exporters.source import unmapped_summary
 from fleetwatch.exporters.sources import SOURCES_BY_KIND, TABLES, detect_kind
 from fleetwatch.exporters.table import TargetContext
 from fleetwatch.exporters.validate import Limits
@@ -272,8 +272,9 @@ class Scraper:
         if n.unmapped and not n.unmapped <= st.unmapped_logged:
             st.unmapped_logged = frozenset(n.unmapped) | st.unmapped_logged \
                 if len(st.unmapped_logged) < 10_000 else frozenset(n.unmapped)
-            _log_unmapped(st.target.name, st.source, sorted(n.unmapped),
-                          "passed through" if self.cfg.passthrough_unmapped else "dropped")
+            log.info("target %s: %s", st.target.name, unmapped_summary(
+                st.source, sorted(n.unmapped),
+                "passed through" if self.cfg.passthrough_unmapped else "dropped"))
         st.scrapes_ok += 1
         seen = st.scrapes_ok
         learns = self.probes.learns_runtimes(st.source, st.target)
@@ -387,19 +388,3 @@ class Scraper:
         if changed and st.normalizer is not None:
             st.normalizer.invalidate_models(changed)  # those models' series only
         return bool(changed)
-
-
-def _log_unmapped(target: str, source: Source | None, names: list[str], fate: str) -> None:
-    """One log line for the upstream families of ``target`` no rule maps: those its source
-    leaves unmapped on purpose (``Source.not_mapped``: docs/metrics.md gives each reason)
-    apart from those it does not know, the first 20 of each named."""
-    known = [f for f in names if source is not None and source.why_not_mapped(f)]
-    unknown = [f for f in names if f not in set(known)]
-    parts = []
-    for label, group in (("unknown to the mapping", unknown),
-                         ("left unmapped on purpose, see docs/metrics.md", known)):
-        if group:
-            more = f" … and {len(group) - 20} more" if len(group) > 20 else ""
-            parts.append(f"{len(group)} {label}: {', '.join(group[:20])}{more}")
-    log.info("target %s: %d upstream famil%s not mapped (%s); %s", target, len(names),
-             "y" if len(names) == 1 else "ies", fate, "; ".join(parts))
