@@ -86,3 +86,19 @@ def test_malformed_and_hostile_lines_are_skipped_not_fatal():
     assert adapter_presence(text) == [AdapterPresence("a", True, False),
                                       AdapterPresence("b", True, True)]
     assert adapter_presence("vllm:num_requests_running 1\n") == []
+
+
+def test_each_adapter_is_an_observed_model_its_registry_entry_owns():
+    """vLLM serves an adapter under its own name: the registry owns it by that name, and
+    its modelserver_model_info carries the adapter's owner, not the base model's."""
+    from fleetwatch.labels.registry import parse_registry
+
+    n = Normalizer(SOURCES_BY_KIND["vllm"].table).normalize(AFTER_LOAD.read_text(encoding="utf-8"))
+    assert {m[0] for m in n.models} == {"tiny-llm", "a1", "a2"}
+    registry = parse_registry({"models": [
+        {"name": "a1", "team": "support", "owner": "erin@example.com", "oncall": "support-oncall"},
+        {"name": "tiny-llm", "team": "genai", "owner": "bob@example.com", "oncall": "genai-oncall"},
+    ]})
+    lines = registry.info_lines(n.models)
+    (a1,) = [line for line in lines if 'model="a1"' in line]
+    assert 'oncall="support-oncall"' in a1 and 'team="support"' in a1

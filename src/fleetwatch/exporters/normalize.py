@@ -312,9 +312,11 @@ class Normalizer:
         """Set ``modelserver_adapter_requests_present`` of ``result`` from ``text``
         (:func:`~.adapters.adapter_presence`), labelled as the engine's base-model series
         (those of ``modelserver_requests_active`` without ``state``); nothing when the
-        engine exposes no model series. The family's objects are replaced, never changed
-        (the last state may share them), and ``vllm:lora_requests_info`` is no longer
-        counted as unmapped."""
+        engine exposes no model series. Each adapter is an observed model too (``models``:
+        vLLM serves it under its own name, so the registry owns it by that name and
+        ``modelserver_model_info`` carries its owner). The family's objects are replaced,
+        never changed (the last state may share them), and ``vllm:lora_requests_info`` is
+        no longer counted as unmapped."""
         present = adapter_presence(text)
         result.unmapped.difference_update(LORA_INFO_NAMES)
         base: tuple[tuple[str, str], ...] | None = None
@@ -330,6 +332,11 @@ class Normalizer:
                 prefix = ADAPTER_TARGET + render_labels(pairs)
                 fam[prefix] = 1.0 if on else 0.0
                 made[prefix] = (ADAPTER_TARGET, pairs)
+        if base is not None and present:
+            labels = dict(base)
+            result.models = result.models | {
+                (a.adapter, "", labels.get("backend", ""), labels.get("runtime", ""))
+                for a in present}
         if not fam and not result.families[_ADAPTER_INDEX]:
             return
         if isinstance(result.keys, dict):
