@@ -182,7 +182,8 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("modelserver_model_load_duration_seconds", _G, "seconds",
               "Time the last model load took (Triton r24.11+).", (), "beta"),
     MetricDef("modelserver_kv_transfer_duration_seconds_total", _C, "seconds",
-              "Time spent transferring KV cache in disaggregated serving (TensorRT-LLM).",
+              "Time spent transferring KV cache in disaggregated serving (TensorRT-LLM; vLLM's "
+              "NIXL connector).",
               (), "alpha"),
     MetricDef("modelserver_kv_transfers_total", _C, "requests",
               "Requests whose KV cache was transferred (TensorRT-LLM disaggregated).", (),

@@ -149,6 +149,9 @@ RULES: tuple[Rule, ...] = (
           value_map="vllm_prompt_token_source",
           since="0.16+ (source: local_compute → computed, local_cache_hit → local_cache, "
                 "external_kv_transfer → external_transfer)"),
+    _rule("nixl_xfer_time_seconds", _H, "modelserver_kv_transfer_duration_seconds_total",
+          part="_sum", since="0.11+ (NIXL KV connector, P/D disaggregation; histogram: _sum "
+          "= seconds spent in KV transfers)"),
     _rule("num_requests_waiting_by_reason", _G, "modelserver_requests_waiting_by_reason",
           value_map="vllm_wait_reason", since="0.20.2+ (reason → wait_reason)"),
     _rule("engine_sleep_state", _G, "modelserver_engine_sleep_state", since="0.11.2+"),
@@ -211,6 +214,12 @@ NOT_MAPPED: tuple[tuple[str, str], ...] = (
      "--kv-cache-metrics, sampled KV-block residency: not in the schema yet"),
     ("vllm:corrupted_requests_total, vllm:watermark_requests_total",
      "debug (VLLM_COMPUTE_NANS_IN_LOGITS) and watermarking features only"),
+    ("vllm:prompt_tokens_recomputed_total",
+     "prompt tokens found in the prefix cache that the engine computed again for the "
+     "forward pass: a correction of the prefix-cache hits with no consumer in the schema"),
+    ("vllm:nixl_xfer_time_seconds (buckets, count)",
+     "only its _sum is read (modelserver_kv_transfer_duration_seconds_total); its count is "
+     "of NIXL transfers, not of requests (modelserver_kv_transfers_total counts requests)"),
     ("vllm:nixl_*, vllm:mooncake_*, vllm:hf3fs_*, vllm:umbp_*, vllm:simple_kv_offload_*",
      "KV-connector internals, created only when that connector is configured"),
     ("http_*", "prometheus-fastapi-instrumentator's HTTP metrics: no model label; the "

@@ -1,4 +1,6 @@
-"""Speculative decoding on the real vLLM 0.32 engine's capture (n-gram drafts, 3 tokens):
+"""vLLM 0.32 families mapped here: speculative decoding and the NIXL KV-transfer time.
+
+Speculative decoding on the real vLLM 0.32 engine's capture (n-gram drafts, 3 tokens):
 the normalized counters equal the upstream ones, read by prometheus_client's parser, and
 keep their arithmetic (accepted ≤ drafted ≤ drafts × tokens per draft, positions sum to
 the accepted total)."""
@@ -45,3 +47,27 @@ def test_spec_decode_arithmetic_holds_after_normalization():
     # a token at position k is accepted only when every earlier one was
     assert by_pos == sorted(by_pos, reverse=True)
     assert all(p <= drafts for p in by_pos)
+
+
+def test_nixl_transfer_time_sum_is_the_kv_transfer_duration():
+    """vLLM's NIXL connector (P/D disaggregation) observes each KV transfer's seconds: the
+    histogram's _sum is the time spent transferring; its buckets and count are left out
+    with a reason (transfers, not requests)."""
+    from fleetwatch.exporters.sources import SOURCES_BY_KIND
+    from tests.support.helpers import normalize
+
+    text = "\n".join([
+        "# TYPE vllm:nixl_xfer_time_seconds histogram",
+        'vllm:nixl_xfer_time_seconds_bucket{engine="0",le="0.01",model_name="m"} 3.0',
+        'vllm:nixl_xfer_time_seconds_bucket{engine="0",le="+Inf",model_name="m"} 4.0',
+        'vllm:nixl_xfer_time_seconds_count{engine="0",model_name="m"} 4.0',
+        'vllm:nixl_xfer_time_seconds_sum{engine="0",model_name="m"} 0.125',
+        "",
+    ])
+    out = normalized_samples(text)
+    assert pick(out, "modelserver_kv_transfer_duration_seconds_total", model="m",
+                dp_rank="0") == 0.125
+    assert pick(out, "modelserver_kv_transfers_total") == 0.0
+    assert "transfers, not" in (SOURCES_BY_KIND["vllm"].why_not_mapped(
+        "vllm:nixl_xfer_time_seconds") or "")
+    assert normalize(text, "vllm").unmapped <= {"vllm:nixl_xfer_time_seconds"}
