@@ -13,8 +13,8 @@ per-adapter counts and latency are in the engine's traces (a span's
 
 This reads the current state and says, for every adapter named by any series (every
 adapter the engine has scheduled since it started), whether it has running and waiting
-requests (1) or not (0). It is one pass over the body's lines that start with the family
-name, after a ``str.find`` that costs nothing when the family is absent.
+requests (1) or not (0). The family's lines are found by searching the body for its name
+(one substring search when it is absent), not by splitting the body into lines.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def adapter_presence(text: str) -> list[AdapterPresence]:
 
     Malformed lines of the family and non-finite values are skipped (the normalizer
     reports malformed lines); at most :data:`MAX_ADAPTERS` adapters."""
-    if not any(name in text for name in LORA_INFO_NAMES):
+    if _SUFFIX not in text:
         return []
     seen: dict[str, None] = {}
     latest: tuple[float, dict[str, str]] | None = None
@@ -83,9 +83,17 @@ def adapter_presence(text: str) -> list[AdapterPresence]:
 
 
 _NAME_LEN = len(LORA_INFO_NAMES[0])
+_SUFFIX = "lora_requests_info"
 
 
 def _family_lines(text: str) -> Iterable[str]:
-    for line in text.split("\n"):
-        if line.startswith(LORA_INFO_NAMES) and line[_NAME_LEN:_NAME_LEN + 1] in ("{", " "):
-            yield line
+    """The sample lines of the family: found by searching for its name, not by splitting
+    the whole body (the family is a few lines of a large exposition)."""
+    for name in LORA_INFO_NAMES:
+        at = text.find(name)
+        while at >= 0:
+            end = text.find("\n", at)
+            line = text[at:end if end >= 0 else len(text)]
+            if (at == 0 or text[at - 1] == "\n") and line[_NAME_LEN:_NAME_LEN + 1] in ("{", " "):
+                yield line
+            at = text.find(name, at + _NAME_LEN) if end < 0 else text.find(name, end)
