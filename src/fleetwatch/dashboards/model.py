@@ -207,6 +207,14 @@ def _spec_decode(grid: p.Grid) -> None:
     drafts = agg("sum", per, rate(sel("modelserver_spec_decode_drafts_total", re_=M)))
     by_pos = agg("sum", (*per, "draft_position"), rate(sel(
         "modelserver_spec_decode_accepted_tokens_by_position_total", re_=M)))
+    grid.add(p.timeseries("LoRA adapters with requests", "LoRA adapters of the base model "
+                          "that have running or waiting requests now (1), from vLLM's latest "
+                          "lora_requests_info, highest replica. vLLM names adapters, not how "
+                          "many requests each has.",
+                          [Q(agg("max", ("model", "adapter", "state"),
+                                 sel("modelserver_adapter_requests_present", re_=M)),
+                             "{{adapter}} {{state}}")], p.REQUESTS, min_=0, stack=True,
+                          conditional="vLLM with --enable-lora only."), 8)
     grid.add(p.timeseries("Speculative decoding acceptance", "Drafted tokens the model "
                           "accepted ÷ drafted tokens over 5 minutes, summed over replicas, "
                           "and by position in the draft (accepted at that position ÷ drafts). "
