@@ -19,6 +19,7 @@ requests (1) or not (0). The family's lines are found by searching the body for 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from typing import NamedTuple
@@ -57,29 +58,47 @@ def adapter_presence(text: str) -> list[AdapterPresence]:
     if _SUFFIX not in text:
         return []
     seen: dict[str, None] = {}
-    latest: tuple[float, dict[str, str]] | None = None
+    latest: tuple[float, _Lists] | None = None
     for line in _family_lines(text):
         split = split_sample_line(line)
         if isinstance(split, str):
             continue
+        lists = _lists_of(split[0])
         try:
-            labels = dict(split_key(split[0])[1])
             value = parse_value(split[1])
-        except (ExpositionError, ValueError):
+        except ExpositionError:
             continue
-        if not math.isfinite(value):
+        if lists is None or not math.isfinite(value):
             continue
-        for key in ("running_lora_adapters", "waiting_lora_adapters"):
-            for name in _names(labels.get(key, "")):
-                if len(seen) < MAX_ADAPTERS:
-                    seen.setdefault(name)
+        for name in (*lists.running, *lists.waiting):
+            if len(seen) < MAX_ADAPTERS:
+                seen.setdefault(name)
         if latest is None or value > latest[0]:
-            latest = (value, labels)
+            latest = (value, lists)
     if latest is None:
         return []
-    running = set(_names(latest[1].get("running_lora_adapters", "")))
-    waiting = set(_names(latest[1].get("waiting_lora_adapters", "")))
+    running, waiting = set(latest[1].running), set(latest[1].waiting)
     return [AdapterPresence(a, a in running, a in waiting) for a in sorted(seen)]
+
+
+class _Lists(NamedTuple):
+    """The adapter names of one ``lora_requests_info`` series key."""
+
+    running: tuple[str, ...]
+    waiting: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=256)
+def _lists_of(key: str) -> _Lists | None:
+    """The running and waiting adapters of a raw series key, or None when it does not
+    parse. Remembered (at most 256 keys): the engine writes the same few keys on every
+    scrape, only their values change."""
+    try:
+        labels = dict(split_key(key)[1])
+    except ExpositionError:
+        return None
+    return _Lists(tuple(_names(labels.get("running_lora_adapters", ""))),
+                  tuple(_names(labels.get("waiting_lora_adapters", ""))))
 
 
 _NAME_LEN = len(LORA_INFO_NAMES[0])
@@ -87,13 +106,17 @@ _SUFFIX = "lora_requests_info"
 
 
 def _family_lines(text: str) -> Iterable[str]:
-    """The sample lines of the family: found by searching for its name, not by splitting
-    the whole body (the family is a few lines of a large exposition)."""
-    for name in LORA_INFO_NAMES:
-        at = text.find(name)
-        while at >= 0:
-            end = text.find("\n", at)
-            line = text[at:end if end >= 0 else len(text)]
-            if (at == 0 or text[at - 1] == "\n") and line[_NAME_LEN:_NAME_LEN + 1] in ("{", " "):
-                yield line
-            at = text.find(name, at + _NAME_LEN) if end < 0 else text.find(name, end)
+    """The sample lines of the family: found by searching the body for the name's common
+    part once, not by splitting the whole body (the family is a few lines of a large
+    exposition)."""
+    prefix = _NAME_LEN - len(_SUFFIX)
+    at = text.find(_SUFFIX)
+    while at >= 0:
+        start = at - prefix
+        end = text.find("\n", at)
+        stop = end if end >= 0 else len(text)
+        if start >= 0 and (start == 0 or text[start - 1] == "\n") \
+                and text[start:at + len(_SUFFIX)] in LORA_INFO_NAMES \
+                and text[at + len(_SUFFIX):at + len(_SUFFIX) + 1] in ("{", " "):
+            yield text[start:stop]
+        at = text.find(_SUFFIX, stop)
