@@ -101,3 +101,24 @@ def test_why_not_mapped_reads_lists_remarks_and_wildcards():
     assert source.why_not_mapped("vllm:lora_requests_info") is not None
     assert source.why_not_mapped("vllm:num_requests_running") is None
     assert source.why_not_mapped("vllm:kv_block_lifetime") is None
+
+
+def test_data_parallel_ranks_stay_apart():
+    """--data-parallel-size 2: each engine's series comes out under its own dp_rank, with
+    the engine's value (nothing summed or dropped on the way)."""
+    path = FIXTURES / "vllm" / "v0.32.0-cpu-real-engine-tiny-llm-dp2-idle.prom"
+    text = path.read_text(encoding="utf-8")
+    raw, norm = upstream_samples(text), normalized_samples(text)
+    for upstream, normalized, extra in (
+            ("vllm:num_requests_running", "modelserver_requests_active", {"state": "running"}),
+            ("vllm:kv_cache_usage_perc", "modelserver_kv_cache_usage_ratio", {}),
+            ("vllm:prompt_tokens_total", "modelserver_tokens_total", {"token_type": "input"})):
+        ranks = {lab["engine"] for n, lab, _ in raw if n == upstream}
+        assert ranks == {"0", "1"}, upstream
+        assert {lab["dp_rank"] for n, lab, _ in norm if n == normalized} == ranks
+        for rank in ranks:
+            assert pick(norm, normalized, dp_rank=rank, **extra) == pick(raw, upstream,
+                                                                         engine=rank)
+    capacity = {lab["dp_rank"]: v for n, lab, v in norm
+                if n == "modelserver_kv_cache_capacity_tokens"}
+    assert set(capacity) == {"0", "1"} and all(v > 0 for v in capacity.values())
