@@ -11,6 +11,7 @@ from collections import defaultdict
 
 from fleetwatch.exporters.sources import COMPONENT_TABLES, SOURCES
 from fleetwatch.exporters.table import Rule
+from fleetwatch.labels.dp_aggregation import dp_aggregation
 from fleetwatch.labels.schema import LABELS, METRICS, SELF_METRICS, LabelDef, series_labels
 from fleetwatch.otlp import semconv
 from fleetwatch.traces.histograms import BOUNDS as TRACE_BOUNDS
@@ -147,6 +148,7 @@ def metrics_markdown() -> str:
         lines.append(f"| `{m.name}` | {m.type} | {m.unit} | {labels} | {m.stability} | "
                      f"{m.help}{otel} | {sources} |")
     lines += ["", "### Latency histograms from traces", "", _TRACES_NOTE]
+    lines += ["", *_dp_section()]
     lines += ["", *_otlp_section()]
     lines += ["", "## fleetwatch's own metrics", "",
               "| Metric | Type | Unit | Labels | Meaning |", "|---|---|---|---|---|"]
@@ -179,3 +181,18 @@ def metrics_markdown() -> str:
     for fam, finding, why in LINT_EXCEPTIONS:
         lines.append(f"| `{fam}` | {finding} | {why} |")
     return "\n".join(lines) + "\n"
+
+
+def _dp_section() -> list[str]:
+    """The table of how each family carrying ``dp_rank`` aggregates across ranks."""
+    lines = ["### Data-parallel engines (`dp_rank`)", "",
+             "vLLM with `--data-parallel-size N` runs N engine cores behind one API server "
+             "and labels each engine's series `engine=\"0\"…`; fleetwatch keeps them apart "
+             "as `dp_rank` (`0` when the engine has no such label) and never sums them. "
+             "Aggregate a model across ranks by the family's meaning:", "",
+             "| Metric | Across `dp_rank` | Why |", "|---|---|---|"]
+    for m in METRICS:
+        rule = dp_aggregation(m)
+        if rule is not None and "dp_rank" in series_labels(m):
+            lines.append(f"| `{m.name}` | `{rule.how}` | {rule.why} |")
+    return lines

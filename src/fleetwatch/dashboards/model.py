@@ -189,12 +189,42 @@ def _llm(grid: p.Grid) -> None:
                           [Q(agg("sum", ("model", "model_version"),
                                  rate(sel("modelserver_preemptions_total", re_=M))), V)],
                           p.PER_S), 8)
+    _spec_decode(grid)
     grid.add(p.timeseries("KV-cache blocks (TensorRT-LLM)", "KV-cache blocks used, free, max "
                           "and reused as TensorRT-LLM reports them.",
                           [Q(agg("max", ("model", "model_version", "block_state"),
                                  sel("modelserver_kv_cache_blocks", re_=M)),
                              V + " {{block_state}}")], "suffix: blocks",
                           conditional=TRTLLM_COND), 8)
+
+
+def _spec_decode(grid: p.Grid) -> None:
+    """Speculative decoding: the acceptance rate, overall and by position in the draft."""
+    per = ("model", "model_version")
+    drafted = agg("sum", per, rate(sel("modelserver_spec_decode_draft_tokens_total", re_=M)))
+    accepted = agg("sum", per, rate(sel("modelserver_spec_decode_accepted_tokens_total",
+                                        re_=M)))
+    drafts = agg("sum", per, rate(sel("modelserver_spec_decode_drafts_total", re_=M)))
+    by_pos = agg("sum", (*per, "draft_position"), rate(sel(
+        "modelserver_spec_decode_accepted_tokens_by_position_total", re_=M)))
+    grid.add(p.timeseries("LoRA adapters with requests", "LoRA adapters of the base model "
+                          "that have running or waiting requests now (1), from vLLM's latest "
+                          "lora_requests_info, highest replica. vLLM names adapters, not how "
+                          "many requests each has.",
+                          [Q(agg("max", ("model", "adapter", "state"),
+                                 sel("modelserver_adapter_requests_present", re_=M)),
+                             "{{adapter}} {{state}}")], p.REQUESTS, min_=0, stack=True,
+                          conditional="vLLM with --enable-lora only."), 8)
+    grid.add(p.timeseries("Speculative decoding acceptance", "Drafted tokens the model "
+                          "accepted ÷ drafted tokens over 5 minutes, summed over replicas, "
+                          "and by position in the draft (accepted at that position ÷ drafts). "
+                          "Speculation pays while the acceptance rate stays high; a fall at "
+                          "the same traffic is a regression of the draft method or model.",
+                          [Q(f"{accepted} / {drafted}", V + " all positions"),
+                           Q(f"{by_pos} / ignoring (draft_position) group_left {drafts}",
+                             V + " position {{draft_position}}")],
+                          p.RATIO, min_=0, max_=1,
+                          conditional="vLLM with --speculative-config only."), 8)
 
 
 def _versions(grid: p.Grid, slos: SLOFile) -> None:

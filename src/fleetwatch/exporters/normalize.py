@@ -62,6 +62,8 @@ from itertools import compress, count
 from operator import is_not, itemgetter, ne
 from typing import NamedTuple
 
+from fleetwatch.exporters.adapters import LORA_INFO_NAMES, adapter_presence
+from fleetwatch.exporters.adapters import TARGET as ADAPTER_TARGET
 from fleetwatch.exporters.compile import SeriesCompiler
 from fleetwatch.exporters.entry import Emitted, Entry
 from fleetwatch.exporters.lastscrape import (
@@ -80,6 +82,7 @@ from fleetwatch.exporters.parser import (
     read_comment,
     split_sample_line,
 )
+from fleetwatch.exporters.snapshot import SeriesKey
 from fleetwatch.exporters.table import SourceTable, TargetContext
 from fleetwatch.exporters.validate import (
     BAD_VALUE,
@@ -94,6 +97,7 @@ from fleetwatch.exporters.validate import (
     prometheus_float,
 )
 from fleetwatch.labels.schema import METRICS
+from fleetwatch.labels.text import render_labels
 
 __all__ = ["Normalized", "Normalizer", "value_of"]
 
@@ -105,6 +109,10 @@ _emitted = tuple.__new__
 #: of the field's index: a NamedTuple's attribute goes through its class)
 _PREFIX, _VALUE, _LINE, _NUMBER = (itemgetter(Emitted._fields.index(name))
                                    for name in ("prefix", "value", "line", "number"))
+
+#: Families the LoRA-adapter step reads and writes (:meth:`Normalizer._add_adapters`).
+_ACTIVE_INDEX = next(i for i, m in enumerate(METRICS) if m.name == "modelserver_requests_active")
+_ADAPTER_INDEX = next(i for i, m in enumerate(METRICS) if m.name == ADAPTER_TARGET)
 
 #: What may end a sample line after its value (``str.rstrip`` set; never empty).
 _TRAILING = frozenset(" \t\r")
@@ -293,6 +301,56 @@ class Normalizer:
 
     # -- the loop -------------------------------------------------------------------
     def normalize(self, text: str) -> Normalized:
+        """Normalize one exposition body (:meth:`_normalize`), then, for a table that reads
+        them, add the LoRA adapters' family (:meth:`_add_adapters`)."""
+        result = self._normalize(text)
+        if self.table.reads_lora_adapters and result.refused is None:
+            self._add_adapters(result, text)
+        return result
+
+    def _add_adapters(self, result: Normalized, text: str) -> None:
+        """Set ``modelserver_adapter_requests_present`` of ``result`` from ``text``
+        (:func:`~.adapters.adapter_presence`), labelled as the engine's base-model series
+        (those of ``modelserver_requests_active`` without ``state``); nothing when the
+        engine exposes no model series. Each adapter is an observed model too (``models``:
+        vLLM serves it under its own name, so the registry owns it by that name and
+        ``modelserver_model_info`` carries its owner). The family's objects are replaced,
+        never changed (the last state may share them), and ``vllm:lora_requests_info`` is
+        no longer counted as unmapped."""
+        present = adapter_presence(text)
+        result.unmapped.difference_update(LORA_INFO_NAMES)
+        base: tuple[tuple[str, str], ...] | None = None
+        for prefix in result.families[_ACTIVE_INDEX]:
+            pairs = result.key(prefix)[1]
+            base = tuple(p for p in pairs if p[0] != "state")
+            break
+        fam: dict[str, float | str] = {}
+        made: dict[str, SeriesKey] = {}
+        for adapter in present if base is not None else ():
+            for state, on in (("running", adapter.running), ("waiting", adapter.waiting)):
+                pairs = (*(base or ()), ("adapter", adapter.adapter), ("state", state))
+                prefix = ADAPTER_TARGET + render_labels(pairs)
+                fam[prefix] = 1.0 if on else 0.0
+                made[prefix] = (ADAPTER_TARGET, pairs)
+        if base is not None and present:
+            labels = dict(base)
+            result.models = result.models | {
+                (a.adapter, "", labels.get("backend", ""), labels.get("runtime", ""))
+                for a in present}
+        if not fam and not result.families[_ADAPTER_INDEX]:
+            return
+        if isinstance(result.keys, dict):
+            result.keys.update(made)
+        else:
+            result.keys = {**result.keys, **made}
+        result.families[_ADAPTER_INDEX] = fam
+        if result.lines is not None:
+            result.lines[_ADAPTER_INDEX] = [f"{p} {format_value(float(v))}"
+                                            for p, v in fam.items()]
+        if result.numbers is not None:
+            result.numbers[_ADAPTER_INDEX] = [float(v) for v in fam.values()]
+
+    def _normalize(self, text: str) -> Normalized:
         """Normalize one exposition body. Never raises on bad input (see ``meta.invalid``).
 
         When the last exposition was clean and has as many lines, only the lines that

@@ -14,6 +14,7 @@ the documentation and the scraper all read that registry.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -107,7 +108,48 @@ class Source:
         """The ``backend`` label of the series this source produces."""
         return self.table.backend
 
+    def why_not_mapped(self, family: str) -> str | None:
+        """Why the upstream ``family`` (as an exposition names it, e.g.
+        ``vllm:request_params_n``) is left unmapped: the reason of the first ``not_mapped``
+        entry that names it, or None. An entry's name may list several families
+        (``"a, b"``), end in a parenthesised remark (``"vllm:x (older series)"``) and use
+        ``*`` as a wildcard (``"vllm:kv_block_*_seconds"``)."""
+        for names, why in self.not_mapped:
+            for pattern in _patterns(names):
+                if fnmatch.fnmatchcase(family, pattern):
+                    return why
+        return None
+
     @property
     def tables(self) -> tuple[SourceTable, ...]:
         """The per-upstream tables of the docs (``components``, else ``(table,)``)."""
         return self.components or (self.table,)
+
+
+def _patterns(names: str) -> list[str]:
+    """The family patterns of a ``not_mapped`` entry's name (see `Source.why_not_mapped`)."""
+    out = []
+    for part in names.split(", "):
+        part = part.split(" (", 1)[0].strip()
+        if part:
+            out.append(part)
+    return out
+
+
+def unmapped_summary(source: Source | None, names: list[str], fate: str) -> str:
+    """What the sidecar logs about the upstream families no rule maps (``fate``: what
+    happens to them, "dropped" or "passed through"): those ``source`` leaves unmapped on
+    purpose (`Source.why_not_mapped`: docs/metrics.md gives each reason) apart from those
+    it does not know, the first 20 of each named, e.g. ``3 upstream families not mapped
+    (dropped); 1 unknown to the mapping: x; 2 left unmapped on purpose, see
+    docs/metrics.md: a, b``."""
+    known = [f for f in names if source is not None and source.why_not_mapped(f)]
+    unknown = [f for f in names if f not in set(known)]
+    parts = []
+    for label, group in (("unknown to the mapping", unknown),
+                         ("left unmapped on purpose, see docs/metrics.md", known)):
+        if group:
+            more = f" … and {len(group) - 20} more" if len(group) > 20 else ""
+            parts.append(f"{len(group)} {label}: {', '.join(group[:20])}{more}")
+    return (f"{len(names)} upstream famil{'y' if len(names) == 1 else 'ies'} not mapped "
+            f"({fate}); " + "; ".join(parts))

@@ -111,7 +111,8 @@ class SourceTable:
     ``backend`` is the value of the ``backend`` label; ``label_renames`` maps upstream
     label names to schema labels; ``label_defaults`` are added when absent (vLLM's
     ``dp_rank="0"`` before 0.8.3); ``name_prefix_aliases`` rewrites sample-name prefixes
-    before lookup (vLLM's OpenMetrics ``vllm_`` spelling → ``vllm:``).
+    before lookup (vLLM's OpenMetrics ``vllm_`` spelling → ``vllm:``);
+    ``reads_lora_adapters`` see :mod:`fleetwatch.exporters.adapters`.
     """
 
     kind: str
@@ -122,6 +123,9 @@ class SourceTable:
     value_maps: Mapping[str, ValueMap] = field(default_factory=dict)
     name_prefix_aliases: tuple[tuple[str, str], ...] = ()
     description: str = ""
+    #: Read LoRA adapters from ``vllm:lora_requests_info`` (:mod:`.adapters`): a family
+    #: whose current state is one series among many, which no per-series rule can read.
+    reads_lora_adapters: bool = False
 
     def combine(self, *others: SourceTable, kind: str | None = None) -> SourceTable:
         """A table with this table's settings and the rules/value maps of all tables."""
@@ -136,6 +140,7 @@ class SourceTable:
             name_prefix_aliases=self.name_prefix_aliases
             + tuple(a for t in others for a in t.name_prefix_aliases),
             description=self.description,
+            reads_lora_adapters=self.reads_lora_adapters,
         )
 
 

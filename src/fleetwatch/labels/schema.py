@@ -129,6 +129,28 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("modelserver_requests_waiting_by_reason", _G, "requests",
               "Waiting requests by why they wait; the reasons add up to "
               "modelserver_requests_active{state=\"waiting\"}.", ("wait_reason",), "beta"),
+    MetricDef("modelserver_spec_decode_drafts_total", _C, "drafts",
+              "Speculative-decoding drafts proposed (vLLM `spec_decode_num_drafts`: one per "
+              "request per engine step that speculated).", (), "alpha"),
+    MetricDef("modelserver_spec_decode_draft_tokens_total", _C, "tokens",
+              "Tokens proposed by speculative-decoding drafts (vLLM "
+              "`spec_decode_num_draft_tokens`).", (), "alpha"),
+    MetricDef("modelserver_spec_decode_accepted_tokens_total", _C, "tokens",
+              "Drafted tokens the target model accepted (vLLM "
+              "`spec_decode_num_accepted_tokens`). Acceptance rate = rate(accepted) ÷ "
+              "rate(draft tokens); mean accepted length = 1 + rate(accepted) ÷ rate(drafts).",
+              (), "alpha"),
+    MetricDef("modelserver_spec_decode_accepted_tokens_by_position_total", _C, "tokens",
+              "Accepted drafted tokens by their position in the draft; the positions add up to "
+              "modelserver_spec_decode_accepted_tokens_total, and position k's acceptance "
+              "rate = rate(position k) ÷ rate(drafts).", ("draft_position",), "alpha"),
+    MetricDef("modelserver_adapter_requests_present", _G, "boolean",
+              "Whether requests of a LoRA adapter are running or waiting (1) or not (0), from "
+              "the latest `vllm:lora_requests_info` series (its value is the time of its last "
+              "update; older label combinations linger and are ignored). vLLM lists adapter "
+              "names, not counts: per-adapter request counts and latency come from traces "
+              "(docs/slo.md). Adapters appear once vLLM has scheduled them; model is the "
+              "engine's served (base) model.", ("adapter", "state"), "alpha"),
     MetricDef("modelserver_engine_sleep_state", _G, "boolean",
               "Engine sleep mode as a state set (1 for the current state). A sleeping engine "
               "answers /health but serves no requests: the sidecar reports its models not "
@@ -160,7 +182,8 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("modelserver_model_load_duration_seconds", _G, "seconds",
               "Time the last model load took (Triton r24.11+).", (), "beta"),
     MetricDef("modelserver_kv_transfer_duration_seconds_total", _C, "seconds",
-              "Time spent transferring KV cache in disaggregated serving (TensorRT-LLM).",
+              "Time spent transferring KV cache in disaggregated serving (TensorRT-LLM; vLLM's "
+              "NIXL connector).",
               (), "alpha"),
     MetricDef("modelserver_kv_transfers_total", _C, "requests",
               "Requests whose KV cache was transferred (TensorRT-LLM disaggregated).", (),

@@ -60,6 +60,11 @@ LABELS: tuple[LabelDef, ...] = (
              otel="modelserver.phase"),
     LabelDef("cache_tier", "Prefix-cache tier.", ("local", "external"),
              otel="modelserver.cache.tier"),
+    LabelDef("adapter", "LoRA adapter a request was served with, by the name it was loaded "
+             "under (vLLM `--lora-modules NAME=PATH`, the `model` of API requests for it); "
+             "empty for the base model.", otel="modelserver.lora.adapter"),
+    LabelDef("draft_position", "Position of a speculated token within its draft, from 0 "
+             "(vLLM `spec_decode_num_accepted_tokens_per_pos` `position`)."),
     LabelDef("token_source", "Where the input tokens of a prefill came from: computed by "
              "the engine, read from its local prefix cache, or transferred from an external "
              "KV cache (vLLM `prompt_tokens_by_source` `source`).",

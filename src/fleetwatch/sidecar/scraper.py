@@ -35,6 +35,7 @@ from fleetwatch.exporters.normalize import Normalized, Normalizer
 from fleetwatch.exporters.parser import describe_if_not_metrics
 from fleetwatch.exporters.render import normalized_families, passthrough_families
 from fleetwatch.exporters.snapshot import Snapshot
+from fleetwatch.exporters.source import unmapped_summary
 from fleetwatch.exporters.sources import SOURCES_BY_KIND, TABLES, detect_kind
 from fleetwatch.exporters.table import TargetContext
 from fleetwatch.exporters.validate import Limits
@@ -271,12 +272,9 @@ class Scraper:
         if n.unmapped and not n.unmapped <= st.unmapped_logged:
             st.unmapped_logged = frozenset(n.unmapped) | st.unmapped_logged \
                 if len(st.unmapped_logged) < 10_000 else frozenset(n.unmapped)
-            names = sorted(n.unmapped)
-            log.info("target %s: %d upstream famil%s not mapped (%s): %s%s", st.target.name,
-                     len(names), "y" if len(names) == 1 else "ies",
-                     "passed through" if self.cfg.passthrough_unmapped else "dropped",
-                     ", ".join(names[:20]), f" … and {len(names) - 20} more"
-                     if len(names) > 20 else "")
+            log.info("target %s: %s", st.target.name, unmapped_summary(
+                st.source, sorted(n.unmapped),
+                "passed through" if self.cfg.passthrough_unmapped else "dropped"))
         st.scrapes_ok += 1
         seen = st.scrapes_ok
         learns = self.probes.learns_runtimes(st.source, st.target)

@@ -71,3 +71,54 @@ def test_real_capture_normalizes_with_its_load_visible():
         assert pick(norm, "modelserver_requests_total", finish_reason=reason) == pick(
             raw, "vllm:request_success_total", finished_reason=reason) > 0
     assert {lab["model"] for _, lab, _ in norm if "model" in lab} == {"tiny-llm"}
+
+
+REAL_0_32 = sorted((FIXTURES / "vllm").glob("v0.32.0-cpu-real-engine-*.prom"))
+
+
+def test_every_family_of_the_real_engine_is_mapped_or_has_a_reason():
+    """Each family the real 0.32 engine exported (plain, under LoRA and speculative
+    decoding, idle and under load) is mapped or left unmapped with a reason
+    (``Source.why_not_mapped``: the reasons docs/metrics.md lists and the sidecar logs)."""
+    from fleetwatch.exporters.normalize import Normalizer
+    from fleetwatch.exporters.sources import SOURCES_BY_KIND
+
+    source = SOURCES_BY_KIND["vllm"]
+    assert len(REAL_0_32) >= 3
+    for path in REAL_0_32:
+        n = Normalizer(source.table).normalize(path.read_text(encoding="utf-8"))
+        assert n.unmapped, path.name  # http_*, process_*, _created: never mapped
+        without = sorted(f for f in n.unmapped if source.why_not_mapped(f) is None)
+        assert without == [], path.name
+
+
+def test_why_not_mapped_reads_lists_remarks_and_wildcards():
+    from fleetwatch.exporters.sources import SOURCES_BY_KIND
+
+    source = SOURCES_BY_KIND["vllm"]
+    assert "debug" in (source.why_not_mapped("vllm:corrupted_requests_total") or "")
+    assert source.why_not_mapped("vllm:kv_block_lifetime_seconds") is not None
+    assert source.why_not_mapped("vllm:lora_requests_info") is not None
+    assert source.why_not_mapped("vllm:num_requests_running") is None
+    assert source.why_not_mapped("vllm:kv_block_lifetime") is None
+
+
+def test_data_parallel_ranks_stay_apart():
+    """--data-parallel-size 2: each engine's series comes out under its own dp_rank, with
+    the engine's value (nothing summed or dropped on the way)."""
+    path = FIXTURES / "vllm" / "v0.32.0-cpu-real-engine-tiny-llm-dp2-idle.prom"
+    text = path.read_text(encoding="utf-8")
+    raw, norm = upstream_samples(text), normalized_samples(text)
+    for upstream, normalized, extra in (
+            ("vllm:num_requests_running", "modelserver_requests_active", {"state": "running"}),
+            ("vllm:kv_cache_usage_perc", "modelserver_kv_cache_usage_ratio", {}),
+            ("vllm:prompt_tokens_total", "modelserver_tokens_total", {"token_type": "input"})):
+        ranks = {lab["engine"] for n, lab, _ in raw if n == upstream}
+        assert ranks == {"0", "1"}, upstream
+        assert {lab["dp_rank"] for n, lab, _ in norm if n == normalized} == ranks
+        for rank in ranks:
+            assert pick(norm, normalized, dp_rank=rank, **extra) == pick(raw, upstream,
+                                                                         engine=rank)
+    capacity = {lab["dp_rank"]: v for n, lab, v in norm
+                if n == "modelserver_kv_cache_capacity_tokens"}
+    assert set(capacity) == {"0", "1"} and all(v > 0 for v in capacity.values())

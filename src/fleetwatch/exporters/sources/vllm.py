@@ -72,6 +72,12 @@ WAIT_REASON = ValueMap(
     table=MappingProxyType({"capacity": {}, "deferred": {}}),
 )
 
+DRAFT_POSITION = ValueMap(
+    source_label="position",
+    table=MappingProxyType({}),
+    unknown=MappingProxyType({"draft_position": "{value}"}),
+)
+
 _RQ = "modelserver_requests_total"
 _ACTIVE = "modelserver_requests_active"
 _PHASE = "modelserver_phase_duration_seconds"
@@ -143,6 +149,9 @@ RULES: tuple[Rule, ...] = (
           value_map="vllm_prompt_token_source",
           since="0.16+ (source: local_compute → computed, local_cache_hit → local_cache, "
                 "external_kv_transfer → external_transfer)"),
+    _rule("nixl_xfer_time_seconds", _H, "modelserver_kv_transfer_duration_seconds_total",
+          part="_sum", since="0.11+ (NIXL KV connector, P/D disaggregation; histogram: _sum "
+          "= seconds spent in KV transfers)"),
     _rule("num_requests_waiting_by_reason", _G, "modelserver_requests_waiting_by_reason",
           value_map="vllm_wait_reason", since="0.20.2+ (reason → wait_reason)"),
     _rule("engine_sleep_state", _G, "modelserver_engine_sleep_state", since="0.11.2+"),
@@ -153,6 +162,17 @@ RULES: tuple[Rule, ...] = (
           since="0.11.2+"),
     _rule("mm_cache_hits_total", _C, "modelserver_multimodal_cache_hits_total",
           since="0.11.2+"),
+    _rule("spec_decode_num_drafts_total", _C, "modelserver_spec_decode_drafts_total",
+          since="0.9+ (V1, with --speculative-config)"),
+    _rule("spec_decode_num_draft_tokens_total", _C, "modelserver_spec_decode_draft_tokens_total",
+          since="0.9+ (V1, with --speculative-config)"),
+    _rule("spec_decode_num_accepted_tokens_total", _C,
+          "modelserver_spec_decode_accepted_tokens_total",
+          since="0.9+ (V1, with --speculative-config)"),
+    _rule("spec_decode_num_accepted_tokens_per_pos_total", _C,
+          "modelserver_spec_decode_accepted_tokens_by_position_total",
+          value_map="vllm_draft_position",
+          since="0.9+ (V1, with --speculative-config; position → draft_position)"),
     _rule("estimated_flops_per_gpu_total", _C, "modelserver_estimated_gpu_flop_total",
           since="0.17.1+ (with --enable-mfu-metrics)"),
     _rule("estimated_read_bytes_per_gpu_total", _C, "modelserver_estimated_gpu_read_bytes_total",
@@ -184,15 +204,22 @@ NOT_MAPPED: tuple[tuple[str, str], ...] = (
     ("vllm:*_created",
      "prometheus_client's creation timestamps of counters/histograms (0.32 serves them as "
      "separate gauge families): not data"),
-    ("vllm:lora_requests_info",
-     "LoRA only; its value is a wall-clock timestamp and its labels are adapter lists"),
+    ("vllm:lora_requests_info (max_lora, older series)",
+     "read into modelserver_adapter_requests_present (adapter, state) from the series with "
+     "the latest value only: the others are past states vLLM never removes; `max_lora` is "
+     "configuration (--max-loras)"),
     ("vllm:num_requests_kv_fetch_by_stage",
      "0.32+, P/D-disaggregated KV consumers only; no schema meaning yet"),
-    ("vllm:spec_decode_*", "speculative decoding acceptance: not in the schema yet"),
     ("vllm:kv_block_*_seconds",
      "--kv-cache-metrics, sampled KV-block residency: not in the schema yet"),
     ("vllm:corrupted_requests_total, vllm:watermark_requests_total",
      "debug (VLLM_COMPUTE_NANS_IN_LOGITS) and watermarking features only"),
+    ("vllm:prompt_tokens_recomputed_total",
+     "prompt tokens found in the prefix cache that the engine computed again for the "
+     "forward pass: a correction of the prefix-cache hits with no consumer in the schema"),
+    ("vllm:nixl_xfer_time_seconds (buckets, count)",
+     "only its _sum is read (modelserver_kv_transfer_duration_seconds_total); its count is "
+     "of NIXL transfers, not of requests (modelserver_kv_transfers_total counts requests)"),
     ("vllm:nixl_*, vllm:mooncake_*, vllm:hf3fs_*, vllm:umbp_*, vllm:simple_kv_offload_*",
      "KV-connector internals, created only when that connector is configured"),
     ("http_*", "prometheus-fastapi-instrumentator's HTTP metrics: no model label; the "
@@ -213,9 +240,11 @@ TABLE = SourceTable(
         "vllm_admission_reason": ADMISSION_REASON,
         "vllm_prompt_token_source": PROMPT_TOKEN_SOURCE,
         "vllm_wait_reason": WAIT_REASON,
+        "vllm_draft_position": DRAFT_POSITION,
     }),
     name_prefix_aliases=(("vllm_", "vllm:"), ("ray_vllm:", "vllm:"), ("ray_vllm_", "vllm:")),
     description="standalone vLLM, V0 (≤0.11) and V1 (0.7.3–0.33) engines",
+    reads_lora_adapters=True,
 )
 
 
