@@ -40,6 +40,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 _MAIN = "import sys; from fleetwatch.cli import main; sys.exit(main())"
+#: Seconds ``fleetwatch serve`` may take to listen: a bound for a hung start, generous
+#: for a start under tracemalloc (benchmarks/memtrace.py) on a shared machine.
+START_SECONDS = 120
 
 
 def exposition(n: int, models: int, churn: int) -> str:
@@ -177,7 +180,7 @@ def _start_sidecar(folder: Path, upstream_url: str, args: argparse.Namespace
             [sys.executable, "-c", _MAIN, "serve", "--config", str(folder / "sidecar.yaml"),
              "--slos", str(folder / "slos.yaml")],
             stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline and proc.poll() is None:
         for line in log.read_text(errors="replace").splitlines():
             if "serving on http://" in line:

@@ -89,6 +89,27 @@ def test_history_is_bounded_and_stepped() -> None:
     assert not h.record(None, rows)
 
 
+def test_history_stays_bounded_under_model_name_churn() -> None:
+    """Every snapshot names 1,000 new models (label churn): the history keeps the newest
+    snapshots that fit its points bound, never an hour of every name seen."""
+    h = SignalHistory(step_seconds=10)  # the sidecar's: 360 steps
+    per_snapshot = 1000
+    for step in range(360):
+        rows = [{"model": f"churn{step}_{i}", "model_version": "1", "backend": "triton",
+                 "signal": 0.5, "components": {"concurrency": 0.5}}
+                for i in range(per_snapshot)]
+        assert h.record(10.0 * step, rows)
+        assert h.points <= h.max_points
+    series = h.series()
+    assert sum(len(p) for p in series.values()) == h.points
+    kept = h.max_points // per_snapshot
+    assert len(h) == kept and len(series) == kept * per_snapshot  # the newest snapshots
+    assert "churn359_999 v1 (triton)" in series and "churn0_0 v1 (triton)" not in series
+    one = SignalHistory(step_seconds=10, max_points=10)
+    one.record(0.0, rows)
+    assert len(one) == 1 and one.points == per_snapshot  # the newest is always kept
+
+
 def test_run_sidecar_serves_the_page() -> None:
     """``serve`` wires ``/`` (with and without SLOs), as HTML linking the endpoints."""
     sim = VLLMSim(["tiny-llm"])

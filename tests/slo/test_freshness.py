@@ -17,11 +17,16 @@ import pytest
 import yaml
 
 from fleetwatch.commands.slo_replay import normalizer_for
+from fleetwatch.exporters.normalize import Normalizer
 from fleetwatch.exporters.normalized import Normalized
 from fleetwatch.exporters.snapshot import Snapshot
+from fleetwatch.exporters.sources import TABLES
+from fleetwatch.labels.schema import METRICS
 from fleetwatch.slo.engine import SLOEngine
+from fleetwatch.slo.judge.freshness import PROGRESS_FAMILIES, ProgressReader
 from fleetwatch.slo.outputs.status import autoscaling_document
 from fleetwatch.slo.spec import parse_slo_file
+from tests.support.churn_upstream import churn_exposition
 from tests.support.helpers import ROOT
 
 CAPTURES = sorted((ROOT / "tests/data/vllm-sweep/captures").glob("*.prom"))
@@ -30,6 +35,7 @@ T0 = 1_800_000_000.0
 HOLD = 30.0
 SATURATED = 1.5
 FROZEN_AFTER = 3
+METRICS_INDEX = {m.name: i for i, m in enumerate(METRICS)}
 
 
 def _engine() -> SLOEngine:
@@ -164,3 +170,62 @@ def _rerun(n: Normalized) -> Normalized:
             line = f"{name} {float(value) + 1}"
         lines.append(line)
     return normalizer_for("vllm")("\n".join(lines) + "\n", Path(path).name)
+
+
+def _churn(cycles: int, names: int = 300) -> list[Normalized]:
+    """``cycles`` expositions of an upstream that renames all its ``names`` models every
+    scrape (tests/support/churn_upstream.py), normalized as a sidecar does."""
+    norm = Normalizer(TABLES["triton"])
+    return [norm.normalize(churn_exposition(n, names)) for n in range(cycles)]
+
+
+def _progress_series(n: Normalized) -> int:
+    return sum(len(n.families[METRICS_INDEX[name]])
+               for name in (*PROGRESS_FAMILIES, "modelserver_requests_active"))
+
+
+def test_the_prefix_cache_stays_bounded_under_model_name_churn():
+    """Label churn must not grow the reader: after many expositions of new names it holds
+    at most its bound of the last exposition's series, never every name seen."""
+    reader = ProgressReader()
+    expositions = _churn(60)
+    per_scrape = _progress_series(expositions[0])
+    assert per_scrape >= 600  # requests, batch items and pending requests per model
+    bound = max(ProgressReader.CACHE_SLACK * per_scrape,
+                per_scrape + ProgressReader.CACHE_FLOOR)
+    seen = 0
+    for n in expositions:
+        reader.read(n)
+        seen += _progress_series(n)
+        assert reader.cached <= bound
+    assert seen > 3 * bound  # the names seen would not have fitted
+    assert reader.evicted >= seen - bound
+
+
+def test_an_evicted_prefix_reads_as_before():
+    """Eviction only forgets lookups: a reader that evicted reads what a new one reads."""
+    expositions = _churn(50, names=200)
+    reader = ProgressReader()
+    for n in expositions:
+        reader.read(n)
+    assert reader.evicted > 0
+    again = expositions[5]  # its prefixes were evicted long ago
+    got = reader.read(again)
+    assert got == ProgressReader().read(again)
+    assert len(got) == 200 and all(p.counters > 0 for p in got.values())
+
+
+def test_the_engine_keeps_one_bounded_reader_per_target():
+    """Through the SLO engine, with two targets churning: one reader each, each bounded
+    by its own target's exposition (one target's reads do not evict the other's)."""
+    engine = SLOEngine(_engine())
+    a, b = _churn(45, names=150), _churn(45, names=150)
+    for i, (na, nb) in enumerate(zip(a, b, strict=True)):
+        engine.update(Snapshot(T0 + STEP * i, {"a": na, "b": nb}))
+    readers = engine.freshness.readers
+    assert sorted(readers) == ["a", "b"]
+    per_scrape = _progress_series(a[0])
+    for reader in readers.values():
+        assert reader.cached <= max(ProgressReader.CACHE_SLACK * per_scrape,
+                                    per_scrape + ProgressReader.CACHE_FLOOR)
+        assert reader.evicted > 0

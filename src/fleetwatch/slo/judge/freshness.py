@@ -98,31 +98,58 @@ class ModelFreshness:
     held: float | None = None
 
 
-#: Prefix → model cache entries kept at most (cleared whole beyond: label churn).
-MAX_CACHED_PREFIXES = 500_000
 _NO_MODEL = ModelKey("", "", "")
 
 
 class ProgressReader:
-    """Reads each model's :class:`Progress` off a normalized exposition. The model of a
-    series prefix is looked up once and cached (:data:`MAX_CACHED_PREFIXES`), so a
-    snapshot costs one dictionary lookup per series read."""
+    """Reads each model's :class:`Progress` off one target's normalized expositions. The
+    model of a series prefix is looked up once and cached, so a snapshot costs one
+    dictionary lookup per series read.
+
+    The cache is bounded by what the target exposes: when it holds more than
+    :attr:`CACHE_SLACK` entries per series of the exposition just read (and at least
+    :attr:`CACHE_FLOOR` more than it), the prefixes that exposition did not carry are
+    evicted (``evicted`` counts them). Under label churn — a model, user or adapter name
+    that changes every scrape — the cache therefore holds at most about
+    ``max(CACHE_SLACK × series, series + CACHE_FLOOR)`` prefixes of the progress and
+    in-flight families, never every name ever seen; a prefix evicted and seen again is
+    looked up again (an entry is derived data: nothing is lost)."""
+
+    CACHE_SLACK = 2
+    CACHE_FLOOR = 10_000
 
     def __init__(self) -> None:
         self._models: dict[str, ModelKey] = {}
+        #: cached prefixes evicted so far (label churn)
+        self.evicted = 0
+
+    @property
+    def cached(self) -> int:
+        """Prefixes cached (≤ the bound of the class docstring after each read)."""
+        return len(self._models)
 
     def read(self, n: Normalized) -> dict[ModelKey, Progress]:
         """Each model's progress in ``n`` (models with neither progress nor in-flight
         series are left out)."""
-        if len(self._models) > MAX_CACHED_PREFIXES:
-            self._models.clear()
         totals: dict[ModelKey, float] = {}
         for idx in _PROGRESS:
             self._add(n, idx, totals)
         active: dict[ModelKey, float] = {}
         self._add(n, _ACTIVE, active)
+        self._bound(n)
         return {mk: Progress(totals.get(mk, 0.0), active.get(mk, 0.0))
                 for mk in totals.keys() | active.keys() if mk is not _NO_MODEL}
+
+    def _bound(self, n: Normalized) -> None:
+        """Evict the prefixes ``n`` does not carry once the cache is past its bound."""
+        read = sum(len(n.families[idx]) for idx in (*_PROGRESS, _ACTIVE))
+        if len(self._models) <= max(self.CACHE_SLACK * read, read + self.CACHE_FLOOR):
+            return
+        models = self._models
+        kept = {prefix: models[prefix] for idx in (*_PROGRESS, _ACTIVE)
+                for prefix in n.families[idx] if prefix in models}
+        self.evicted += len(models) - len(kept)
+        self._models = kept
 
     def _add(self, n: Normalized, idx: int, into: dict[ModelKey, float]) -> None:
         fam = n.families[idx]
@@ -166,7 +193,9 @@ class Freshness:
         self.settings = settings
         self.models: dict[ModelKey, ModelFreshness] = {}
         self.now: float | None = None
-        self._reader = ProgressReader()
+        #: target name → its reader (one each: a reader's cache is bounded by what its
+        #: target exposes; targets come from the configuration)
+        self.readers: dict[str, ProgressReader] = {}
 
     def observe(self, snap: Snapshot) -> bool:
         """Read one snapshot; True when a model went stale at it, or its counters stopped
@@ -178,7 +207,10 @@ class Freshness:
                 for name, n in snap.targets.items() if n is None}
         for name, n in snap.targets.items():
             if n is not None:
-                went_stale |= self._observe_target(name, ts, self._reader.read(n))
+                reader = self.readers.get(name)
+                if reader is None:
+                    reader = self.readers[name] = ProgressReader()
+                went_stale |= self._observe_target(name, ts, reader.read(n))
         if down:
             for mk, mf in self.models.items():
                 reason = down.get(mf.target)
