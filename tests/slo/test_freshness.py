@@ -229,3 +229,28 @@ def test_the_engine_keeps_one_bounded_reader_per_target():
         assert reader.cached <= max(ProgressReader.CACHE_SLACK * per_scrape,
                                     per_scrape + ProgressReader.CACHE_FLOOR)
         assert reader.evicted > 0
+
+
+def test_a_down_target_is_one_log_line_however_many_models_it_had(caplog):
+    """A target of 300 models going down is one warning line (not 300), naming the target,
+    the count and a few models; its coming back is one info line."""
+    engine = SLOEngine(_engine())
+    [same] = _churn(1, names=300)
+    engine.update(Snapshot(T0, {"triton": same}))
+    caplog.set_level("INFO", logger="fleetwatch.slo.freshness")
+    engine.update(Snapshot(T0 + STEP, {"triton": None}, {"triton": "ConnectionRefused"}))
+    stale = [r.getMessage() for r in caplog.records if "data stale" in r.getMessage()]
+    assert len(stale) == 1, stale
+    assert stale[0].startswith("300 models (churn0_0, churn0_1, churn0_10 and 297 more): "
+                               "data stale (target triton is down)"), stale[0]
+    assert all(o["freshness"]["state"] == "stale" for o in engine.autoscaling())
+    caplog.clear()
+    engine.update(Snapshot(T0 + 2 * STEP, {"triton": same}))
+    back = [r.getMessage() for r in caplog.records if "fresh again" in r.getMessage()]
+    # the models with nothing in flight are fresh at once; a busy one waits for its
+    # counters to move (the same exposition again: they did not)
+    fresh = sorted(o["model"] for o in engine.autoscaling()
+                   if o["freshness"]["state"] == "fresh")
+    assert 1 < len(fresh) < 300
+    assert back == [f"{len(fresh)} models of target triton ({', '.join(fresh[:3])} and "
+                    f"{len(fresh) - 3} more): data fresh again (was stale: target_down)"]

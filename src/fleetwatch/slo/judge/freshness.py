@@ -40,6 +40,7 @@ from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.schema import METRICS
 from fleetwatch.slo.spec import AutoscalingSettings
 from fleetwatch.slo.state import ModelKey
+from fleetwatch.wording import counted
 
 log = logging.getLogger("fleetwatch.slo.freshness")
 
@@ -168,6 +169,13 @@ class ProgressReader:
             into[mk] = into.get(mk, 0.0) + v
 
 
+def _names(keys: list[ModelKey], shown: int = 3) -> str:
+    """The first ``shown`` model names of ``keys`` in name order and how many more (a log
+    line stays one bounded line however many models a target had)."""
+    names = ", ".join(sorted(k.model for k in keys)[:shown])
+    return names + (f" and {len(keys) - shown} more" if len(keys) > shown else "")
+
+
 def progress_of(n: Normalized) -> dict[ModelKey, Progress]:
     """Each model's :class:`Progress` in one normalized exposition (uncached)."""
     return ProgressReader().read(n)
@@ -212,16 +220,33 @@ class Freshness:
                     reader = self.readers[name] = ProgressReader()
                 went_stale |= self._observe_target(name, ts, reader.read(n))
         if down:
+            newly: dict[str, list[ModelKey]] = {}
             for mk, mf in self.models.items():
                 reason = down.get(mf.target)
-                if reason is not None:
-                    went_stale |= self._stale(mk, mf, reason, ts)
+                if reason is None:
+                    continue
+                went_stale |= mf.reason is None
+                if self._stale(mf, reason, ts):
+                    newly.setdefault(mf.target, []).append(mk)
+            for target, keys in newly.items():
+                what = (f"the scrape of target {target} timed out"
+                        if down[target] == "scrape_timeout" else f"target {target} is down")
+                self._log_stale(keys, what)
         return went_stale
+
+    def _log_stale(self, keys: list[ModelKey], what: str) -> None:
+        """One warning line for ``keys`` going stale together (a target's models: one line
+        per target, not per model — a down target of 10,000 models is one event)."""
+        head = (f"model {keys[0].model} ({keys[0].backend}, version {keys[0].model_version!r})"
+                if len(keys) == 1 else f"{counted(len(keys), 'model')} ({_names(keys)})")
+        log.warning("%s: data stale (%s): autoscaling signal held for %gs, then %g", head,
+                    what, self.settings.stale_hold, self.settings.stale_signal)
 
     def _observe_target(self, target: str, ts: float,
                         progress: Mapping[ModelKey, Progress]) -> bool:
         went_stale = False
         frozen_after = self.settings.frozen_after_scrapes
+        back: dict[str, list[ModelKey]] = {}  # reason it was stale for → models fresh again
         for mk, p in progress.items():
             mf = self.models.get(mk)
             if mf is None:
@@ -232,42 +257,40 @@ class Freshness:
             mf.progress = p
             if moved or p.in_flight <= 0:
                 mf.unchanged, mf.unchanged_since = 0, None
-                self._fresh(mk, mf, ts)
+                if mf.reason is not None:
+                    back.setdefault(mf.reason, []).append(mk)
+                mf.updated, mf.held, mf.reason, mf.since = ts, None, None, None
                 continue
             if mf.unchanged == 0:  # the last snapshot was its last fresh one: hold it
                 mf.unchanged_since = ts
                 went_stale |= mf.held is None
             mf.unchanged += 1
-            if mf.unchanged >= frozen_after:
-                went_stale |= self._stale(mk, mf, "frozen", mf.unchanged_since or ts)
+            was_fresh = mf.reason is None
+            if mf.unchanged >= frozen_after and self._stale(mf, "frozen",
+                                                            mf.unchanged_since or ts):
+                went_stale |= was_fresh
+                self._log_stale([mk], f"its counters did not move for {mf.unchanged} "
+                                      f"scrapes while {mf.progress.in_flight:g} requests "
+                                      "were running or waiting (engine frozen)")
             # else: not fresh either; a stale model (back from down, busy, not moving
             # yet) keeps its reason until its counters move or it counts as frozen
+        for reason, keys in back.items():
+            head = (f"model {keys[0].model} ({keys[0].backend}, version "
+                    f"{keys[0].model_version!r})" if len(keys) == 1
+                    else f"{counted(len(keys), 'model')} of target {target} ({_names(keys)})")
+            log.info("%s: data fresh again (was stale: %s)", head, reason)
         return went_stale
 
-    def _fresh(self, mk: ModelKey, mf: ModelFreshness, ts: float) -> None:
-        mf.updated, mf.held = ts, None
-        if mf.reason is not None:
-            log.info("model %s (%s, version %r): data fresh again (was stale since %.0f: "
-                     "%s)", mk.model, mk.backend, mk.model_version, mf.since or ts, mf.reason)
-        mf.reason, mf.since = None, None
-
-    def _stale(self, mk: ModelKey, mf: ModelFreshness, reason: str, since: float) -> bool:
-        """Mark a model stale for ``reason``; True when it was fresh."""
+    @staticmethod
+    def _stale(mf: ModelFreshness, reason: str, since: float) -> bool:
+        """Mark a model stale for ``reason``; True when its reason changed (the caller
+        logs it, one line per target for a target's reasons)."""
         if mf.reason == reason:
             return False
-        was_fresh = mf.reason is None
-        if was_fresh:
+        if mf.reason is None:
             mf.since = since
         mf.reason = reason
-        what = {"target_down": f"target {mf.target} is down",
-                "scrape_timeout": f"the scrape of target {mf.target} timed out",
-                "frozen": f"its counters did not move for {mf.unchanged} scrapes while "
-                          f"{mf.progress.in_flight:g} requests were running or waiting "
-                          f"(engine frozen)"}[reason]
-        log.warning("model %s (%s, version %r): data stale (%s): autoscaling signal held "
-                    "for %gs, then %g", mk.model, mk.backend, mk.model_version, what,
-                    self.settings.stale_hold, self.settings.stale_signal)
-        return was_fresh
+        return True
 
     def hold(self, signals: Iterable[tuple[ModelKey, float]]) -> None:
         """Keep ``(model, signal)`` as the held value of each model without one that is
