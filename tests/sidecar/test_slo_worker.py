@@ -40,6 +40,20 @@ def test_cold_start_is_not_ready_to_ready_including_a_target_down():
     assert cs.by_model() == {"m": pytest.approx(32.5), "big": pytest.approx(300.0)}
 
 
+def test_cold_starts_forget_the_models_a_target_no_longer_has():
+    """Bounded by what the targets serve: a churning upstream's names, each seen not ready
+    once and then gone, leave nothing behind; a down target forgets nothing (its models
+    are only unreachable)."""
+    cs = ColdStarts()
+    for i in range(1000):
+        cs.observe("t", True, {f"churn{i}": False, f"done{i}": True}, ["m"], float(i))
+        cs.observe("t", True, {f"done{i}": True, "m": True}, ["m"], i + 0.5)
+    assert set(cs.not_ready_since) <= {("t", "churn999")}
+    assert len(cs.seconds) <= 2  # m's start and at most the latest name's
+    cs.observe("t", False, {}, ["m"], 2000.0)
+    assert ("t", "m") in cs.seconds  # a down target forgets nothing
+
+
 def _engine_with_traffic() -> SLOEngine:
     engine = SLOEngine(parse_slo_file(SPEC))
     norm = Normalizer(TABLES["triton"])

@@ -8,6 +8,11 @@ sidecar first saw it is measured from that first observation (a lower bound). Th
 measurement per (target, model) is exported as ``fleetwatch_model_cold_start_seconds``
 and handed to the SLO engine, whose ``/autoscaling`` recommends a larger replica floor
 for models whose cold start exceeds ``autoscaling.cold_start_bound_seconds``.
+
+What it holds is bounded by what the targets serve: when a target answers, the models it
+no longer has (neither probed nor configured) are forgotten — a model that was unloaded,
+or one of a churning upstream's names, never comes back as a measurement or as a start
+still pending.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ class ColdStarts:
         """One scrape of ``target`` at ``now`` (Unix seconds): ``up`` whether it answered,
         ``models_ready`` its probes' answers, ``known`` models configured or seen before
         (not ready while the target is down)."""
-        for model in set(models_ready) | set(known):
+        current = set(models_ready) | set(known)
+        for model in current:
             key = (target, model)
             if up and models_ready.get(model, False):
                 since = self.not_ready_since.pop(key, None)
@@ -35,6 +41,10 @@ class ColdStarts:
                     self.seconds[key] = now - since
             else:
                 self.not_ready_since.setdefault(key, now)
+        if up:
+            for held in (self.not_ready_since, self.seconds):
+                for key in [k for k in held if k[0] == target and k[1] not in current]:
+                    del held[key]
 
     def by_model(self) -> dict[str, float]:
         """Model name → the longest last cold start over its targets (seconds)."""
