@@ -26,6 +26,7 @@ BASE_UNITS = {"seconds", "bytes", "ratio", "joules", "watts", "celsius", "boolea
               "preemptions", "events", "errors", "series", "families", "lines",
               "samples", "connections", "models", "replicas", "intervals",
               "flop",  # flop: floating-point operations, a count (MFU numerator)
+              "endpoints",  # engine endpoints behind a gateway (a pool's ready endpoints)
               "spans", "traces", "bodies",  # the OTLP trace receiver counts what it receives
               # quota families: the unit is the resource label's (GPUs, bytes, instances),
               # as issue 16 names them (fleetwatch_quota_usage{team, resource})
