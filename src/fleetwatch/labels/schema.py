@@ -42,15 +42,17 @@ METRICS: tuple[MetricDef, ...] = (
               ("outcome", "error_type", "finish_reason"), "stable",
               otel="modelserver.requests"),
     MetricDef("modelserver_request_duration_seconds", _H, "seconds",
-              "End-to-end request latency. Triton: successful requests only and no "
+              "End-to-end request latency. Triton: its duration histogram where the server "
+              "exports one (histogram_latencies), else successful requests only and no "
               "distribution (only the +Inf bucket, sum and count: mean latency); vLLM: "
               "native buckets.", (), "stable", otel="gen_ai.server.request.duration"),
     MetricDef("modelserver_request_duration_summary_seconds", _S, "seconds",
               "Request latency quantiles over Triton's 60 s sliding window (summary; never "
               "aggregate quantiles across series).", ("quantile",), "beta"),
     MetricDef("modelserver_queue_duration_seconds", _H, "seconds",
-              "Time waiting in the scheduler queue. Triton: mean only (+Inf bucket); vLLM: "
-              "engine-core queue time with buckets.", (), "stable",
+              "Time waiting in the scheduler queue. Triton: its duration histogram where "
+              "exported, else mean only (+Inf bucket); vLLM: engine-core queue time with "
+              "buckets.", (), "stable",
               otel="modelserver.queue.duration"),
     MetricDef("modelserver_queue_duration_summary_seconds", _S, "seconds",
               "Queue-time quantiles (Triton summary, 60 s window).", ("quantile",), "beta"),
@@ -66,7 +68,8 @@ METRICS: tuple[MetricDef, ...] = (
               otel="gen_ai.server.time_per_output_token"),
     MetricDef("modelserver_phase_duration_seconds", _H, "seconds",
               "Time spent in a processing phase (vLLM prefill/decode with buckets; Triton "
-              "compute_input/compute_infer/compute_output, mean only).", ("phase",), "beta",
+              "compute_input/compute_infer/compute_output: histograms where exported, else "
+              "mean only).", ("phase",), "beta",
               otel="modelserver.phase.duration"),
     MetricDef("modelserver_phase_duration_summary_seconds", _S, "seconds",
               "Phase-duration quantiles (Triton compute summaries, 60 s window).",
