@@ -140,3 +140,12 @@ def test_every_gateway_family_is_mapped_or_listed():
                 if not known(family):
                     unknown.add(family)
     assert not unknown
+
+
+def test_a_sidecar_target_may_be_a_gateway():
+    """``kind: gateway`` is a registered kind: a sidecar configuration accepts it."""
+    from fleetwatch.sidecar.config import SidecarConfig
+
+    cfg = SidecarConfig.model_validate({"targets": [
+        {"name": "router", "kind": "gateway", "url": "http://127.0.0.1:8001/metrics"}]})
+    assert cfg.targets[0].kind == "gateway"
