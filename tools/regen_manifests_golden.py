@@ -3,7 +3,8 @@
     python tools/regen_manifests_golden.py
 
 Inputs: examples/sidecar.yaml (Triton pods), examples/sidecar-vllm.yaml (vLLM pods),
-examples/models.yaml (three deployments), examples/slos.yaml, examples/receivers.yaml, with
+examples/sidecar-vllm-{prefill,decode}.yaml (a disaggregated model's two pools),
+examples/models.yaml (five deployments), examples/slos.yaml, examples/receivers.yaml, with
 ``--release kube-prometheus-stack``. The folder is emptied first, so a file the generator
 no longer writes disappears. Review the diff before committing: tests/manifests/test_manifests.py
 compares the generator's output with these files byte for byte.
@@ -23,7 +24,9 @@ from fleetwatch.manifests import Settings, build, load_inputs  # noqa: E402
 
 GOLDEN = ROOT / "tests" / "golden" / "manifests"
 EXAMPLES = ROOT / "examples"
-CONFIGS = [str(EXAMPLES / "sidecar.yaml"), str(EXAMPLES / "sidecar-vllm.yaml")]
+CONFIGS = [str(EXAMPLES / name) for name in (
+    "sidecar.yaml", "sidecar-vllm.yaml", "sidecar-vllm-prefill.yaml",
+    "sidecar-vllm-decode.yaml")]
 SETTINGS = Settings(release="kube-prometheus-stack")
 
 

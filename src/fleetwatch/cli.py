@@ -55,6 +55,12 @@ def serve(config_path: str, slos_path: str | None, log_level: str) -> None:
     registry = _registry(cfg.registry, f"{config_path}: registry")
     check_quota_file(cfg, config_path)
     slos = _slo_file(slos_path) if slos_path else None
+    if slos is not None:
+        try:  # the pool's own SLOs (selector.roles); the file itself for role both
+            slos = slos.for_role(cfg.role)
+        except ValueError as exc:
+            _fail(f"{slos_path}: field 'selector.roles': {exc}, the role of the targets of "
+                  f"{config_path}")
     try:
         asyncio.run(run_sidecar(cfg, registry, slos=slos))
     except ListenError as exc:

@@ -123,9 +123,10 @@ EXAMPLES = str(ROOT / "examples")
 GENERATORS = {
     "rules": ["--registry", f"{EXAMPLES}/models.yaml", "--slos", f"{EXAMPLES}/slos.yaml"],
     "dashboards": ["--registry", f"{EXAMPLES}/models.yaml", "--slos", f"{EXAMPLES}/slos.yaml"],
-    "manifests": ["--config", f"{EXAMPLES}/sidecar.yaml", "--config",
-                  f"{EXAMPLES}/sidecar-vllm.yaml", "--registry",
-                  f"{EXAMPLES}/models.yaml", "--slos", f"{EXAMPLES}/slos.yaml"],
+    "manifests": [*(arg for name in ("sidecar", "sidecar-vllm", "sidecar-vllm-prefill",
+                                     "sidecar-vllm-decode")
+                    for arg in ("--config", f"{EXAMPLES}/{name}.yaml")),
+                  "--registry", f"{EXAMPLES}/models.yaml", "--slos", f"{EXAMPLES}/slos.yaml"],
 }
 
 

@@ -172,8 +172,9 @@ def test_slos_that_select_no_model_of_the_captures_are_said_on_stderr(tmp_path):
              "tiny-llm): /slo lists no SLO (/autoscaling has the models' signals, without "
              "capacity) — ")
     warnings = [line for line in err.splitlines() if "warning" in line]
-    assert warnings == [empty + "SLO llm-ttft selects by latency_tiers, which only a model "
-                        "registry gives: give --registry FILE"]
+    assert warnings == [empty + "SLO llm-ttft selects by latency_tiers; SLO llm-prefill-ttft "
+                        "selects by latency_tiers; SLO llm-decode-itl selects by latency_tiers, "
+                        "which only a model registry gives: give --registry FILE"]
     code, out, err = replay("--slos", str(examples / "slos.yaml"), "--registry",
                             str(examples / "models.yaml"), *files)
     assert code == 0

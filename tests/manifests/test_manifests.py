@@ -75,7 +75,7 @@ def test_cli_writes_the_golden_files(tmp_path):
         args += ["--config", c]
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output
-    assert "wrote 13 files" in res.output
+    assert "wrote 15 files" in res.output
     for p in GOLDEN.rglob("*.yaml"):
         assert (tmp_path / p.relative_to(GOLDEN)).read_text() == p.read_text()
 
@@ -278,7 +278,7 @@ def test_configmap_files_start_a_sidecar(tmp_path):
     assert cm["data"]["quotas.yaml"] == (EX / "quotas.yaml").read_text()
     r = CliRunner().invoke(main, ["validate", "--config", str(tmp_path / "sidecar.yaml")])
     assert r.exit_code == 0, r.output
-    assert "1 target, 3 registry entries" in r.output
+    assert "1 target, 4 registry entries" in r.output
     r = CliRunner().invoke(main, ["slo", "validate", str(tmp_path / "slos.yaml")])
     assert r.exit_code == 0, r.output
 

@@ -56,6 +56,8 @@ from fleetwatch.slo.spec import SLOFile, SLOSpec
 LatencyStat = Literal["mean", "p50", "p90", "p99"]
 
 MODEL = ("model", "model_version", "backend")
+#: A model's pool: its key and the role Prometheus copies from a disaggregated pool's pods.
+POOL = (*MODEL, "role")
 SLO_BAND = ("slo", "model", "model_version", "backend", "band")
 SLO_MODEL = ("slo", "model", "model_version", "backend")
 
@@ -183,11 +185,12 @@ def _model_rules() -> tuple[RecordingRule, ...]:
         RecordingRule(SLO_CONCURRENCY, agg("sum", MODEL, "fleetwatch_slo_concurrency"), MODEL,
                       "Observed concurrency summed over replicas."),
         RecordingRule(AUTOSCALING_SIGNAL,
-                      agg("sum", MODEL, "fleetwatch_autoscaling_signal_ratio and on "
-                                        f"(job, instance) ({SIDECAR_HEALTHY})"), MODEL,
+                      agg("sum", POOL, "fleetwatch_autoscaling_signal_ratio and on "
+                                        f"(job, instance) ({SIDECAR_HEALTHY})"), POOL,
                       "Autoscaling signal summed over the replicas whose sidecar Prometheus "
                       "scrapes (up == 1): desired replicas = ceil(this). A sidecar serves a "
-                      "stale model's signal held, then saturated (docs/autoscaling.md)."),
+                      "stale model's signal held, then saturated (docs/autoscaling.md). A "
+                      "prefill or decode pool's replicas carry role: one sum per pool."),
         RecordingRule(ROLLOUT_VERDICT, agg("max", ROLLOUT, "fleetwatch_rollout_verdict"),
                       ROLLOUT, "Rollout verdict of each candidate version over the replicas "
                                "(1 when any replica's sidecar gives that verdict)."),

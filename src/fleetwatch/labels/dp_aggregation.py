@@ -36,6 +36,9 @@ BY_FAMILY: Mapping[str, Aggregation] = MappingProxyType({
         _SUM, "each request runs or waits in exactly one engine"),
     "modelserver_requests_waiting_by_reason": Aggregation(_SUM, "as requests_active"),
     "modelserver_requests_limit": Aggregation(_SUM, "each engine schedules its own batch"),
+    "modelserver_gateway_requests_running": Aggregation(
+        _SUM, "a gateway has no data-parallel ranks (the label is empty); gateway replicas' "
+        "requests add up"),
     "modelserver_kv_cache_usage_ratio": Aggregation(
         _MAX, "each engine has its own KV cache and the fullest one preempts first; for "
         "the fleet's share use Σ(ratio × capacity) ÷ Σ capacity with "

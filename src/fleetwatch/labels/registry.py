@@ -29,6 +29,12 @@ A YAML file::
           polling_seconds: 15           # KEDA pollingInterval, default 15
           cooldown_seconds: 300         # KEDA cooldownPeriod, default 300
           scale_down_stabilization_seconds: 300   # HPA scale-down window, default 300
+          role: both                    # prefill | decode | both (default): the pool's
+                                        # role in disaggregated serving; one ScaledObject
+                                        # per pool, on that pool's own signal
+        pools: []                       # instead of deployment: a model served
+                                        # disaggregated, one deployment block per pool
+                                        # (role: prefill and role: decode)
         warmup:                         # optional: its warm-up set (fleetwatch.labels.warmup)
           gate: required                # /readyz waits until it ran (default optional)
           protocol: grpc                # openai | http | grpc
@@ -57,7 +63,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -90,8 +96,16 @@ _DNS_1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _GLOB_CHARS = frozenset("*?[")
 
 
+#: A pool's part in disaggregated serving (prefill/decode, as vLLM's and Dynamo's
+#: disaggregated deployments name them): ``both`` serves whole requests.
+Role = Literal["prefill", "decode", "both"]
+
+
 class DeploymentSpec(BaseModel):
     """Where a model runs on Kubernetes, for ``fleetwatch manifests`` (times in seconds).
+
+    ``role`` is the pool's part in prefill/decode disaggregation (``both``: whole
+    requests); a model served by a prefill and a decode pool has one entry per pool.
 
     ``name`` becomes the Deployment patched with the sidecar, the KEDA ``ScaledObject`` and
     the ``<name>-fleetwatch`` Service, so it is a DNS-1035 label short enough for that
@@ -111,6 +125,7 @@ class DeploymentSpec(BaseModel):
     polling_seconds: int = Field(15, ge=1, le=3600)
     cooldown_seconds: int = Field(300, ge=0, le=24 * 3600)
     scale_down_stabilization_seconds: int = Field(300, ge=0, le=3600)
+    role: Role = "both"
 
     @field_validator("min_replicas", "max_replicas", "startup_seconds", "polling_seconds",
                      "cooldown_seconds", "scale_down_stabilization_seconds", mode="before")
@@ -169,6 +184,7 @@ class ModelEntry(BaseModel):
     gpu_memory_bytes: Annotated[int, Strict()] | None = Field(None, gt=0,
                                                                le=MAX_MEMORY_BYTES)
     deployment: DeploymentSpec | None = None
+    pools: list[DeploymentSpec] = Field(default_factory=list, max_length=2)
     warmup: WarmupSpec | None = None
     declared: DeclaredSpec | None = None
 
@@ -179,17 +195,35 @@ class ModelEntry(BaseModel):
 
     @model_validator(mode="after")
     def _deployment_model_exact(self) -> ModelEntry:
-        if self.deployment and self.deployment.model is None and _GLOB_CHARS & set(self.name):
-            raise ValueError(f"deployment.model is required: the entry's name {self.name!r} "
-                             "is a glob and the autoscaler needs one exact model name")
+        if self.deployment and self.pools:
+            raise ValueError("give either deployment (one pool) or pools (a prefill and a "
+                             "decode pool), not both")
+        roles = [p.role for p in self.pools]
+        if self.pools and sorted(roles) != ["decode", "prefill"]:
+            raise ValueError(f"pools: roles {roles} given; pools are one prefill and one "
+                             "decode Deployment (a whole-request pool is deployment:)")
+        for d in self.deployment_specs:
+            if d.model is None and _GLOB_CHARS & set(self.name):
+                raise ValueError(f"deployment.model is required: the entry's name "
+                                 f"{self.name!r} is a glob and the autoscaler needs one "
+                                 "exact model name")
+        if len({d.model or self.name for d in self.pools}) > 1:
+            raise ValueError("pools: both pools serve the same model (their model fields "
+                             "differ)")
         return self
 
     @property
+    def deployment_specs(self) -> tuple[DeploymentSpec, ...]:
+        """The entry's Deployments: its ``deployment``, or its ``pools`` (prefill, decode)."""
+        return (self.deployment,) if self.deployment is not None else tuple(self.pools)
+
+    @property
     def deployed_model(self) -> str | None:
-        """The exact model name of :attr:`deployment` (None without a deployment)."""
-        if self.deployment is None:
+        """The exact model name of :attr:`deployment_specs` (None without a deployment)."""
+        specs = self.deployment_specs
+        if not specs:
             return None
-        return self.deployment.model or self.name
+        return specs[0].model or self.name
 
     @field_validator("version", mode="before")
     @classmethod

@@ -42,15 +42,17 @@ METRICS: tuple[MetricDef, ...] = (
               ("outcome", "error_type", "finish_reason"), "stable",
               otel="modelserver.requests"),
     MetricDef("modelserver_request_duration_seconds", _H, "seconds",
-              "End-to-end request latency. Triton: successful requests only and no "
+              "End-to-end request latency. Triton: its duration histogram where the server "
+              "exports one (histogram_latencies), else successful requests only and no "
               "distribution (only the +Inf bucket, sum and count: mean latency); vLLM: "
               "native buckets.", (), "stable", otel="gen_ai.server.request.duration"),
     MetricDef("modelserver_request_duration_summary_seconds", _S, "seconds",
               "Request latency quantiles over Triton's 60 s sliding window (summary; never "
               "aggregate quantiles across series).", ("quantile",), "beta"),
     MetricDef("modelserver_queue_duration_seconds", _H, "seconds",
-              "Time waiting in the scheduler queue. Triton: mean only (+Inf bucket); vLLM: "
-              "engine-core queue time with buckets.", (), "stable",
+              "Time waiting in the scheduler queue. Triton: its duration histogram where "
+              "exported, else mean only (+Inf bucket); vLLM: engine-core queue time with "
+              "buckets.", (), "stable",
               otel="modelserver.queue.duration"),
     MetricDef("modelserver_queue_duration_summary_seconds", _S, "seconds",
               "Queue-time quantiles (Triton summary, 60 s window).", ("quantile",), "beta"),
@@ -66,7 +68,8 @@ METRICS: tuple[MetricDef, ...] = (
               otel="gen_ai.server.time_per_output_token"),
     MetricDef("modelserver_phase_duration_seconds", _H, "seconds",
               "Time spent in a processing phase (vLLM prefill/decode with buckets; Triton "
-              "compute_input/compute_infer/compute_output, mean only).", ("phase",), "beta",
+              "compute_input/compute_infer/compute_output: histograms where exported, else "
+              "mean only).", ("phase",), "beta",
               otel="modelserver.phase.duration"),
     MetricDef("modelserver_phase_duration_summary_seconds", _S, "seconds",
               "Phase-duration quantiles (Triton compute summaries, 60 s window).",
@@ -200,6 +203,56 @@ METRICS: tuple[MetricDef, ...] = (
               "Changes of the model's running configuration (engine version, quantization, "
               "loaded versions, instance groups, dynamic batching) the sidecar observed.",
               ("model",), "alpha", per_model=False),
+    # -- gateways in front of the engines (their own view, never an engine's) -----------
+    MetricDef("modelserver_gateway_requests_total", _C, "requests",
+              "Requests a gateway received for a model (production-stack router "
+              "`vllm:num_incoming_requests`, llm-d EPP `llm_d_epp_request_total`); counted "
+              "before routing, so they include requests no engine served.", (), "alpha"),
+    MetricDef("modelserver_gateway_requests_running", _G, "requests",
+              "Requests a gateway has dispatched to an engine and not yet seen finish, per "
+              "model (llm-d EPP `request_running`).", (), "alpha"),
+    MetricDef("modelserver_gateway_endpoint_requests", _G, "requests",
+              "Requests on one engine endpoint as the gateway last saw them (running or "
+              "waiting): the router's and the EPP's own copy of the engine's gauges, sampled "
+              "on their schedule. Never add it to modelserver_requests_active.",
+              ("pool", "endpoint", "state"), "alpha", per_model=False),
+    MetricDef("modelserver_gateway_pool_mean_requests", _G, "requests",
+              "Mean requests per ready endpoint of a gateway pool (llm-d EPP "
+              "`average_queue_size` for waiting, `average_running_requests` for running).",
+              ("pool", "state"), "alpha", per_model=False),
+    MetricDef("modelserver_gateway_pool_mean_kv_cache_usage_ratio", _G, "ratio",
+              "Mean KV-cache usage, 0–1, over the ready endpoints of a gateway pool (llm-d "
+              "EPP `average_kv_cache_utilization`).", ("pool",), "alpha", per_model=False),
+    MetricDef("modelserver_gateway_pool_ready_endpoints", _G, "endpoints",
+              "Ready engine endpoints in a gateway pool (llm-d EPP `ready_endpoints`, "
+              "formerly `inference_pool_ready_pods`; production-stack router "
+              "`vllm:healthy_pods_total`).", ("pool",), "alpha", per_model=False),
+    MetricDef("modelserver_gateway_request_duration_seconds", _H, "seconds",
+              "End-to-end request latency observed at the gateway (router "
+              "`vllm:request_latency_seconds`, EPP `request_duration_seconds`).", (), "alpha"),
+    MetricDef("modelserver_gateway_time_to_first_token_seconds", _H, "seconds",
+              "Time to first token observed at the gateway (llm-d EPP `request_ttft_seconds`).",
+              (), "alpha"),
+    MetricDef("modelserver_gateway_time_per_output_token_seconds", _H, "seconds",
+              "Time per output token of streamed requests observed at the gateway (llm-d EPP "
+              "`request_streaming_tpot_seconds`).", (), "alpha"),
+    MetricDef("modelserver_gateway_predicted_time_to_first_token_seconds", _H, "seconds",
+              "TTFT the gateway's latency predictor expected for the endpoint it picked (llm-d "
+              "EPP `request_predicted_ttft_seconds`): a forecast, never an observation.", (),
+              "alpha"),
+    MetricDef("modelserver_gateway_predicted_time_per_output_token_seconds", _H, "seconds",
+              "TPOT the gateway's latency predictor expected (llm-d EPP "
+              "`request_predicted_tpot_seconds`): a forecast, never an observation.", (),
+              "alpha"),
+    MetricDef("modelserver_gateway_queue_duration_seconds", _H, "seconds",
+              "Time a request waited in the gateway's own queue before dispatch (llm-d EPP "
+              "flow control `request_queue_duration_seconds`), over every flow and "
+              "priority; engine queue time is modelserver_queue_duration_seconds.",
+              ("pool",), "alpha", per_model=False),
+    MetricDef("modelserver_gateway_queued_requests", _G, "requests",
+              "Requests held in the gateway's own queue (llm-d EPP flow control "
+              "`queue_size`), summed over flows and priorities.", ("pool",), "alpha",
+              per_model=False),
     # -- host and GPU ----------------------------------------------------------------
     MetricDef("modelserver_model_placement", _G, "info",
               "Which model version runs on which GPU, with how many instances: value 1. "

@@ -108,6 +108,15 @@ LABELS: tuple[LabelDef, ...] = (
     LabelDef("oncall", "On-call rotation or pager target (model registry)."),
     LabelDef("latency_tier", "Latency tier (model registry), e.g. interactive, batch."),
     LabelDef("target", "Upstream target name from the sidecar configuration."),
+    LabelDef("role", "A pool's part in prefill/decode disaggregation: the registry's "
+             "deployment role, copied by Prometheus from the pool's pods "
+             "(fleetwatch.io/role); absent for a pool serving whole requests.",
+             ("prefill", "decode")),
+    LabelDef("pool", "Gateway pool the series describes (llm-d EPP `name`: the InferencePool; "
+             "the production-stack router has one pool, the empty value)."),
+    LabelDef("endpoint", "Engine endpoint behind a gateway (production-stack router `server`, "
+             "the engine's URL; llm-d EPP `model_server_endpoint`, formerly "
+             "`model_server_pod`)."),
     LabelDef("instances", "Model instances of a model version on one GPU (Triton "
              "`instance_group` count; 1 for a vLLM server), as text."),
     LabelDef("footprint_source", "Where a memory footprint came from (docs/gpus.md): "

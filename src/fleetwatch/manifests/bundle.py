@@ -160,7 +160,8 @@ def sidecar_spec(f: SidecarFile) -> SidecarSpec:
     return SidecarSpec(name, f.source, text, f.config.listen.port,
                        f.config.scrape.interval_seconds, otlp_port, quotas_text,
                        otlp_auth_dir=auth_dir, drain_seconds=f.config.shutdown.drain_seconds,
-                       state=f.config.state_dir is not None, pod_env=pod_env)
+                       state=f.config.state_dir is not None, pod_env=pod_env,
+                       role=f.config.role)
 
 
 def _otlp_exposure(f: SidecarFile) -> tuple[int | None, str | None]:
@@ -193,13 +194,14 @@ def _otlp_exposure(f: SidecarFile) -> tuple[int | None, str | None]:
     return port, dirs.pop()
 
 
-def _selected(slos: SLOFile, entry: ModelEntry, model: str) -> list[str]:
-    """Names of the SLOs whose selector covers ``model`` with ``entry``'s team and tier
-    (the SLO engine's rule: every given criterion holds)."""
+def _selected(slos: SLOFile, entry: ModelEntry, model: str, role: str = "both") -> list[str]:
+    """Names of the SLOs whose selector covers ``model`` with ``entry``'s team and tier,
+    judged on a pool of ``role`` (the SLO engine's rule: every given criterion holds)."""
     out = []
     for s in slos.slos:
         sel = s.selector
-        if ((not sel.models or any(fnmatch.fnmatchcase(model, g) for g in sel.models))
+        if (sel.covers_role(role)
+                and (not sel.models or any(fnmatch.fnmatchcase(model, g) for g in sel.models))
                 and (not sel.teams or entry.team in sel.teams)
                 and (not sel.latency_tiers or entry.latency_tier in sel.latency_tiers)):
             out.append(s.name)
@@ -224,42 +226,50 @@ def deployments(inputs: Inputs, settings: Settings) -> list[Deployment]:
     out: list[Deployment] = []
     seen: dict[tuple[str, str], str] = {}
     for i, e in enumerate(inputs.registry.entries):
-        d = e.deployment
-        if d is None:
-            continue
-        where = f"{inputs.registry_source}: models[{i}] (name {e.name!r})"
-        if d.sidecar is None:
-            if len(specs) > 1:
-                raise ManifestError(f"{where}: field 'deployment.sidecar': required with "
-                                    f"several --config files (one of: {', '.join(specs)})")
-            spec = next(iter(specs.values()))
-        elif d.sidecar in specs:
-            spec = specs[d.sidecar]
-        else:
-            raise ManifestError(f"{where}: field 'deployment.sidecar': {d.sidecar!r} is no "
-                                f"--config file's name (known: {', '.join(specs)})")
-        ns = d.namespace or settings.namespace
-        key = (ns, d.name)
-        if key in seen:
-            raise ManifestError(f"{where}: field 'deployment.name': Deployment {ns}/{d.name} "
-                                f"is already deployed by {seen[key]}")
-        seen[key] = where
-        model = e.deployed_model
-        assert model is not None
-        if not _selected(inputs.slos, e, model):
-            raise ManifestError(
-                f"{where}: field 'deployment': no SLO in {inputs.slos_source} selects model "
-                f"{model!r} (team {e.team!r}, tier {e.latency_tier!r}); its sidecar would "
-                "export no concurrency signal to scale on")
-        exact = e.version if e.version and not set("*?[") & set(e.version) else None
-        out.append(Deployment(
-            name=d.name, namespace=ns, model=model, version=exact, other_versions=(), sidecar=spec,
-            latency_tier=e.latency_tier, min_replicas=d.min_replicas,
-            max_replicas=d.max_replicas,
-            startup_seconds=startup_seconds(d.startup_seconds, e.latency_tier),
-            polling_seconds=d.polling_seconds, cooldown_seconds=d.cooldown_seconds,
-            scale_down_stabilization_seconds=d.scale_down_stabilization_seconds,
-            where=where))
+        for d in e.deployment_specs:
+            where = f"{inputs.registry_source}: models[{i}] (name {e.name!r})"
+            if d.sidecar is None:
+                if len(specs) > 1:
+                    raise ManifestError(
+                        f"{where}: field 'deployment.sidecar': required with several "
+                        f"--config files (one of: {', '.join(specs)})")
+                spec = next(iter(specs.values()))
+            elif d.sidecar in specs:
+                spec = specs[d.sidecar]
+            else:
+                raise ManifestError(
+                    f"{where}: field 'deployment.sidecar': {d.sidecar!r} is no --config "
+                    f"file's name (known: {', '.join(specs)})")
+            ns = d.namespace or settings.namespace
+            key = (ns, d.name)
+            if key in seen:
+                raise ManifestError(
+                    f"{where}: field 'deployment.name': Deployment {ns}/{d.name} is already "
+                    f"deployed by {seen[key]}")
+            seen[key] = where
+            model = e.deployed_model
+            assert model is not None
+            if spec.role != d.role:
+                raise ManifestError(
+                    f"{where}: field 'deployment.role': {d.role!r}, but the targets of "
+                    f"{spec.source} give role {spec.role!r}; a pool's sidecar judges the "
+                    "SLOs of its own role")
+            if not _selected(inputs.slos, e, model, d.role):
+                raise ManifestError(
+                    f"{where}: field 'deployment': no SLO in {inputs.slos_source} selects "
+                    f"model {model!r} (team {e.team!r}, tier {e.latency_tier!r}); its sidecar "
+                    "would export no concurrency signal to scale on")
+            exact = e.version if e.version and not set("*?[") & set(e.version) else None
+            out.append(Deployment(
+                name=d.name, namespace=ns, model=model, version=exact, other_versions=(),
+                sidecar=spec,
+                latency_tier=e.latency_tier, min_replicas=d.min_replicas,
+                max_replicas=d.max_replicas,
+                startup_seconds=startup_seconds(d.startup_seconds, e.latency_tier),
+                polling_seconds=d.polling_seconds, cooldown_seconds=d.cooldown_seconds,
+                scale_down_stabilization_seconds=d.scale_down_stabilization_seconds,
+                where=where, role=d.role))
+    _one_kind_of_pool(out)
     exact_versions: dict[str, set[str]] = {}
     for dep in out:
         if dep.version is not None:
@@ -271,6 +281,20 @@ def deployments(inputs: Inputs, settings: Settings) -> list[Deployment]:
         raise ManifestError(f"{inputs.registry_source}: no entry has a 'deployment:' block; "
                             "nothing to deploy (see docs/deploy.md)")
     return out
+
+
+def _one_kind_of_pool(deps: list[Deployment]) -> None:
+    """Refuse a model deployed both whole (``role: both``) and disaggregated: its pools'
+    signals are told apart by ``role``, a whole-request Deployment's is not."""
+    roles: dict[str, dict[str, str]] = {}
+    for dep in deps:
+        roles.setdefault(dep.model, {}).setdefault(dep.role, dep.where)
+    for model, by_role in roles.items():
+        if "both" in by_role and len(by_role) > 1:
+            pooled = next(w for r, w in by_role.items() if r != "both")
+            raise ManifestError(
+                f"{by_role['both']}: field 'deployment': model {model!r} is also deployed "
+                f"as a prefill/decode pool by {pooled}; deploy it one way")
 
 
 def _sources(inputs: Inputs) -> list[str]:

@@ -35,6 +35,8 @@ OTLP_AUTH_VOLUME = "fleetwatch-otlp-auth"
 #: Pod labels the patch adds: every sidecar pod, and the pods of one Deployment.
 SIDECAR_LABEL = "fleetwatch.io/sidecar"
 DEPLOYMENT_LABEL = "fleetwatch.io/deployment"
+#: Pod label of a disaggregated pool's role; Prometheus copies it to the ``role`` label.
+ROLE_LABEL = "fleetwatch.io/role"
 CONFIG_HASH_ANNOTATION = "fleetwatch.io/config-hash"
 MODEL_ANNOTATION = "fleetwatch.io/model"
 MANAGED = {"app.kubernetes.io/managed-by": "fleetwatch"}
@@ -97,7 +99,8 @@ class SidecarSpec:
     quota file (``quotas: quotas.yaml`` in the pod's copy) when it names one, else None;
     ``drain_seconds`` its ``shutdown.drain_seconds``; ``state`` whether it has a
     ``state_dir`` (:data:`STATE_DIR` in the pod); ``pod_env`` whether it reads
-    ``POD_NAME``/``POD_NAMESPACE`` (``slo.recover.match``).
+    ``POD_NAME``/``POD_NAMESPACE`` (``slo.recover.match``); ``role`` its targets' role
+    (prefill, decode or both).
     """
 
     name: str
@@ -111,6 +114,8 @@ class SidecarSpec:
     drain_seconds: float = 0.0
     state: bool = False
     pod_env: bool = False
+    role: str = "both"
+    """Its targets' role in disaggregated serving (``SidecarConfig.role``)."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,8 @@ class Deployment:
     scale_down_stabilization_seconds: int
     where: str = field(default="")
     """``models.yaml: models[2] (name 'ranker')`` for messages."""
+    role: str = "both"
+    """The pool's role in disaggregated serving: ``prefill``, ``decode`` or ``both``."""
 
 
 def dns_label(text: str) -> str:

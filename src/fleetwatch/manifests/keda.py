@@ -1,5 +1,12 @@
 """One KEDA ``ScaledObject`` per model deployment, on the fleetwatch autoscaling signal.
 
+A model served disaggregated (registry ``pools:``) has a prefill and a decode Deployment,
+so two ScaledObjects, each on its own pool's signal: the pods of a pool carry the label
+``fleetwatch.io/role``, Prometheus copies it to ``role`` on the sidecar's series, the
+recording rule keeps it, and the query selects it. Each pool's sidecar judges the SLOs of
+its role (TTFT on prefill pods, ITL on decode pods; ``role:`` in the SLO file), so each
+signal is that pool's load against its own capacity.
+
 The signal of one replica is ``max`` of its load components over their targets (1 = at
 its safe load, docs/autoscaling.md). What the HPA that KEDA creates does with it depends
 on the metric type (Kubernetes' replica calculator, ``tolerance`` 0.1):
@@ -46,6 +53,7 @@ from urllib.parse import quote
 from fleetwatch.manifests.common import (
     MANAGED,
     MODEL_ANNOTATION,
+    ROLE_LABEL,
     Deployment,
     Settings,
 )
@@ -59,8 +67,11 @@ SIGNAL_RULE = "model:fleetwatch_autoscaling_signal:sum"
 def signal_query(dep: Deployment) -> str:
     """The PromQL the Prometheus trigger polls: Σ over replicas (and versions, unless the
     registry entry names one exact version; versions other deployments name exactly are
-    left out) of ``dep``'s model's signal."""
+    left out) of ``dep``'s model's signal; a prefill or decode pool's own (``role``, the
+    label Prometheus copies from the pool's pods, :data:`ROLE_LABEL`)."""
     matchers = [f"model={string(dep.model)}"]
+    if dep.role != "both":
+        matchers.append(f"role={string(dep.role)}")
     if dep.version is not None:
         matchers.append(f"model_version={string(dep.version)}")
     elif dep.other_versions:
@@ -107,7 +118,9 @@ def scaled_object(dep: Deployment, settings: Settings) -> dict[str, Any]:
     obj: dict[str, Any] = {
         "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
         "metadata": {"name": dep.name, "namespace": dep.namespace, "labels": dict(MANAGED),
-                     "annotations": {MODEL_ANNOTATION: dep.model}},
+                     "annotations": {MODEL_ANNOTATION: dep.model,
+                                     **({ROLE_LABEL: dep.role} if dep.role != "both"
+                                        else {})}},
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
                                "name": dep.name},

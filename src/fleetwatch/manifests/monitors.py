@@ -6,7 +6,8 @@ scrape the named port ``fleetwatch`` at ``/metrics`` and set ``job`` to the aler
 configuration's ``platform.sidecar_job`` (default ``fleetwatch``: the sidecar-down alert
 is ``up{job="fleetwatch"} == 0``). Target labels: ``namespace``, ``pod``, ``container``,
 ``endpoint``, ``job``, ``instance`` (pod IP:port) — what the operator's PodMonitor
-relabelling gives, so rules and dashboards see the same series either way.
+relabelling gives, so rules and dashboards see the same series either way — and ``role``
+on the pods of a prefill or decode pool (their ``fleetwatch.io/role`` label).
 
 :func:`scrape_config` with ``file_sd`` files gives the identical relabelling over
 file-based discovery whose targets carry the ``__meta_kubernetes_pod_*`` labels Kubernetes
@@ -20,6 +21,7 @@ from typing import Any
 from fleetwatch.manifests.common import (
     MANAGED,
     PORT_NAME,
+    ROLE_LABEL,
     SERVICE_LABELS,
     SIDECAR_LABEL,
     Deployment,
@@ -51,7 +53,11 @@ def _metadata(name: str, settings: Settings) -> dict[str, Any]:
 
 
 def _job_relabeling(job: str) -> list[dict[str, Any]]:
-    return [{"action": "replace", "targetLabel": "job", "replacement": job}]
+    """``job`` set to the alerting configuration's, and a disaggregated pool's role copied
+    from its pods' :data:`ROLE_LABEL` to ``role`` (no label for a whole-request pool)."""
+    return [{"action": "replace", "targetLabel": "job", "replacement": job},
+            {"action": "replace", "sourceLabels": [_meta_label(ROLE_LABEL)],
+             "targetLabel": "role"}]
 
 
 def pod_monitor(deployments: list[Deployment], settings: Settings, job: str
@@ -106,6 +112,7 @@ def relabel_configs(job: str) -> list[dict[str, Any]]:
          "target_label": "container"},
         {"target_label": "endpoint", "replacement": PORT_NAME},
         {"target_label": "job", "replacement": job},
+        {"source_labels": [_meta_label(ROLE_LABEL)], "target_label": "role"},
     ]
 
 

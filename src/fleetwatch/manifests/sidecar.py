@@ -44,6 +44,7 @@ from fleetwatch.manifests.common import (
     OTLP_AUTH_VOLUME,
     OTLP_PORT_NAME,
     PORT_NAME,
+    ROLE_LABEL,
     SERVICE_LABELS,
     SIDECAR_LABEL,
     STARTUP_PERIOD_SECONDS,
@@ -185,7 +186,9 @@ def deployment_patch(dep: Deployment, settings: Settings, data_hash: str) -> dic
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": dep.name, "namespace": dep.namespace},
         "spec": {"template": {
-            "metadata": {"labels": {SIDECAR_LABEL: "true", DEPLOYMENT_LABEL: dep.name},
+            "metadata": {"labels": {SIDECAR_LABEL: "true", DEPLOYMENT_LABEL: dep.name,
+                                    **({ROLE_LABEL: dep.role} if dep.role != "both"
+                                       else {})},
                          "annotations": {CONFIG_HASH_ANNOTATION: data_hash}},
             "spec": {
                 **_pod_extras(dep),

@@ -5,8 +5,17 @@ they exist, for LLM models only; fleetwatch's own ``modelserver.*`` namespace ot
 Followed: the GenAI metrics of the OpenTelemetry semantic conventions **v1.37.0**
 (``gen-ai-metrics.md``, status *Development*), as also shipped by
 ``opentelemetry-semantic-conventions`` 0.66b2 (schema 1.44.0), whose registry marks them
-moved to the separate ``open-telemetry/semantic-conventions-genai`` repository (2026); and
-the hardware metrics (``hw.*``) of the same release for the GPU families.
+moved to the separate ``open-telemetry/semantic-conventions-genai`` repository; and the
+hardware metrics (``hw.*``) of the same release for the GPU families. The three
+``gen_ai.server.*`` metrics, their units, advised buckets and required attributes
+(``gen_ai.operation.name``, ``gen_ai.provider.name``) are unchanged in that repository's
+``model/gen-ai/metrics.yaml`` and ``docs/gen-ai/gen-ai-metrics.md`` (copies in
+``tests/data/otel-genai/``, compared by ``tests/otlp/test_semconv.py``). Its client
+metrics — ``gen_ai.client.operation.duration``, ``…time_to_first_chunk``,
+``…time_per_output_chunk``, ``gen_ai.client.token.usage`` — are measured by the caller of
+a GenAI API on the response stream it receives; a sidecar beside the server observes no
+client's stream, so it exports none of them (the server's own TTFT and TPOT are the
+``gen_ai.server.*`` ones).
 
 Rules (every one reads the schema, none is a per-family list):
 

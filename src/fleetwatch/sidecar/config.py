@@ -49,7 +49,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -156,6 +156,8 @@ class Target(_Strict):
     runtime: str | None = None
     model_version: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
+    #: The engine's part in prefill/decode disaggregation (``both``: whole requests).
+    role: Literal["prefill", "decode", "both"] = "both"
 
     @field_validator("kind")
     @classmethod
@@ -230,6 +232,22 @@ class SidecarConfig(_Strict):
     def _unique_gpus(cls, gpus: list[GPUPlacement]) -> list[GPUPlacement]:
         unique_gpus(gpus)
         return gpus
+
+    @property
+    def role(self) -> str:
+        """The pool's role: its targets' one ``prefill`` or ``decode``, else ``both``."""
+        roles = {t.role for t in self.targets} - {"both"}
+        return roles.pop() if roles else "both"
+
+    @field_validator("targets")
+    @classmethod
+    def _one_role(cls, targets: list[Target]) -> list[Target]:
+        """A pod belongs to one pool: prefill and decode engines do not share a sidecar."""
+        roles = sorted({t.role for t in targets} - {"both"})
+        if len(roles) > 1:
+            raise ValueError(f"targets of roles {' and '.join(roles)} in one sidecar; a "
+                             "sidecar serves one pool (one prefill or decode Deployment)")
+        return targets
 
     def declared_placement(self) -> Placement:
         """The ``placement:`` section as a :class:`~fleetwatch.labels.placement.Placement`."""

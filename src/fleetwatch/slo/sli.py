@@ -3,7 +3,9 @@ dashboard may measure latency on.
 
 * :data:`LATENCY_HISTOGRAMS` — every per-model histogram family of
   :data:`fleetwatch.labels.schema.METRICS` in seconds with no label beyond the model's
-  (``phase`` splits one, so it is not one latency), in schema order;
+  (``phase`` splits one, so it is not one latency), in schema order; the gateway
+  families (``modelserver_gateway_*``) are a gateway's view of the pool, predictions
+  among them, and are no SLI of a model's engines;
 * :data:`LATENCY_METRICS` — the SLO file's short names (``ttft``, ``itl``, ``tpot``,
   ``request``, ``queue``) → those families;
 * :data:`SUMMARY_METRICS` — the short names whose family has a companion summary
@@ -23,7 +25,8 @@ from fleetwatch.labels.schema import METRICS, METRICS_BY_NAME
 #: Per-model latency histograms (seconds, no extra labels), schema order.
 LATENCY_HISTOGRAMS: tuple[str, ...] = tuple(
     m.name for m in METRICS
-    if m.type == "histogram" and m.unit == "seconds" and m.per_model and not m.labels)
+    if m.type == "histogram" and m.unit == "seconds" and m.per_model and not m.labels
+    and not m.name.startswith("modelserver_gateway_"))
 
 # The SLO file's vocabulary for them (the only hand-written part: user-facing names).
 _SHORT_NAMES = {

@@ -117,11 +117,22 @@ DEFAULT_WINDOWS = (
 
 class Selector(_Strict):
     """Which registry models an SLO covers: names (globs), teams, latency tiers. Empty
-    lists match everything; all given criteria must hold."""
+    lists match everything; all given criteria must hold.
+
+    ``roles`` — the pools (prefill/decode disaggregation, the sidecar's ``role``) the SLO
+    is judged on; empty: every pool. TTFT belongs to the prefill pool and ITL to the
+    decode pool (Dynamo sizes each pool from its own), so a disaggregated model has one
+    SLO per role and each pool's sidecar judges, and scales on, its own.
+    """
 
     models: list[str] = Field(default_factory=list)
     teams: list[str] = Field(default_factory=list)
     latency_tiers: list[str] = Field(default_factory=list)
+    roles: list[Literal["prefill", "decode", "both"]] = Field(default_factory=list)
+
+    def covers_role(self, role: str) -> bool:
+        """Whether a pool of ``role`` judges the SLO."""
+        return not self.roles or role in self.roles
 
 
 class LatencySLI(_Strict):
@@ -400,6 +411,17 @@ class SLOFile(_Strict):
                 raise ValueError(f"windows[{i}] has the same long and short windows as "
                                  f"windows[{j}] ({w.name}); each pair is one alert tier")
         return self
+
+    def for_role(self, role: str) -> SLOFile:
+        """The file as a pool of ``role`` judges it: the SLOs whose selector covers the
+        role (:meth:`Selector.covers_role`); the file itself when all do. Raises
+        :class:`ValueError` when none does (a sidecar with no SLO to judge)."""
+        kept = [s for s in self.slos if s.selector.covers_role(role)]
+        if len(kept) == len(self.slos):
+            return self
+        if not kept:
+            raise ValueError(f"no SLO's selector.roles covers role {role!r}")
+        return self.model_copy(update={"slos": kept})
 
     def all_windows(self) -> list[float]:
         """Every distinct window length (seconds), ascending, plus the capacity window."""

@@ -131,7 +131,7 @@ vllm:request_params_n_bucket{engine="0",le="+Inf",model_name="m"} 3.0
 vllm:request_params_n_count{engine="0",model_name="m"} 3.0
 vllm:request_params_n_sum{engine="0",model_name="m"} 3.0
 """,
-        """# HELP modelserver_phase_duration_seconds [BETA] Time spent in a processing phase (vLLM prefill/decode with buckets; Triton compute_input/compute_infer/compute_output, mean only).
+        """# HELP modelserver_phase_duration_seconds [BETA] Time spent in a processing phase (vLLM prefill/decode with buckets; Triton compute_input/compute_infer/compute_output: histograms where exported, else mean only).
 # TYPE modelserver_phase_duration_seconds histogram
 modelserver_phase_duration_seconds_bucket{model="m",backend="vllm",runtime="vllm",dp_rank="0",phase="inference",le="0.3"} 2.0
 modelserver_phase_duration_seconds_bucket{model="m",backend="vllm",runtime="vllm",dp_rank="0",phase="inference",le="+Inf"} 3.0

@@ -4,6 +4,11 @@ Source: ``docs/sources.md`` § Triton Inference Server core (triton-inference-se
 ``src/metrics.cc``, ``metric_model_reporter.cc``; docs ``user_guide/metrics.md``).
 Conversions:
 
+* ``nv_inference_{request,queue,compute_input,compute_infer,compute_output}_duration_
+  histogram_us`` (``--metrics-config histogram_latencies=true`` on a server with
+  triton-inference-server/core PR 474) are real distributions: µs bounds and sums → s.
+  Where a server exports them they win over the mean form below (rule priority), so the
+  SLO engine reads real quantiles; without them nothing changes.
 * ``*_duration_us`` counters are cumulative microseconds of **successful** requests →
   ``_sum`` (seconds) of a histogram whose ``_count`` and ``+Inf`` bucket are
   ``nv_inference_request_success``: a mean, never a distribution (no fake buckets). When
@@ -42,6 +47,17 @@ def _duration_sum(source: str, target: str, *const: tuple[str, str], since: str,
                 drop=("gpu_uuid",), priority=priority, since=since)
 
 
+def _histogram(phase: str, target: str, *const: tuple[str, str], priority: int) -> Rule:
+    """Triton's ``nv_inference_<phase>_duration_histogram_us`` (µs bounds and sum → s)."""
+    return Rule(f"nv_inference_{phase}_duration_histogram_us", "histogram", target,
+                divide=US, le_divide=US, const=const, drop=("gpu_uuid",), priority=priority,
+                since=_HISTOGRAM_SINCE)
+
+
+_HISTOGRAM_SINCE = ("histogram_latencies=true, after triton-inference-server/core PR 474 "
+                    "(not in a release yet)")
+
+
 def _summary(source: str, target: str, *const: tuple[str, str], since: str) -> Rule:
     return Rule(source, "summary", target, divide=US, const=const, since=since)
 
@@ -75,18 +91,24 @@ RULES: tuple[Rule, ...] = (
          const=(("state", "waiting"),), drop=("gpu_uuid",), since="r23.09+"),
     Rule("nv_model_load_duration_secs", "gauge", "modelserver_model_load_duration_seconds",
          drop=("gpu_uuid",), since="r24.11+"),
-    # latency: means from µs counters (count = successes)
-    # (priority 1: a backend's own latency histogram with buckets, e.g. the vLLM backend's
-    # e2e histogram for the same model, wins over the mean-only form)
-    _success("modelserver_request_duration_seconds", priority=1),
+    # latency: Triton's own histograms (µs buckets) where the server exports them
+    # (priority 1 for the request: the vLLM backend's e2e histogram of the model wins)
+    _histogram("request", "modelserver_request_duration_seconds", priority=1),
+    _histogram("queue", "modelserver_queue_duration_seconds", priority=0),
+    *(_histogram(p, "modelserver_phase_duration_seconds", ("phase", p), priority=0)
+      for p in _PHASES),
+    # latency: means from µs counters (count = successes), for servers without histograms
+    # (each one priority above the histogram of its family: a distribution wins)
+    _success("modelserver_request_duration_seconds", priority=2),
     _duration_sum("nv_inference_request_duration_us", "modelserver_request_duration_seconds",
-                  since="all versions", priority=1),
-    _success("modelserver_queue_duration_seconds"),
+                  since="all versions", priority=2),
+    _success("modelserver_queue_duration_seconds", priority=1),
     _duration_sum("nv_inference_queue_duration_us", "modelserver_queue_duration_seconds",
-                  since="all versions"),
-    *(_success("modelserver_phase_duration_seconds", ("phase", p)) for p in _PHASES),
+                  since="all versions", priority=1),
+    *(_success("modelserver_phase_duration_seconds", ("phase", p), priority=1)
+      for p in _PHASES),
     *(_duration_sum(f"nv_inference_{p}_duration_us", "modelserver_phase_duration_seconds",
-                    ("phase", p), since="all versions") for p in _PHASES),
+                    ("phase", p), since="all versions", priority=1) for p in _PHASES),
     # latency: summaries (opt-in summary_latencies=true, r23.05+)
     _summary("nv_inference_request_summary_us", "modelserver_request_duration_summary_seconds",
              since="r23.05+, --metrics-config summary_latencies=true"),
