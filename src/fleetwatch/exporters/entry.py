@@ -45,7 +45,7 @@ class Scaled(NamedTuple):
 class Shared(NamedTuple):
     """A slot that may meet other upstream series on one normalized series: converted as
     :class:`Scaled`, then summed with the series of the same ``priority`` or replaced by
-    one of a lower priority number (see :mod:`.normalize`)."""
+    one of a lower priority number (see :mod:`.sharing`)."""
 
     family: int
     prefix: str

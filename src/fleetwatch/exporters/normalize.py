@@ -5,13 +5,8 @@ repeat on every scrape, so steady-state cost is one dict lookup per line); compi
 :mod:`fleetwatch.exporters.compile`, the table model :mod:`fleetwatch.exporters.table`,
 rendering :mod:`fleetwatch.exporters.render`.
 
-Aggregation when two upstream series land on one normalized series:
-
-* same rule priority, different upstream series → **summed** (Triton per-GPU instance
-  series with ``gpu_uuid`` dropped; dcgm FB free + used + reserved = total);
-* different priority → the **lower priority number wins** (version aliases such as
-  vLLM ``kv_cache_usage_perc`` over ``gpu_cache_usage_perc``);
-* the same upstream series twice (a duplicated family) → the **last** sample wins.
+Two upstream series landing on one normalized series are summed or ranked by priority
+(:mod:`.sharing`).
 
 Counter values pass through unchanged (only unit-scaled), so counter resets reach
 Prometheus, whose ``rate()`` handles them.
@@ -37,7 +32,7 @@ comment, a refused value, part of a sum) makes the loop read every line again.
 A normalizer that saw earlier expositions gives what a fresh one gives: a read that shows
 series compiled from what an earlier exposition said (a sum whose other parts are gone, a
 series met by a new one, an unmapped sample under other TYPE lines) compiles them again
-(:meth:`Normalizer._misjudged`; :attr:`~.entry.Entry.types_seen`, checked in the loop).
+(:func:`~.sharing.misjudged`; :attr:`~.entry.Entry.types_seen`, checked in the loop).
 
 Compiled series are evicted one by one when the exposition stops carrying them (churn),
 and a model's series alone when its runtime is learned
@@ -80,6 +75,7 @@ from fleetwatch.exporters.parser import (
     read_comment,
     split_sample_line,
 )
+from fleetwatch.exporters.sharing import Sum, misjudged, summed
 from fleetwatch.exporters.table import SourceTable, TargetContext
 from fleetwatch.exporters.validate import (
     BAD_VALUE,
@@ -120,18 +116,6 @@ class _Built(NamedTuple):
 
 
 @dataclass(slots=True)
-class _Sum:
-    """A normalized series that several upstream series may feed (shared slots): its value
-    so far, the priority that gave it, the upstream series that alone gave it (None: a sum
-    of several) and its family."""
-
-    value: float
-    priority: int
-    canon: str | None
-    family: int
-
-
-@dataclass(slots=True)
 class _Run:
     """A histogram's last bucket read (bound and count): buckets are checked as they
     stream by, bounds ascending as upstreams write them."""
@@ -167,7 +151,7 @@ class _Read:
     deferred: set[str] = field(default_factory=set)
     passthrough: dict[str, list[str]] = field(default_factory=dict)
     ptypes: dict[str, str | None] = field(default_factory=dict)
-    sums: dict[str, _Sum] = field(default_factory=dict)
+    sums: dict[str, Sum] = field(default_factory=dict)
     refusals: Counter[str] = field(default_factory=Counter)
     examples: dict[str, str] = field(default_factory=dict)
     withdraw: set[str] = field(default_factory=set)
@@ -210,7 +194,7 @@ class Normalizer:
     #: the collector's oldest generation directly (see :meth:`normalize`).
     PROMOTE_AT = 5000
     #: Reads of one exposition after its first that may compile again what it showed was
-    #: compiled wrong (see :meth:`_misjudged`): a stale owner, then a sum of one.
+    #: compiled wrong (see :func:`~.sharing.misjudged`): a stale owner, then a sum of one.
     MAX_REREADS = 3
 
     def __init__(self, table: SourceTable, ctx: TargetContext | None = None,
@@ -356,7 +340,7 @@ class Normalizer:
         keep the exposition (:mod:`.lastscrape`) when the state is clean."""
         read = self._read(lines, range(len(lines)))
         for _ in range(self.MAX_REREADS):
-            if read.refused is not None or not self._misjudged(read):
+            if read.refused is not None or not misjudged(self._compiler, self._cache, read.fed):
                 break
             read = self._read(lines, range(len(lines)))  # the rest of the cache is warm
         result = self._assemble(read, text)
@@ -369,34 +353,6 @@ class Normalizer:
                 and not result.invalid_samples and not result.meta.invalid):
             self._last = LastScrape(hashes, read.entries, result)
         return result
-
-    def _misjudged(self, read: _Read) -> bool:
-        """Whether this exposition showed series compiled from what earlier ones said,
-        then dropped from the cache (the next read compiles them as a first read of this
-        exposition does): a series met by another on one normalized series after it was
-        compiled as alone (:attr:`~.compile.SeriesCompiler.stale`), else series compiled
-        as meeting others on a normalized series that only one of them fed in ``read``
-        (the others gone: :meth:`~.compile.SeriesCompiler.unshare`)."""
-        compiler, cache = self._compiler, self._cache
-        stale = compiler.stale
-        if stale:
-            for key in [k for k, e in cache.items() if e.canon in stale]:
-                del cache[key]
-            compiler.stale = set()
-            return True
-        if not compiler.sharing:
-            return False
-        met: dict[str, set[str]] = {}
-        for entry in read.fed:
-            for slot in entry.shared:
-                met.setdefault(slot.prefix, set()).add(entry.canon)
-        alone = compiler.unshare(met)
-        if not alone:
-            return False
-        for key in [k for k, e in cache.items()
-                    if e.shared and any(slot.prefix in alone for slot in e.shared)]:
-            del cache[key]
-        return True
 
     def _read(self, lines: list[str], indices: Iterable[int], full: bool = True) -> _Read:
         """The loop: read the lines ``indices`` of ``lines`` (every line, or the changed
@@ -488,7 +444,7 @@ class Normalizer:
                     else:
                         read.unsure.add(g)
                 if entry.shared:
-                    self._summed(entry, read)
+                    summed(entry, read.sums, read.fed)
         read.sample_lines = sample_lines
         return read
 
@@ -565,26 +521,6 @@ class Normalizer:
         read.examples.setdefault(reason, f"{key[:200]}: {format_value(wrong)}")
         if entry.group:
             read.withdraw.add(entry.group)
-
-    @staticmethod
-    def _summed(entry: Entry, read: _Read) -> None:
-        """Add an accepted value to the normalized series of its shared slots: summed with
-        the series of the same priority, replaced by one of a lower priority number (see
-        the module)."""
-        read.fed.append(entry)
-        value = entry.value
-        for slot in entry.shared:
-            v = value / slot.divide * slot.multiply
-            if slot.negative_is_nan and v < 0:
-                v = math.nan
-            cur = read.sums.get(slot.prefix)
-            if cur is None:
-                read.sums[slot.prefix] = _Sum(v, slot.priority, entry.canon, slot.family)
-            elif slot.priority < cur.priority or cur.canon == entry.canon:
-                cur.value, cur.priority, cur.canon = v, slot.priority, entry.canon
-            elif slot.priority == cur.priority:
-                cur.value += v
-                cur.canon = None  # an aggregate of several upstream series
 
     # -- every line read: the state from what the series emitted --------------------
     def _assemble(self, read: _Read, text: str) -> Normalized:
