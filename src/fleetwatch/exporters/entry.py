@@ -99,7 +99,7 @@ class Entry:
     ptype: str | None = None  # an unmapped sample: the family TYPE it was checked under
     deferred: str | None = None  # left out, not cached: this model's runtime is coming
     # The loop's memory of the last accepted value (see normalize): its token, its
-    # float, and what it emits per scrape (Normalizer._emits).
+    # float, and what it emits per scrape (emit.accept).
     tok: str | None = None
     value: float = 0.0
     emit: Callable[[Any], object] = bool  # bool(x): emits nothing

@@ -46,18 +46,18 @@ structure; split, each half would reach into the other's state.
 from __future__ import annotations
 
 import gc
-import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from itertools import compress, count
-from operator import is_not, itemgetter, ne
+from operator import is_not, ne
 from typing import NamedTuple
 
 from fleetwatch.exporters.compile import SeriesCompiler
+from fleetwatch.exporters.emit import LINE, NUMBER, PREFIX, TRAILING, VALUE, Appends
+from fleetwatch.exporters.emit import accept as accept_value
 from fleetwatch.exporters.entry import Emitted, Entry
 from fleetwatch.exporters.lastscrape import (
     MAX_CHANGED_SHARE,
@@ -92,18 +92,6 @@ from fleetwatch.exporters.validate import (
 from fleetwatch.labels.schema import METRICS
 
 __all__ = ["Normalized", "Normalizer", "value_of"]
-
-#: ``_emitted(Emitted, (prefix, value, line, number))``: an :class:`~.entry.Emitted`
-#: made in C (a NamedTuple's own constructor is a Python function, paid per accepted
-#: value)
-_emitted = tuple.__new__
-#: Fields of :class:`~.entry.Emitted`, read in C over a family's list (an ``itemgetter``
-#: of the field's index: a NamedTuple's attribute goes through its class)
-_PREFIX, _VALUE, _LINE, _NUMBER = (itemgetter(Emitted._fields.index(name))
-                                   for name in ("prefix", "value", "line", "number"))
-
-#: What may end a sample line after its value (``str.rstrip`` set; never empty).
-_TRAILING = frozenset(" \t\r")
 
 
 class _Built(NamedTuple):
@@ -208,7 +196,7 @@ class Normalizer:
         self.evicted = 0
         #: per family, what the series emitted in this exposition (Entry.emitted)
         self._emitted: list[list[Emitted]] = [[] for _ in METRICS]
-        self._appends = [em_list.append for em_list in self._emitted]
+        self._appends: Appends = [em_list.append for em_list in self._emitted]
         #: per family, the dict and lines its series made in the last exposition, unless
         #: they changed after (see _assemble): reused when the family's lines are the
         #: same again
@@ -357,7 +345,7 @@ class Normalizer:
     def _read(self, lines: list[str], indices: Iterable[int], full: bool = True) -> _Read:
         """The loop: read the lines ``indices`` of ``lines`` (every line, or the changed
         ones), compiling the series not cached, taking each series' value
-        (:meth:`_accept`) and appending what it emits to its families' lists
+        (:func:`~.emit.accept`) and appending what it emits to its families' lists
         (:attr:`_emitted`); stops at ``# EOF`` and at a :class:`~.validate.Limits` bound
         (``_Read.refused``).
 
@@ -373,7 +361,8 @@ class Normalizer:
         types = meta.types  # grows as TYPE lines are read, never changes a TYPE
         ok_seen, ok_at = None, -1  # the TYPEs last found alike, and len(types) then
         cache_get = self._cache.get
-        accept = self._accept
+        accept = accept_value
+        appends = self._appends
         max_series = self.limits.max_series
         deadline = time.perf_counter() + self.limits.max_seconds
         sample_lines = 0
@@ -396,7 +385,7 @@ class Normalizer:
             # "key value" whose key is known: label sets repeat every scrape
             sp = line.rfind(" ")
             key = line[:sp]
-            tok = line[sp + 1:]  # a CR ending it is cut by _accept (never equals entry.tok)
+            tok = line[sp + 1:]  # a CR ending it is cut by accept (never equals entry.tok)
             # (no value token: parser.split_sample_line says what the line is, as for a
             # series not cached yet)
             entry = cache_get(key) if tok else None
@@ -424,7 +413,7 @@ class Normalizer:
                     self._skipped(entry, key, tok, read, i + 1)
                 continue
             if tok != entry.tok:  # else unchanged since the last scrape: accepted then
-                wrong = accept(entry, tok)
+                wrong = accept(entry, tok, appends)
                 if wrong is not None:
                     self._refused_value(entry, key, wrong, read, i + 1)
                     continue
@@ -497,7 +486,7 @@ class Normalizer:
         elif entry.unmapped_family is not None:
             read.unmapped.add(entry.unmapped_family)
             if self.passthrough:
-                if tok[-1:] in _TRAILING:
+                if tok[-1:] in TRAILING:
                     tok = tok.rstrip(" \t\r")
                 problem = self._pass_through(entry, key, tok, read)
                 if problem is not None:
@@ -507,7 +496,7 @@ class Normalizer:
     @staticmethod
     def _refused_value(entry: Entry, key: str, wrong: str | float, read: _Read,
                        lineno: int) -> None:
-        """Record a value :meth:`_accept` did not take: a malformed token (``str``: the
+        """Record a value :func:`~.emit.accept` did not take: a malformed token (``str``: the
         line is recorded as invalid) or a number the series' check refuses (counted by
         reason; its histogram, summary or sum withdrawn). A series with shared slots is
         counted as read (``fed``) all the same."""
@@ -584,7 +573,7 @@ class Normalizer:
                 built[i] = None
                 fams.numbers[i] = []
                 continue
-            made = list(map(_LINE, em_list))
+            made = list(map(LINE, em_list))
             last = built[i]
             # the same lines (a line is its prefix and value text, and the text decides
             # the value): the same dict
@@ -593,8 +582,8 @@ class Normalizer:
                 fams.reused.add(i)
             else:
                 built[i] = last = None  # freed first: the new ones reuse the memory
-                fam = dict(zip(map(_PREFIX, em_list), map(_VALUE, em_list), strict=True))
-                nums = list(map(_NUMBER, em_list))
+                fam = dict(zip(map(PREFIX, em_list), map(VALUE, em_list), strict=True))
+                nums = list(map(NUMBER, em_list))
                 # a series written twice is one dict entry: then no numbers
                 numbers = nums if len(nums) == len(fam) else None
                 fams.dicts[i], fams.lines[i], fams.numbers[i] = fam, made, numbers
@@ -711,80 +700,6 @@ class Normalizer:
         return result
 
     # -- per series ------------------------------------------------------------------
-    def _accept(self, entry: Entry, tok: str) -> str | float | None:
-        """Take a series' new value token (one that is not its last accepted one): None
-        when accepted — ``entry.tok``, ``.value``, ``.emit`` and ``.emitted`` are what the
-        series emits from now on —, else what is wrong: a ``str`` (the token is not a
-        number: the malformed-line message), or the ``float`` refused by the entry's value
-        check (:func:`~.validate.check_value` gives the reason). The entry is unchanged
-        when the value is not accepted."""
-        if tok[-1:] in _TRAILING:  # a CR, or blanks after the value
-            tok = tok.rstrip(" \t\r")
-        if "_" in tok or not tok.isascii():  # Python's float takes "1_0", "١"
-            return f"invalid sample value {tok!r}"
-        try:
-            value = float(tok)
-        except ValueError:
-            return f"invalid sample value {tok!r}"
-        check = entry.check
-        # refused: a cumulative value (check 1) outside [0, inf), a quantile
-        # (check 2) negative or infinite (NaN is an empty summary's quantile)
-        if check and not (0.0 <= value < INF) and (check == 1 or value == value):
-            return value
-        # what the series emits from now on (the two common cases here, no call)
-        direct, scaled = entry.direct, entry.scaled
-        if len(direct) == 1 and not scaled and value - value == 0:
-            slot = direct[0]  # the upstream text, unscaled
-            prefix = slot.prefix
-            entry.emit = self._appends[slot.family]
-            entry.emitted = _emitted(Emitted, (prefix, tok, f"{prefix} {tok}", value))
-        elif len(scaled) == 1 and not direct:
-            one = scaled[0]  # unit-converted
-            v = value / one.divide * one.multiply
-            if one.negative_is_nan and v < 0:
-                v = math.nan
-            prefix = one.prefix
-            entry.emit = self._appends[one.family]
-            entry.emitted = _emitted(Emitted, (prefix, v, f"{prefix} {v!r}" if v - v == 0
-                                               else f"{prefix} {format_value(v)}", v))
-        else:
-            self._emits(entry, tok, value)
-        entry.tok = tok
-        entry.value = value
-        return None
-
-    def _emits(self, entry: Entry, tok: str, value: float) -> None:
-        """Set what an accepted value of a series emits (``entry.emit(entry.emitted)``):
-        per direct and scaled slot, an :class:`~.entry.Emitted` appended to its family's
-        list. Direct slots keep the upstream's text when finite (NaN and ±Inf get the
-        canonical spelling); scaled ones are floats. One slot: that list's ``append`` and
-        its ``Emitted``; several: :func:`_emit_all` and the tuple of the slots'
-        ``Emitted``, in slot order (direct, then scaled); none (shared slots only):
-        ``bool``, a no-op. (The two common cases, one direct slot with a finite value and
-        one scaled slot alone, are made by :meth:`_accept` itself.)"""
-        lists = self._appends  # one bound method per family, shared by the series
-        emits: list[Callable[[Emitted], None]] = []
-        made: list[Emitted] = []
-        if entry.direct:
-            finite = value - value == 0
-            text = tok if finite else format_value(value)
-            val: float | str = tok if finite else value
-            for slot in entry.direct:
-                emits.append(lists[slot.family])
-                made.append(Emitted(slot.prefix, val, f"{slot.prefix} {text}", value))
-        for one in entry.scaled:
-            v = value / one.divide * one.multiply
-            if one.negative_is_nan and v < 0:
-                v = math.nan
-            emits.append(lists[one.family])
-            made.append(Emitted(one.prefix, v, f"{one.prefix} {format_value(v)}", v))
-        if len(made) == 1:
-            entry.emit, entry.emitted = emits[0], made[0]
-        elif not made:
-            entry.emit, entry.emitted = bool, None
-        else:
-            entry.emit, entry.emitted = partial(_emit_all, tuple(emits)), tuple(made)
-
     def _unshare(self, i: int, fams: _Families) -> None:
         """Before family ``i``'s dict or lines change after they were made: they are no
         longer what its series emitted (not reused next time), and not the last
@@ -858,11 +773,3 @@ class Normalizer:
         self.invalidate()  # and the last exposition
         return Normalized(families=[{} for _ in METRICS], models=set(), unmapped=set(),
                           meta=meta, refused=(reason, message))
-
-
-def _emit_all(emits: tuple[Callable[[Emitted], None], ...],
-              emitted: tuple[Emitted, ...]) -> None:
-    """Emit every slot of a series with several (see ``Normalizer._emits``): its
-    ``emitted`` is then the tuple of what each slot emits, in slot order."""
-    for emit, one in zip(emits, emitted, strict=True):
-        emit(one)
