@@ -56,9 +56,10 @@ from operator import is_not, ne
 from typing import NamedTuple
 
 from fleetwatch.exporters.compile import SeriesCompiler
-from fleetwatch.exporters.emit import LINE, NUMBER, PREFIX, TRAILING, VALUE, Appends
+from fleetwatch.exporters.emit import TRAILING
 from fleetwatch.exporters.emit import accept as accept_value
-from fleetwatch.exporters.entry import Emitted, Entry
+from fleetwatch.exporters.entry import Entry
+from fleetwatch.exporters.families import EmittedFamilies
 from fleetwatch.exporters.lastscrape import (
     MAX_CHANGED_SHARE,
     PLACE_BITS,
@@ -92,15 +93,6 @@ from fleetwatch.exporters.validate import (
 from fleetwatch.labels.schema import METRICS
 
 __all__ = ["Normalized", "Normalizer", "value_of"]
-
-
-class _Built(NamedTuple):
-    """A family as its series' emitted values made it: its dict, output lines and numbers
-    (None when a series was written twice: then the dict is shorter)."""
-
-    families: dict[str, float | str]
-    lines: list[str]
-    numbers: list[float] | None
 
 
 @dataclass(slots=True)
@@ -150,18 +142,6 @@ class _Read:
     refused: Normalized | None = None
 
 
-@dataclass(slots=True)
-class _Families:
-    """The families being made from one read: dicts, output lines and numbers per family
-    (``reused``: the families whose objects are the last exposition's, copied before they
-    change)."""
-
-    dicts: list[dict[str, float | str]]
-    lines: list[list[str]]
-    numbers: list[list[float] | None]
-    reused: set[int]
-
-
 class Normalizer:
     """Applies one :class:`~.table.SourceTable` to successive expositions of one target.
 
@@ -194,13 +174,9 @@ class Normalizer:
         self._cache: dict[str, Entry] = {}
         #: compiled series evicted so far (churn: series no longer exposed)
         self.evicted = 0
-        #: per family, what the series emitted in this exposition (Entry.emitted)
-        self._emitted: list[list[Emitted]] = [[] for _ in METRICS]
-        self._appends: Appends = [em_list.append for em_list in self._emitted]
-        #: per family, the dict and lines its series made in the last exposition, unless
-        #: they changed after (see _assemble): reused when the family's lines are the
-        #: same again
-        self._built: list[_Built | None] = [None for _ in METRICS]
+        #: per family, what the series emitted in this exposition (Entry.emitted) and
+        #: the dict and lines it made in the last one (reused when the lines are the same)
+        self._families = EmittedFamilies()
         self._models: dict[tuple[str, str, str, str], int] = {}  # model → Entry.mi
         self._model_table: list[tuple[str, str, str, str]] = [("", "", "", "")]
         self._compiler = SeriesCompiler(table, self.ctx, self.limits.max_label_value_length)
@@ -217,7 +193,7 @@ class Normalizer:
         self._last = None
         self._cache.clear()
         self._compiler.reset()
-        self._built = [None for _ in METRICS]
+        self._families.forget()
         self._models.clear()
         del self._model_table[1:]
 
@@ -346,23 +322,22 @@ class Normalizer:
         """The loop: read the lines ``indices`` of ``lines`` (every line, or the changed
         ones), compiling the series not cached, taking each series' value
         (:func:`~.emit.accept`) and appending what it emits to its families' lists
-        (:attr:`_emitted`); stops at ``# EOF`` and at a :class:`~.validate.Limits` bound
-        (``_Read.refused``).
+        (:class:`~.families.EmittedFamilies`); stops at ``# EOF`` and at a
+        :class:`~.validate.Limits` bound (``_Read.refused``).
 
         Why this function is long: it is the per-line loop, inlined (a call per line
         would cost more than the loop's body); its rare branches are methods. In a
         ``full`` read an entry is compiled again where the TYPEs before its line differ
         from its own (:attr:`~.entry.Entry.types_seen`; a changed-lines read keeps every
         comment)."""
-        for em_list in self._emitted:
-            em_list.clear()
+        self._families.clear()
         read = _Read(Metadata(), [None] * len(lines), bytearray(len(self._models) + 64))
         meta, entries, marks = read.meta, read.entries, read.marks
         types = meta.types  # grows as TYPE lines are read, never changes a TYPE
         ok_seen, ok_at = None, -1  # the TYPEs last found alike, and len(types) then
         cache_get = self._cache.get
         accept = accept_value
-        appends = self._appends
+        appends = self._families.appends
         max_series = self.limits.max_series
         deadline = time.perf_counter() + self.limits.max_seconds
         sample_lines = 0
@@ -520,7 +495,7 @@ class Normalizer:
         if read.refused is not None:
             return read.refused
         meta = read.meta
-        fams = self._families_from_emitted()
+        fams = self._families.build()
         table = self._model_table
         models = {table[i] for i in range(1, len(table)) if read.marks[i]}
         meta.sample_lines = read.sample_lines
@@ -530,20 +505,20 @@ class Normalizer:
                                 "one exposition (scrape.max_series)")
         self._check_histograms(read, text)
         for prefix, total in read.sums.items():
-            self._unshare(total.family, fams)
+            self._families.unshare(total.family, fams)
             fams.dicts[total.family][prefix] = total.value
             fams.lines[total.family].append(f"{prefix} {format_value(total.value)}")
         lines_ok = not read.withdraw
         if read.withdraw:
             for i in range(len(fams.dicts)):
-                self._unshare(i, fams)
+                self._families.unshare(i, fams)
             self._withdraw(fams.dicts, read.withdraw)
         for count_prefix, mean in self._compiler.mean_only.items():
             fam = fams.dicts[mean.family]
             if count_prefix in fam and mean.sum_prefix not in fam:
                 # Triton without the duration counter (counter_latencies=false, partial
                 # expositions): a request count is no latency; emit nothing
-                self._unshare(mean.family, fams)
+                self._families.unshare(mean.family, fams)
                 fam = fams.dicts[mean.family]
                 del fam[count_prefix]
                 fam.pop(mean.inf_prefix, None)
@@ -560,36 +535,6 @@ class Normalizer:
                           invalid_samples=read.refusals, invalid_examples=read.examples,
                           passthrough_types=read.ptypes, lines=lines,
                           deferred=read.deferred, numbers=fams.numbers)
-
-    def _families_from_emitted(self) -> _Families:
-        """Each family's dict, lines and numbers from what its series emitted (C-level:
-        one dict and one line list per family); a family whose lines are those of the
-        last exposition gets the last exposition's objects (``reused``)."""
-        built = self._built
-        fams = _Families([{} for _ in METRICS], [[] for _ in METRICS],
-                         [None for _ in METRICS], set())
-        for i, em_list in enumerate(self._emitted):
-            if not em_list:
-                built[i] = None
-                fams.numbers[i] = []
-                continue
-            made = list(map(LINE, em_list))
-            last = built[i]
-            # the same lines (a line is its prefix and value text, and the text decides
-            # the value): the same dict
-            if last is not None and last.lines == made:
-                fams.dicts[i], fams.lines[i], fams.numbers[i] = last
-                fams.reused.add(i)
-            else:
-                built[i] = last = None  # freed first: the new ones reuse the memory
-                fam = dict(zip(map(PREFIX, em_list), map(VALUE, em_list), strict=True))
-                nums = list(map(NUMBER, em_list))
-                # a series written twice is one dict entry: then no numbers
-                numbers = nums if len(nums) == len(fam) else None
-                fams.dicts[i], fams.lines[i], fams.numbers[i] = fam, made, numbers
-                built[i] = _Built(fam, made, numbers)
-            em_list.clear()
-        return fams
 
     def _check_histograms(self, read: _Read, text: str) -> None:
         """Refuse (count, withdraw) the histograms whose buckets are not valid: those the
@@ -676,8 +621,7 @@ class Normalizer:
                 fam_numbers = numbers[fam]
                 if fam_numbers is not None:
                     fam_numbers[pos] = now.number
-        for em_list in self._emitted:
-            em_list.clear()
+        self._families.clear()
         return self._replaced(last, compress(count(), copied), families, flines, numbers)
 
     def _replaced(self, last: LastScrape, changed_families: Iterable[int],
@@ -686,10 +630,7 @@ class Normalizer:
         """The last state with these families (the ``changed_families`` new objects, kept
         as what their series made unless the last exposition's were not), in a new
         :class:`Normalized`, which ``last`` keeps from now on."""
-        built = self._built
-        for fam in changed_families:
-            if built[fam] is not None:  # None: not its series' own lines (sums appended)
-                built[fam] = _Built(families[fam], flines[fam], numbers[fam])
+        self._families.rebuilt(changed_families, families, flines, numbers)
         prev = last.result
         result = Normalized(families=families, models=set(prev.models),
                             unmapped=set(prev.unmapped), meta=prev.meta,
@@ -700,17 +641,6 @@ class Normalizer:
         return result
 
     # -- per series ------------------------------------------------------------------
-    def _unshare(self, i: int, fams: _Families) -> None:
-        """Before family ``i``'s dict or lines change after they were made: they are no
-        longer what its series emitted (not reused next time), and not the last
-        exposition's objects (copied when they were); its numbers are dropped."""
-        self._built[i] = None
-        fams.numbers[i] = None
-        if i in fams.reused:
-            fams.reused.discard(i)
-            fams.dicts[i] = dict(fams.dicts[i])
-            fams.lines[i] = list(fams.lines[i])
-
     def _model_index(self, model: tuple[str, str, str, str]) -> int:
         """The index of a model in this normalizer's table (Entry.mi; 0 is no model)."""
         i = self._models.get(model)
