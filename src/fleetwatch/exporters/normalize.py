@@ -76,6 +76,7 @@ from fleetwatch.exporters.parser import (
     read_comment,
     split_sample_line,
 )
+from fleetwatch.exporters.passthrough import pass_through
 from fleetwatch.exporters.sharing import Sum, misjudged, summed
 from fleetwatch.exporters.table import SourceTable, TargetContext
 from fleetwatch.exporters.validate import (
@@ -463,7 +464,8 @@ class Normalizer:
             if self.passthrough:
                 if tok[-1:] in TRAILING:
                     tok = tok.rstrip(" \t\r")
-                problem = self._pass_through(entry, key, tok, read)
+                problem = pass_through(entry, key, tok, read.passthrough, read.ptypes,
+                                       read.meta.types)
                 if problem is not None:
                     read.refusals[problem] += 1
                     read.examples.setdefault(problem, f"{key[:200]}: value {tok[:40]!r}")
@@ -648,24 +650,6 @@ class Normalizer:
             i = self._models[model] = len(self._model_table)
             self._model_table.append(model)
         return i
-
-    def _pass_through(self, entry: Entry, key: str, tok: str, read: _Read) -> str | None:
-        """Copy one line of an unmapped family (pass-through on), or say why not: a value
-        Prometheus reads otherwise (:data:`~.validate.BAD_VALUE`), or a line checked under
-        another TYPE than the family is served with (:data:`~.validate.TYPE_MISMATCH`:
-        the family is served with the TYPE declared before its first line)."""
-        if prometheus_float(tok) is None:
-            return BAD_VALUE
-        fam = entry.unmapped_family
-        assert fam is not None
-        lines = read.passthrough.get(fam)
-        if lines is None:
-            lines = read.passthrough[fam] = []
-            read.ptypes[fam] = read.meta.types.get(fam)
-        if entry.ptype != read.ptypes[fam]:
-            return TYPE_MISMATCH
-        lines.append(f"{key} {tok}")
-        return None
 
     def _buckets_of(self, text: str, groups: set[str]) -> dict[str, list[tuple[float, float]]]:
         """``(le, value)`` of every valid bucket of the histograms ``groups`` in ``text``
