@@ -47,16 +47,12 @@ from __future__ import annotations
 
 import gc
 import time
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from itertools import compress, count
 from operator import is_not, ne
-from typing import NamedTuple
 
 from fleetwatch.exporters.compile import SeriesCompiler
-from fleetwatch.exporters.emit import TRAILING
 from fleetwatch.exporters.emit import accept as accept_value
 from fleetwatch.exporters.entry import Entry
 from fleetwatch.exporters.families import EmittedFamilies
@@ -76,71 +72,21 @@ from fleetwatch.exporters.parser import (
     read_comment,
     split_sample_line,
 )
-from fleetwatch.exporters.passthrough import pass_through
-from fleetwatch.exporters.sharing import Sum, misjudged, summed
+from fleetwatch.exporters.reading import Found, Read, Run
+from fleetwatch.exporters.sharing import misjudged, summed
 from fleetwatch.exporters.table import SourceTable, TargetContext
 from fleetwatch.exporters.validate import (
-    BAD_VALUE,
     BUCKETS_DECREASE,
     INF,
     NORMALIZE_TIMEOUT,
     TOO_MANY_SERIES,
-    TYPE_MISMATCH,
     Limits,
     check_buckets,
-    check_value,
     prometheus_float,
 )
 from fleetwatch.labels.schema import METRICS
 
 __all__ = ["Normalized", "Normalizer", "value_of"]
-
-
-@dataclass(slots=True)
-class _Run:
-    """A histogram's last bucket read (bound and count): buckets are checked as they
-    stream by, bounds ascending as upstreams write them."""
-
-    le: float
-    count: float
-
-
-class _Found(NamedTuple):
-    """A sample line of a series not in the cache: its entry (None: deferred), raw key
-    and value token."""
-
-    entry: Entry | None
-    key: str
-    tok: str
-
-
-@dataclass(slots=True)
-class _Read:
-    """What one pass of the loop (:meth:`Normalizer._read`) gathered from the lines it
-    read: ``entries[i]`` the series of line ``i`` (None: not read, or not a sample of a
-    cached series), ``marks[mi]`` set for each model seen, ``runs`` the streaming
-    bucket check per histogram (``unsure``: histograms to check whole; ``decreasing``: a
-    count fell as the bound rose), ``sums`` the normalized series of shared slots,
-    ``withdraw`` the groups of refused samples; ``refused`` the state when a bound refused
-    the exposition."""
-
-    meta: Metadata
-    entries: list[Entry | None]
-    marks: bytearray
-    sample_lines: int = 0
-    unmapped: set[str] = field(default_factory=set)
-    deferred: set[str] = field(default_factory=set)
-    passthrough: dict[str, list[str]] = field(default_factory=dict)
-    ptypes: dict[str, str | None] = field(default_factory=dict)
-    sums: dict[str, Sum] = field(default_factory=dict)
-    refusals: Counter[str] = field(default_factory=Counter)
-    examples: dict[str, str] = field(default_factory=dict)
-    withdraw: set[str] = field(default_factory=set)
-    fed: list[Entry] = field(default_factory=list)  # the series with shared slots read
-    runs: dict[str, _Run] = field(default_factory=dict)
-    unsure: set[str] = field(default_factory=set)
-    decreasing: set[str] = field(default_factory=set)
-    refused: Normalized | None = None
 
 
 class Normalizer:
@@ -319,12 +265,12 @@ class Normalizer:
             self._last = LastScrape(hashes, read.entries, result)
         return result
 
-    def _read(self, lines: list[str], indices: Iterable[int], full: bool = True) -> _Read:
+    def _read(self, lines: list[str], indices: Iterable[int], full: bool = True) -> Read:
         """The loop: read the lines ``indices`` of ``lines`` (every line, or the changed
         ones), compiling the series not cached, taking each series' value
         (:func:`~.emit.accept`) and appending what it emits to its families' lists
         (:class:`~.families.EmittedFamilies`); stops at ``# EOF`` and at a
-        :class:`~.validate.Limits` bound (``_Read.refused``).
+        :class:`~.validate.Limits` bound (``Read.refused``).
 
         Why this function is long: it is the per-line loop, inlined (a call per line
         would cost more than the loop's body); its rare branches are methods. In a
@@ -332,7 +278,7 @@ class Normalizer:
         from its own (:attr:`~.entry.Entry.types_seen`; a changed-lines read keeps every
         comment)."""
         self._families.clear()
-        read = _Read(Metadata(), [None] * len(lines), bytearray(len(self._models) + 64))
+        read = Read(Metadata(), [None] * len(lines), bytearray(len(self._models) + 64))
         meta, entries, marks = read.meta, read.entries, read.marks
         types = meta.types  # grows as TYPE lines are read, never changes a TYPE
         ok_seen, ok_at = None, -1  # the TYPEs last found alike, and len(types) then
@@ -344,7 +290,7 @@ class Normalizer:
         sample_lines = 0
         runs = read.runs
         run_group: str | None = None  # the histogram of the last bucket read, and its run
-        run = _Run(-INF, 0.0)
+        run = Run(-INF, 0.0)
         for i in indices:
             line = lines[i]
             if not line:
@@ -386,12 +332,12 @@ class Normalizer:
                     else:
                         entry = entries[i] = self._cache[key] = self._compiler.compile(key, meta)
                 if entry.error is not None or entry.unmapped_family is not None:
-                    self._skipped(entry, key, tok, read, i + 1)
+                    read.skipped(entry, key, tok, i + 1, self.passthrough)
                 continue
             if tok != entry.tok:  # else unchanged since the last scrape: accepted then
                 wrong = accept(entry, tok, appends)
                 if wrong is not None:
-                    self._refused_value(entry, key, wrong, read, i + 1)
+                    read.refused_value(entry, key, wrong, i + 1)
                     continue
             marks[entry.mi] = 1
             entry.emit(entry.emitted)
@@ -400,7 +346,7 @@ class Normalizer:
                 if le is not None:  # a bucket, checked against the last of its histogram
                     g = entry.group  # interned: one object per histogram
                     if g is not run_group:
-                        run = runs.get(g) or runs.setdefault(g, _Run(-INF, 0.0))
+                        run = runs.get(g) or runs.setdefault(g, Run(-INF, 0.0))
                         run_group = g
                     if le > run.le:
                         if entry.value < run.count:
@@ -423,7 +369,7 @@ class Normalizer:
         return self._refuse(meta, NORMALIZE_TIMEOUT, "normalizing took more than "
                             f"{self.limits.max_seconds} s (scrape.normalize_timeout_seconds)")
 
-    def _odd_line(self, line: str, key: str, read: _Read, lineno: int) -> _Found | None:
+    def _odd_line(self, line: str, key: str, read: Read, lineno: int) -> Found | None:
         """A sample line not read as ``name{labels} value`` (``key``: the text up to its
         last blank, not a cached key): parser.split_sample_line says what it is (a
         timestamp, an exemplar, a CR, …; None: a malformed line, recorded); its series,
@@ -434,9 +380,9 @@ class Normalizer:
             return None
         raw, tok = split
         entry = self._cache.get(raw) if raw != key else None  # key: known missing
-        return _Found(entry if entry is not None else self._compiled(raw, read), raw, tok)
+        return Found(entry if entry is not None else self._compiled(raw, read), raw, tok)
 
-    def _compiled(self, key: str, read: _Read) -> Entry | None:
+    def _compiled(self, key: str, read: Read) -> Entry | None:
         """The series of a raw key not cached: compiled and cached, or None (a deferred
         model's series: not cached, the model recorded)."""
         entry = self._compiler.compile(key, read.meta)
@@ -450,46 +396,8 @@ class Normalizer:
                 read.marks.extend(bytes(mi + 64 - len(read.marks)))
         return entry
 
-    def _skipped(self, entry: Entry, key: str, tok: str, read: _Read, lineno: int) -> None:
-        """A line whose series has no slot: a refusal, a malformed series, an unmapped
-        family (copied when passed through) or a sample no rule uses."""
-        reason = entry.reason
-        if reason is not None and (reason != TYPE_MISMATCH or self.passthrough):
-            read.refusals[reason] += 1
-            read.examples.setdefault(reason, f"{key[:200]}: {entry.error}")
-        elif entry.error is not None and reason is None:
-            read.meta.bad(lineno, entry.error, key)
-        elif entry.unmapped_family is not None:
-            read.unmapped.add(entry.unmapped_family)
-            if self.passthrough:
-                if tok[-1:] in TRAILING:
-                    tok = tok.rstrip(" \t\r")
-                problem = pass_through(entry, key, tok, read.passthrough, read.ptypes,
-                                       read.meta.types)
-                if problem is not None:
-                    read.refusals[problem] += 1
-                    read.examples.setdefault(problem, f"{key[:200]}: value {tok[:40]!r}")
-
-    @staticmethod
-    def _refused_value(entry: Entry, key: str, wrong: str | float, read: _Read,
-                       lineno: int) -> None:
-        """Record a value :func:`~.emit.accept` did not take: a malformed token (``str``: the
-        line is recorded as invalid) or a number the series' check refuses (counted by
-        reason; its histogram, summary or sum withdrawn). A series with shared slots is
-        counted as read (``fed``) all the same."""
-        if entry.shared:
-            read.fed.append(entry)
-        if isinstance(wrong, str):
-            read.meta.bad(lineno, wrong, key)
-            return
-        reason = check_value(entry.check, wrong) or BAD_VALUE
-        read.refusals[reason] += 1
-        read.examples.setdefault(reason, f"{key[:200]}: {format_value(wrong)}")
-        if entry.group:
-            read.withdraw.add(entry.group)
-
     # -- every line read: the state from what the series emitted --------------------
-    def _assemble(self, read: _Read, text: str) -> Normalized:
+    def _assemble(self, read: Read, text: str) -> Normalized:
         """The state of an exposition whose every line ``read`` read (``text`` its body,
         for the slow whole-histogram check): the families from what the series emitted,
         then the refused histograms and groups withdrawn, the sums added and the
@@ -538,7 +446,7 @@ class Normalizer:
                           passthrough_types=read.ptypes, lines=lines,
                           deferred=read.deferred, numbers=fams.numbers)
 
-    def _check_histograms(self, read: _Read, text: str) -> None:
+    def _check_histograms(self, read: Read, text: str) -> None:
         """Refuse (count, withdraw) the histograms whose buckets are not valid: those the
         streaming check saw decrease, and those it could not judge (not one ascending run
         ending at ``+Inf``) checked whole (:func:`~.validate.check_buckets`)."""
