@@ -76,14 +76,13 @@ from fleetwatch.exporters.reading import Found, Read, Run
 from fleetwatch.exporters.sharing import misjudged, summed
 from fleetwatch.exporters.table import SourceTable, TargetContext
 from fleetwatch.exporters.validate import (
-    BUCKETS_DECREASE,
     INF,
     NORMALIZE_TIMEOUT,
     TOO_MANY_SERIES,
     Limits,
     check_buckets,
-    prometheus_float,
 )
+from fleetwatch.exporters.withdraw import check_histograms, withdraw
 from fleetwatch.labels.schema import METRICS
 
 __all__ = ["Normalized", "Normalizer", "value_of"]
@@ -413,7 +412,7 @@ class Normalizer:
         if read.sample_lines > max_series:
             return self._refuse(meta, TOO_MANY_SERIES, f"more than {max_series} series in "
                                 "one exposition (scrape.max_series)")
-        self._check_histograms(read, text)
+        check_histograms(read, text, self._cache)
         for prefix, total in read.sums.items():
             self._families.unshare(total.family, fams)
             fams.dicts[total.family][prefix] = total.value
@@ -422,7 +421,7 @@ class Normalizer:
         if read.withdraw:
             for i in range(len(fams.dicts)):
                 self._families.unshare(i, fams)
-            self._withdraw(fams.dicts, read.withdraw)
+            withdraw(self._cache.values(), fams.dicts, read.withdraw)
         for count_prefix, mean in self._compiler.mean_only.items():
             fam = fams.dicts[mean.family]
             if count_prefix in fam and mean.sum_prefix not in fam:
@@ -445,23 +444,6 @@ class Normalizer:
                           invalid_samples=read.refusals, invalid_examples=read.examples,
                           passthrough_types=read.ptypes, lines=lines,
                           deferred=read.deferred, numbers=fams.numbers)
-
-    def _check_histograms(self, read: Read, text: str) -> None:
-        """Refuse (count, withdraw) the histograms whose buckets are not valid: those the
-        streaming check saw decrease, and those it could not judge (not one ascending run
-        ending at ``+Inf``) checked whole (:func:`~.validate.check_buckets`)."""
-        unsure = read.unsure
-        unsure.update(g for g, run in read.runs.items() if run.le != INF)
-        broken = {g: BUCKETS_DECREASE for g in read.decreasing - unsure}
-        if unsure:
-            for g, hb in self._buckets_of(text, unsure).items():
-                reason = check_buckets(hb)
-                if reason is not None:
-                    broken[g] = reason
-        for group, reason in broken.items():
-            read.refusals[reason] += 1
-            read.examples.setdefault(reason, group[:200])
-            read.withdraw.add(group)
 
     # -- the changed lines read: the last state with their values replaced ------------
     def _read_changed(self, last: LastScrape, lines: list[str],
@@ -558,36 +540,6 @@ class Normalizer:
             i = self._models[model] = len(self._model_table)
             self._model_table.append(model)
         return i
-
-    def _buckets_of(self, text: str, groups: set[str]) -> dict[str, list[tuple[float, float]]]:
-        """``(le, value)`` of every valid bucket of the histograms ``groups`` in ``text``
-        (slow path: a second pass, only for histograms not written one ascending run
-        each)."""
-        out: dict[str, list[tuple[float, float]]] = {g: [] for g in groups}
-        for line, _lineno in iter_lines(text, Metadata()):
-            split = split_sample_line(line)
-            if isinstance(split, str):
-                continue
-            entry = self._cache.get(split[0])
-            if entry is None or entry.le is None or entry.group not in out:
-                continue
-            value = prometheus_float(split[1])
-            if value is not None and 0.0 <= value < INF:
-                out[entry.group].append((entry.le, value))
-        return {g: hb for g, hb in out.items() if hb}
-
-    def _withdraw(self, families: list[dict[str, float | str]], groups: set[str]) -> None:
-        """Remove every normalized series fed by an upstream series of ``groups`` (a
-        refused histogram or summary whole, a sum one of whose parts was refused). Slow
-        path: scans the compiled series, only in a scrape that refused a sample."""
-        for entry in self._cache.values():
-            if entry.group in groups:
-                for direct in entry.direct:
-                    families[direct.family].pop(direct.prefix, None)
-                for scaled in entry.scaled:
-                    families[scaled.family].pop(scaled.prefix, None)
-                for shared in entry.shared:
-                    families[shared.family].pop(shared.prefix, None)
 
     def _refuse(self, meta: Metadata, reason: str, message: str) -> Normalized:
         """The state of an exposition refused whole by a bound (no series); the compiled
