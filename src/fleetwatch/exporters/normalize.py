@@ -50,19 +50,16 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from itertools import compress, count
-from operator import is_not, ne
+from operator import ne
 
+from fleetwatch.exporters.changed import alone, explained, replaced
 from fleetwatch.exporters.compile import SeriesCompiler
 from fleetwatch.exporters.emit import accept as accept_value
 from fleetwatch.exporters.entry import Entry
 from fleetwatch.exporters.families import EmittedFamilies
 from fleetwatch.exporters.lastscrape import (
     MAX_CHANGED_SHARE,
-    PLACE_BITS,
-    PLACE_INDEX,
     LastScrape,
-    histograms_of,
-    places_of,
 )
 from fleetwatch.exporters.normalized import Normalized, value_of
 from fleetwatch.exporters.parser import (
@@ -80,7 +77,6 @@ from fleetwatch.exporters.validate import (
     NORMALIZE_TIMEOUT,
     TOO_MANY_SERIES,
     Limits,
-    check_buckets,
 )
 from fleetwatch.exporters.withdraw import check_histograms, withdraw
 from fleetwatch.labels.schema import METRICS
@@ -453,68 +449,16 @@ class Normalizer:
         (another series or a comment at a changed line, a refused or malformed value, a
         line passed through, part of a sum, a refused histogram): every line must be
         read."""
-        known = last.entries
-        # first whether the last exposition had a series at each changed line that can
-        # change alone (not part of a sum, not a line passed through), before anything
-        # is read; then, once read, whether each line holds that series still
-        passthrough = self.passthrough
-        for i in changed:
-            entry = known[i]
-            if entry is None or entry.shared or (passthrough
-                                                 and entry.unmapped_family is not None):
-                return None
+        if not alone(last.entries, changed, self.passthrough):
+            return None
         read = self._read(lines, changed, False)
         if read.refused is not None:
             return read.refused
-        got = read.entries
-        if any(map(is_not, map(got.__getitem__, changed), map(known.__getitem__, changed))):
-            return None  # another series, or none, at a changed line
-        if (read.meta.invalid or read.refusals or read.deferred or read.passthrough
-                or read.sums):
+        if not explained(last, read, changed):
             return None
-        if read.runs:
-            # a histogram with a changed bucket is checked whole, as reading every line
-            # would (check_buckets is its verdict: the streaming check of an ascending
-            # run and the whole check of any other agree)
-            hists = last.histograms
-            if hists is None:
-                hists = last.histograms = histograms_of(known)
-            for group in read.runs:
-                if check_buckets([(b.le, b.value) for b in hists[group]
-                                  if b.le is not None]) is not None:
-                    return None
-        prev = last.result
-        families = list(prev.families)
-        flines = list(prev.lines or ())
-        numbers = list(prev.numbers or ())
-        places = last.places
-        if places is None:
-            places = last.places = places_of(known, len(families))
-        copied = [False] * len(families)  # copy on write, once per family
-        for i in changed:
-            entry = got[i]
-            assert entry is not None
-            at = places.of(i)
-            if entry.skip or not at:
-                continue  # a value nobody reads
-            emitted = (entry.emitted,) if len(at) == 1 else entry.emitted
-            for place, now in zip(at, emitted, strict=True):
-                fam = place >> PLACE_BITS
-                pos = place & PLACE_INDEX
-                if not copied[fam]:
-                    copied[fam] = True
-                    families[fam] = dict(families[fam])
-                    flines[fam] = list(flines[fam])
-                    nums = numbers[fam]
-                    if nums is not None:  # None: a family with sums (read from the dict)
-                        numbers[fam] = list(nums)
-                flines[fam][pos] = now.line
-                families[fam][now.prefix] = now.value
-                fam_numbers = numbers[fam]
-                if fam_numbers is not None:
-                    fam_numbers[pos] = now.number
+        new = replaced(last, read.entries, changed)
         self._families.clear()
-        return self._replaced(last, compress(count(), copied), families, flines, numbers)
+        return self._replaced(last, new.changed, new.families, new.lines, new.numbers)
 
     def _replaced(self, last: LastScrape, changed_families: Iterable[int],
                   families: list[dict[str, float | str]], flines: list[list[str]],
