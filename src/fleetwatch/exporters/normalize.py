@@ -65,11 +65,11 @@ from fleetwatch.exporters.normalized import Normalized, value_of
 from fleetwatch.exporters.parser import (
     Metadata,
     format_value,
-    iter_lines,
     read_comment,
     split_sample_line,
 )
 from fleetwatch.exporters.reading import Found, Read, Run
+from fleetwatch.exporters.seriescache import ModelIndex, carried
 from fleetwatch.exporters.sharing import misjudged, summed
 from fleetwatch.exporters.table import SourceTable, TargetContext
 from fleetwatch.exporters.validate import (
@@ -119,8 +119,7 @@ class Normalizer:
         #: per family, what the series emitted in this exposition (Entry.emitted) and
         #: the dict and lines it made in the last one (reused when the lines are the same)
         self._families = EmittedFamilies()
-        self._models: dict[tuple[str, str, str, str], int] = {}  # model → Entry.mi
-        self._model_table: list[tuple[str, str, str, str]] = [("", "", "", "")]
+        self._models = ModelIndex()  # model → Entry.mi
         self._compiler = SeriesCompiler(table, self.ctx, self.limits.max_label_value_length)
         #: the last exposition when it was clean (:mod:`.lastscrape`)
         self._last: LastScrape | None = None
@@ -137,7 +136,6 @@ class Normalizer:
         self._compiler.reset()
         self._families.forget()
         self._models.clear()
-        del self._model_table[1:]
 
     def invalidate_models(self, models: Iterable[str]) -> int:
         """Forget the compiled series of these models only (their runtime became known:
@@ -157,28 +155,14 @@ class Normalizer:
         what only they used (normalized series keys, label-block and mapping caches,
         model indexes); how many were evicted. Cost: one pass over the text."""
         cache = self._cache
-        kept: dict[str, Entry] = {}
-        for line, _lineno in iter_lines(text, Metadata()):
-            sp = line.rfind(" ")
-            key = line[:sp]
-            entry = cache.get(key)
-            if entry is None:
-                split = split_sample_line(line)
-                if isinstance(split, str):
-                    continue
-                key = split[0]
-                entry = cache.get(key)
-                if entry is None:
-                    continue
-            kept[key] = entry
+        kept = carried(cache, text)
         evicted = len(cache) - len(kept)
         self._cache = kept
         self._compiler.prune(kept.values())
         self._models.clear()
-        del self._model_table[1:]
         for entry in kept.values():
             if entry.model is not None:
-                entry.mi = self._model_index(entry.model)
+                entry.mi = self._models.of(entry.model)
         return evicted
 
     # -- the loop -------------------------------------------------------------------
@@ -386,7 +370,7 @@ class Normalizer:
             return None
         self._cache[key] = entry
         if entry.model is not None:
-            entry.mi = mi = self._model_index(entry.model)
+            entry.mi = mi = self._models.of(entry.model)
             if mi >= len(read.marks):
                 read.marks.extend(bytes(mi + 64 - len(read.marks)))
         return entry
@@ -401,8 +385,7 @@ class Normalizer:
             return read.refused
         meta = read.meta
         fams = self._families.build()
-        table = self._model_table
-        models = {table[i] for i in range(1, len(table)) if read.marks[i]}
+        models = self._models.marked(read.marks)
         meta.sample_lines = read.sample_lines
         max_series = self.limits.max_series
         if read.sample_lines > max_series:
@@ -476,15 +459,7 @@ class Normalizer:
         last.result = result
         return result
 
-    # -- per series ------------------------------------------------------------------
-    def _model_index(self, model: tuple[str, str, str, str]) -> int:
-        """The index of a model in this normalizer's table (Entry.mi; 0 is no model)."""
-        i = self._models.get(model)
-        if i is None:
-            i = self._models[model] = len(self._model_table)
-            self._model_table.append(model)
-        return i
-
+    # -- refused whole ----------------------------------------------------------------
     def _refuse(self, meta: Metadata, reason: str, message: str) -> Normalized:
         """The state of an exposition refused whole by a bound (no series); the compiled
         series are forgotten (a churning exposition must not grow the cache)."""
