@@ -8,17 +8,20 @@ normalizer's loop appends to one list of :class:`~.entry.Emitted` (the *emitted*
 of :class:`EmittedFamilies`); a family is *built* from its list once the read is done,
 and remembered as built so that the next exposition giving the same lines reuses the
 same objects (*reused*). A family changed after it was built (sums appended, series
-withdrawn) is *unshared*: copied if it was reused, and no longer remembered.
+withdrawn, a mean-only histogram's count dropped without its sum) is *unshared*: copied
+if it was reused, and no longer remembered.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from fleetwatch.exporters.emit import LINE, NUMBER, PREFIX, VALUE, Appends
-from fleetwatch.exporters.entry import Emitted
+from fleetwatch.exporters.entry import Emitted, MeanOnly
+from fleetwatch.exporters.parser import format_value
+from fleetwatch.exporters.sharing import Sum
 from fleetwatch.labels.schema import METRICS
 
 __all__ = ["Built", "EmittedFamilies", "Families"]
@@ -117,3 +120,27 @@ class EmittedFamilies:
         for fam in changed:
             if built[fam] is not None:  # None: not its series' own lines (sums appended)
                 built[fam] = Built(families[fam], lines[fam], numbers[fam])
+
+    def add_sums(self, fams: Families, sums: Mapping[str, Sum]) -> None:
+        """Add the normalized series of shared slots (``sums``, by prefix: :mod:`.sharing`)
+        to their families, after the series' own lines."""
+        for prefix, total in sums.items():
+            self.unshare(total.family, fams)
+            fams.dicts[total.family][prefix] = total.value
+            fams.lines[total.family].append(f"{prefix} {format_value(total.value)}")
+
+    def drop_mean_only(self, fams: Families, mean_only: Mapping[str, MeanOnly]) -> bool:
+        """Remove the ``_count`` and ``+Inf`` bucket of every mean-only histogram
+        (``mean_only``: by count prefix) whose ``_sum`` is missing; whether any was."""
+        dropped = False
+        for count_prefix, mean in mean_only.items():
+            fam = fams.dicts[mean.family]
+            if count_prefix in fam and mean.sum_prefix not in fam:
+                # Triton without the duration counter (counter_latencies=false, partial
+                # expositions): a request count is no latency; emit nothing
+                self.unshare(mean.family, fams)
+                fam = fams.dicts[mean.family]
+                del fam[count_prefix]
+                fam.pop(mean.inf_prefix, None)
+                dropped = True
+        return dropped

@@ -64,7 +64,6 @@ from fleetwatch.exporters.lastscrape import (
 from fleetwatch.exporters.normalized import Normalized, value_of
 from fleetwatch.exporters.parser import (
     Metadata,
-    format_value,
     read_comment,
     split_sample_line,
 )
@@ -392,25 +391,14 @@ class Normalizer:
             return self._refuse(meta, TOO_MANY_SERIES, f"more than {max_series} series in "
                                 "one exposition (scrape.max_series)")
         check_histograms(read, text, self._cache)
-        for prefix, total in read.sums.items():
-            self._families.unshare(total.family, fams)
-            fams.dicts[total.family][prefix] = total.value
-            fams.lines[total.family].append(f"{prefix} {format_value(total.value)}")
+        self._families.add_sums(fams, read.sums)
         lines_ok = not read.withdraw
         if read.withdraw:
             for i in range(len(fams.dicts)):
                 self._families.unshare(i, fams)
             withdraw(self._cache.values(), fams.dicts, read.withdraw)
-        for count_prefix, mean in self._compiler.mean_only.items():
-            fam = fams.dicts[mean.family]
-            if count_prefix in fam and mean.sum_prefix not in fam:
-                # Triton without the duration counter (counter_latencies=false, partial
-                # expositions): a request count is no latency; emit nothing
-                self._families.unshare(mean.family, fams)
-                fam = fams.dicts[mean.family]
-                del fam[count_prefix]
-                fam.pop(mean.inf_prefix, None)
-                lines_ok = False
+        if self._families.drop_mean_only(fams, self._compiler.mean_only):
+            lines_ok = False
         # the lines stand for the dicts unless a series was written twice (the last
         # value wins, at the first position), withdrawn or left out: render those
         if lines_ok and all(len(fl) == len(f) for fl, f in zip(fams.lines, fams.dicts,
