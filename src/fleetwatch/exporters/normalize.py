@@ -45,10 +45,8 @@ structure; split, each half would reach into the other's state.
 
 from __future__ import annotations
 
-import gc
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from itertools import compress, count
 from operator import ne
 
@@ -57,6 +55,7 @@ from fleetwatch.exporters.compile import SeriesCompiler
 from fleetwatch.exporters.emit import accept as accept_value
 from fleetwatch.exporters.entry import Entry
 from fleetwatch.exporters.families import EmittedFamilies
+from fleetwatch.exporters.gcpause import collector_paused
 from fleetwatch.exporters.lastscrape import (
     MAX_CHANGED_SHARE,
     LastScrape,
@@ -100,7 +99,7 @@ class Normalizer:
     CACHE_SLACK = 1.2
     CACHE_FLOOR = 1000
     #: An exposition that compiled at least this many new series hands what it made to
-    #: the collector's oldest generation directly (see :meth:`normalize`).
+    #: the collector's oldest generation directly (:mod:`.gcpause`).
     PROMOTE_AT = 5000
     #: Reads of one exposition after its first that may compile again what it showed was
     #: compiled wrong (see :func:`~.sharing.misjudged`): a stale owner, then a sum of one.
@@ -173,14 +172,9 @@ class Normalizer:
         objects); else, or when a changed line is not the series the last exposition had
         there, every line is read.
 
-        The cyclic garbage collector is paused while lines are read (if it was on; bounded
-        by ``limits.max_seconds``): compiling a cold exposition creates ~10 long-lived
-        objects per series, none of them garbage, and the collections that allocation
-        triggers (each older one scanning the whole cache) would take a large share of a
-        cold cycle. After an exposition that compiled :attr:`PROMOTE_AT` series or more,
-        the objects made meanwhile go to the oldest generation at once (``gc.freeze()``
-        then ``gc.unfreeze()``, O(1)) instead of being scanned by the first young
-        collections; garbage among them waits for the next full collection."""
+        The cyclic garbage collector is paused while lines are read, and what a read that
+        compiled :attr:`PROMOTE_AT` series or more made is promoted to its oldest
+        generation (:mod:`.gcpause`)."""
         if text.startswith("\ufeff"):
             text = text[1:]
         lines = text.split("\n")
@@ -195,7 +189,7 @@ class Normalizer:
                                       list(last.result.numbers or ()))
             changed = list(compress(count(), map(ne, hashes, last.hashes)))
         self._compiler.begin()
-        with self._collector_paused():
+        with collector_paused(lambda: len(self._cache), self.PROMOTE_AT):
             if (last is not None and changed is not None
                     and len(changed) <= MAX_CHANGED_SHARE * len(lines)):
                 result = self._read_changed(last, lines, changed)
@@ -205,24 +199,6 @@ class Normalizer:
                         self._last = last
                     return result
             return self._read_all(text, lines, hashes)
-
-    @contextmanager
-    def _collector_paused(self) -> Iterator[None]:
-        """The cyclic GC paused (if it was on), and what was compiled meanwhile promoted
-        to its oldest generation when that is :attr:`PROMOTE_AT` series or more (see
-        :meth:`normalize`; not when something else froze objects: they stay frozen)."""
-        paused = gc.isenabled()
-        if paused:
-            gc.disable()
-        before = len(self._cache)
-        try:
-            yield
-        finally:
-            if paused:
-                if len(self._cache) - before >= self.PROMOTE_AT and not gc.get_freeze_count():
-                    gc.freeze()
-                    gc.unfreeze()
-                gc.enable()
 
     def _read_all(self, text: str, lines: list[str], hashes: list[int]) -> Normalized:
         """Read every line of ``text`` (``lines``, ``hashes`` theirs) and make the state;
