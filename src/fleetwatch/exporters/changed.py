@@ -25,10 +25,11 @@ from fleetwatch.exporters.lastscrape import (
     histograms_of,
     places_of,
 )
+from fleetwatch.exporters.normalized import Normalized
 from fleetwatch.exporters.reading import Read
 from fleetwatch.exporters.validate import check_buckets
 
-__all__ = ["Replaced", "alone", "explained", "replaced"]
+__all__ = ["Replaced", "alone", "explained", "renewed", "replaced", "unchanged"]
 
 
 class Replaced(NamedTuple):
@@ -110,3 +111,23 @@ def replaced(last: LastScrape, got: list[Entry | None], changed: list[int]) -> R
             if fam_numbers is not None:
                 fam_numbers[pos] = now.number
     return Replaced(families, flines, numbers, list(compress(count(), copied)))
+
+
+def unchanged(last: LastScrape) -> Replaced:
+    """The last state's families, in new lists (an exposition whose every line is the
+    last one's: no family changed)."""
+    prev = last.result
+    return Replaced(list(prev.families), list(prev.lines or ()), list(prev.numbers or ()), [])
+
+
+def renewed(last: LastScrape, new: Replaced) -> Normalized:
+    """The last state with ``new``'s families, in a new :class:`~.normalized.Normalized`,
+    which ``last`` keeps from now on."""
+    prev = last.result
+    result = Normalized(families=new.families, models=set(prev.models),
+                        unmapped=set(prev.unmapped), meta=prev.meta,
+                        passthrough=prev.passthrough, keys=prev.keys,
+                        passthrough_types=prev.passthrough_types, lines=new.lines,
+                        numbers=new.numbers)
+    last.result = result
+    return result

@@ -1,46 +1,31 @@
 """The normalizer: one source table applied to successive expositions of one target.
 
-Parse → map → aggregate, caching the compiled mapping of every raw series key (label sets
-repeat on every scrape, so steady-state cost is one dict lookup per line); compiling is
-:mod:`fleetwatch.exporters.compile`, the table model :mod:`fleetwatch.exporters.table`,
-rendering :mod:`fleetwatch.exporters.render`.
-
-Two upstream series landing on one normalized series are summed or ranked by priority
-(:mod:`.sharing`).
+Parse → map → aggregate in one loop (:meth:`Normalizer._read`) over the lines it does not
+know: on a first scrape every line, on a steady one only the lines that changed since the
+last clean exposition (:mod:`.changed`, :mod:`.lastscrape`: lines compared by hash at the
+same position). Per line read: one ``rfind``, one dict lookup (the compiled series of the
+raw key: :mod:`.seriescache`, compiled by :mod:`.compile` from the table of
+:mod:`.table`) and, when the value token is the one the series last accepted, no parsing
+at all (:mod:`.emit`). What a read gathers is a :class:`~.reading.Read`; the families
+are then built from what the series emitted (:mod:`.families`), with the sums of shared
+slots (:mod:`.sharing`), the refused groups withdrawn (:mod:`.withdraw`) and the
+unmapped families passed through when asked (:mod:`.passthrough`); rendering is
+:mod:`.render`.
 
 Counter values pass through unchanged (only unit-scaled), so counter resets reach
-Prometheus, whose ``rate()`` handles them.
-
-Values are validated on the way (:mod:`.validate`: non-finite or negative counters, broken
-histograms and summaries are withdrawn and counted by reason in
-:attr:`Normalized.invalid_samples`); the :class:`~.validate.Limits` are enforced while the
-exposition is read (an exposition past one is refused whole: :attr:`Normalized.refused`).
-
-One loop reads every exposition (:meth:`Normalizer._read`), over the lines it does not
-know: on a first scrape every line, on a steady one only the lines that changed since the
-last clean exposition (:mod:`.lastscrape`: lines compared by hash at the same position).
-Per line read: one ``rfind``, one dict lookup (the compiled series of the raw key) and,
-when the value token is the one the series last accepted, no parsing at all; each series
-remembers what it emitted (:class:`~.entry.Emitted`: prefix, value, output line). When
-every line was read, the families are made from what the series emitted, in line order
-(a family whose lines are those of the last exposition reuses the last state's dict and
-lines); when only the changed lines were read, their series replace their own values in
-copies of the last state's families, at the places the last exposition gave them. A
-changed line that the last exposition does not explain (another series at that line, a
-comment, a refused value, part of a sum) makes the loop read every line again.
+Prometheus, whose ``rate()`` handles them. Values are validated on the way
+(:mod:`.validate`: non-finite or negative counters, broken histograms and summaries are
+withdrawn and counted by reason in :attr:`Normalized.invalid_samples`); the
+:class:`~.validate.Limits` are enforced while the exposition is read (an exposition past
+one is refused whole: :attr:`Normalized.refused`).
 
 A normalizer that saw earlier expositions gives what a fresh one gives: a read that shows
 series compiled from what an earlier exposition said (a sum whose other parts are gone, a
 series met by a new one, an unmapped sample under other TYPE lines) compiles them again
 (:func:`~.sharing.misjudged`; :attr:`~.entry.Entry.types_seen`, checked in the loop).
-
 Compiled series are evicted one by one when the exposition stops carrying them (churn),
 and a model's series alone when its runtime is learned
 (:meth:`Normalizer.invalidate_models`).
-
-Why this module is long: the loop and what it keeps between scrapes (the emitted slots,
-the model indexes, eviction and targeted invalidation of the same cache) are one data
-structure; split, each half would reach into the other's state.
 """
 
 from __future__ import annotations
@@ -50,7 +35,14 @@ from collections.abc import Iterable
 from itertools import compress, count
 from operator import ne
 
-from fleetwatch.exporters.changed import alone, explained, replaced
+from fleetwatch.exporters.changed import (
+    Replaced,
+    alone,
+    explained,
+    renewed,
+    replaced,
+    unchanged,
+)
 from fleetwatch.exporters.compile import SeriesCompiler
 from fleetwatch.exporters.emit import accept as accept_value
 from fleetwatch.exporters.entry import Entry
@@ -66,18 +58,15 @@ from fleetwatch.exporters.parser import (
     read_comment,
     split_sample_line,
 )
-from fleetwatch.exporters.reading import Found, Read, Run
+from fleetwatch.exporters.reading import Found, Read, Run, past_bound
 from fleetwatch.exporters.seriescache import ModelIndex, carried
 from fleetwatch.exporters.sharing import misjudged, summed
 from fleetwatch.exporters.table import SourceTable, TargetContext
 from fleetwatch.exporters.validate import (
     INF,
-    NORMALIZE_TIMEOUT,
-    TOO_MANY_SERIES,
     Limits,
 )
 from fleetwatch.exporters.withdraw import check_histograms, withdraw
-from fleetwatch.labels.schema import METRICS
 
 __all__ = ["Normalized", "Normalizer", "value_of"]
 
@@ -184,9 +173,7 @@ class Normalizer:
         if last is not None and len(hashes) == len(last.hashes):
             if hashes == last.hashes:
                 self._last = last  # every line known: the last state, in new objects
-                return self._replaced(last, [], list(last.result.families),
-                                      list(last.result.lines or ()),
-                                      list(last.result.numbers or ()))
+                return self._replaced(last, unchanged(last))
             changed = list(compress(count(), map(ne, hashes, last.hashes)))
         self._compiler.begin()
         with collector_paused(lambda: len(self._cache), self.PROMOTE_AT):
@@ -256,7 +243,7 @@ class Normalizer:
                 continue
             if sample_lines & 4095 == 4095 and (sample_lines >= max_series
                                                 or time.perf_counter() > deadline):
-                read.refused = self._past_bound(sample_lines, meta)
+                read.refused = self._refuse(past_bound(self.limits, sample_lines, meta))
                 return read
             # "key value" whose key is known: label sets repeat every scrape
             sp = line.rfind(" ")
@@ -313,16 +300,6 @@ class Normalizer:
         read.sample_lines = sample_lines
         return read
 
-    def _past_bound(self, sample_lines: int, meta: Metadata) -> Normalized:
-        """The refusal of an exposition past a bound while it is read: too many series
-        (``sample_lines`` read so far), else the time bound."""
-        max_series = self.limits.max_series
-        if sample_lines >= max_series:
-            return self._refuse(meta, TOO_MANY_SERIES, f"more than {max_series} "
-                                "series in one exposition (scrape.max_series)")
-        return self._refuse(meta, NORMALIZE_TIMEOUT, "normalizing took more than "
-                            f"{self.limits.max_seconds} s (scrape.normalize_timeout_seconds)")
-
     def _odd_line(self, line: str, key: str, read: Read, lineno: int) -> Found | None:
         """A sample line not read as ``name{labels} value`` (``key``: the text up to its
         last blank, not a cached key): parser.split_sample_line says what it is (a
@@ -362,10 +339,8 @@ class Normalizer:
         fams = self._families.build()
         models = self._models.marked(read.marks)
         meta.sample_lines = read.sample_lines
-        max_series = self.limits.max_series
-        if read.sample_lines > max_series:
-            return self._refuse(meta, TOO_MANY_SERIES, f"more than {max_series} series in "
-                                "one exposition (scrape.max_series)")
+        if read.sample_lines > self.limits.max_series:
+            return self._refuse(past_bound(self.limits, read.sample_lines, meta))
         check_histograms(read, text, self._cache)
         self._families.add_sums(fams, read.sums)
         lines_ok = not read.withdraw
@@ -405,28 +380,18 @@ class Normalizer:
             return None
         new = replaced(last, read.entries, changed)
         self._families.clear()
-        return self._replaced(last, new.changed, new.families, new.lines, new.numbers)
+        return self._replaced(last, new)
 
-    def _replaced(self, last: LastScrape, changed_families: Iterable[int],
-                  families: list[dict[str, float | str]], flines: list[list[str]],
-                  numbers: list[list[float] | None]) -> Normalized:
-        """The last state with these families (the ``changed_families`` new objects, kept
-        as what their series made unless the last exposition's were not), in a new
-        :class:`Normalized`, which ``last`` keeps from now on."""
-        self._families.rebuilt(changed_families, families, flines, numbers)
-        prev = last.result
-        result = Normalized(families=families, models=set(prev.models),
-                            unmapped=set(prev.unmapped), meta=prev.meta,
-                            passthrough=prev.passthrough, keys=prev.keys,
-                            passthrough_types=prev.passthrough_types, lines=flines,
-                            numbers=numbers)
-        last.result = result
-        return result
+    def _replaced(self, last: LastScrape, new: Replaced) -> Normalized:
+        """The last state with ``new``'s families (the changed ones remembered as built:
+        :meth:`~.families.EmittedFamilies.rebuilt`), which ``last`` keeps from now on."""
+        self._families.rebuilt(new.changed, new.families, new.lines, new.numbers)
+        return renewed(last, new)
 
     # -- refused whole ----------------------------------------------------------------
-    def _refuse(self, meta: Metadata, reason: str, message: str) -> Normalized:
-        """The state of an exposition refused whole by a bound (no series); the compiled
-        series are forgotten (a churning exposition must not grow the cache)."""
-        self.invalidate()  # and the last exposition
-        return Normalized(families=[{} for _ in METRICS], models=set(), unmapped=set(),
-                          meta=meta, refused=(reason, message))
+    def _refuse(self, refusal: Normalized) -> Normalized:
+        """``refusal`` (an exposition refused whole by a bound: :func:`~.reading.
+        past_bound`), after forgetting the compiled series (a churning exposition must not
+        grow the cache) and the last exposition."""
+        self.invalidate()
+        return refusal

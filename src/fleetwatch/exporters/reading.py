@@ -9,7 +9,7 @@ whole later), the normalized series of shared slots (*sums*, :mod:`.sharing`), t
 passed-through lines (:mod:`.passthrough`), and what was refused: samples counted by
 reason (*refusals*, with one *example* each), the *groups* (a histogram, a summary, a
 sum) to *withdraw*, and the exposition itself when a :class:`~.validate.Limits` bound
-refused it whole (*refused*).
+refused it whole (*refused*: :func:`past_bound`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,17 @@ from fleetwatch.exporters.normalized import Normalized
 from fleetwatch.exporters.parser import Metadata, format_value
 from fleetwatch.exporters.passthrough import pass_through
 from fleetwatch.exporters.sharing import Sum
-from fleetwatch.exporters.validate import BAD_VALUE, TYPE_MISMATCH, check_value
+from fleetwatch.exporters.validate import (
+    BAD_VALUE,
+    NORMALIZE_TIMEOUT,
+    TOO_MANY_SERIES,
+    TYPE_MISMATCH,
+    Limits,
+    check_value,
+)
+from fleetwatch.labels.schema import METRICS
 
-__all__ = ["Found", "Read", "Run"]
+__all__ = ["Found", "Read", "Run", "past_bound"]
 
 
 @dataclass(slots=True)
@@ -110,3 +118,19 @@ class Read:
         self.examples.setdefault(reason, f"{key[:200]}: {format_value(wrong)}")
         if entry.group:
             self.withdraw.add(entry.group)
+
+
+def past_bound(limits: Limits, sample_lines: int, meta: Metadata) -> Normalized:
+    """The state of an exposition refused whole by a bound of ``limits`` while it is read
+    (no series; ``meta`` what was read): too many series (``sample_lines`` read so far at
+    ``limits.max_series`` or more), else the time bound."""
+    max_series = limits.max_series
+    if sample_lines >= max_series:
+        reason, message = TOO_MANY_SERIES, (f"more than {max_series} series in one "
+                                            "exposition (scrape.max_series)")
+    else:
+        reason, message = NORMALIZE_TIMEOUT, ("normalizing took more than "
+                                              f"{limits.max_seconds} s "
+                                              "(scrape.normalize_timeout_seconds)")
+    return Normalized(families=[{} for _ in METRICS], models=set(), unmapped=set(),
+                      meta=meta, refused=(reason, message))
