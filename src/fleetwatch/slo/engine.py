@@ -26,7 +26,7 @@ across updates. The state is bounded by the SLO file's ``limits``: an SLO tracks
 limits`); past :attr:`SLOEngine.MAX_MODELS` models with data (label churn), the models
 seen least recently are forgotten at once (``fleetwatch_slo_models_evicted_total``).
 Events that are none or not finite are never booked. A restarted sidecar hands the state
-it recovered to :meth:`SLOEngine.restore` (:mod:`fleetwatch.slo.recover`); missing or
+it recovered to :meth:`SLOEngine.restore` (:mod:`fleetwatch.slo.recover.restore`); missing or
 frozen data holds, then saturates, a model's signal (:mod:`fleetwatch.slo.judge.freshness`).
 """
 
@@ -61,14 +61,14 @@ from fleetwatch.slo.judge.marks import Marks
 from fleetwatch.slo.outputs import autoscaling as _autoscaling
 from fleetwatch.slo.outputs.autoscaling import SignalHold
 from fleetwatch.slo.outputs.readout import EngineReadout
-from fleetwatch.slo.recover import records as _recover
+from fleetwatch.slo.recover.restore import Restores
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState, TraceEvent
 
 __all__ = ["ALL", "STATES", "ModelKey", "SLOEngine", "SLOModelState"]
 
 
-class SLOEngine(EngineReadout):
+class SLOEngine(EngineReadout, Restores):
     """Runs the SLOs of an :class:`~fleetwatch.slo.spec.SLOFile` over successive
     snapshots.
 
@@ -126,7 +126,6 @@ class SLOEngine(EngineReadout):
         self._traces = TraceBook(self._layout)
         self._marks = Marks()
         self._prev_ts: float | None = None
-        self._recovered: _recover.Recovered | None = None
         #: missing or frozen data per model (signal held, then saturated)
         self.freshness = Freshness(slos.autoscaling)
         #: model → its signal held at its peak for one cold start
@@ -260,22 +259,8 @@ class SLOEngine(EngineReadout):
             self._marks.dirty.add((slo.name, mk))
             self._capacity.changed()
             self._layout.changed()
-            if self._recovered is not None:
-                _recover.apply(self._recovered, st, ts, self._new_row, self.ledger,
-                               self.band_latency)
+            self._restored(st, ts)
         return st
-
-    def restore(self, recovered: _recover.Recovered) -> None:
-        """Start each state the engine makes from now on from its record in
-        ``recovered``, else from its fleet capacity (:mod:`fleetwatch.slo.recover`; call
-        before the first :meth:`update`)."""
-        self._recovered = recovered
-
-    def snapshot(self) -> _recover.Recovered:
-        """The records of every state as of the last update (:mod:`fleetwatch.slo.recover`;
-        call from the thread that updates the engine)."""
-        return _recover.capture(self.states, self.ledger, self.band_latency,
-                                self.last_update or 0.0)
 
     def held(self) -> Held:
         """What the engine holds per model and per series (the bounds of the module doc
