@@ -47,7 +47,7 @@ from fleetwatch.slo.account.columns import PlanColumns
 from fleetwatch.slo.account.gauges import ModelGauges, update_gauges
 from fleetwatch.slo.account.layout import Layout
 from fleetwatch.slo.account.ledger import Ledger, Selection
-from fleetwatch.slo.account.limits import Held, ModelCap, ModelLimit
+from fleetwatch.slo.account.limits import ModelCap, ModelLimit
 from fleetwatch.slo.account.trace_book import TraceBook
 from fleetwatch.slo.account.tracked import TrackedStates
 from fleetwatch.slo.arrays import FloatArray
@@ -79,16 +79,8 @@ class SLOEngine(EngineReadout, Restores):
     sliding window (memory and resolution, see :mod:`fleetwatch.slo.account.windows`).
     ``placement``: which models share which GPU (the sidecar's ``placement:``), for
     co-location interference and GPU health (:mod:`fleetwatch.slo.judge.interference`;
-    without it a burn inside the envelope is a regression).
-
-    Attributes read by callers: ``states`` ((SLO name, model) → :class:`SLOModelState`),
-    ``concurrency``/``queue_wait``/``kv_usage`` (model → requests / seconds / ratio),
-    ``gpu_memory_ratio``, ``last_update`` (Unix seconds of the last accounted snapshot),
-    ``update_seconds`` (how long it took), ``windows``, ``window_lengths`` (seconds),
-    ``band_latency`` (every band's latency evidence:
-    :class:`~fleetwatch.slo.capacity.evidence.BandLatencyStore`, a row per band's window
-    row), ``models_refused`` (SLO name → models refused by its limit), ``cold_starts``
-    (model name → its last measured cold start, seconds; set by the sidecar).
+    without it a burn inside the envelope is a regression). The attributes callers read
+    are listed by :class:`~fleetwatch.slo.outputs.readout.EngineReadout`.
     """
 
     CARRY_SECONDS = Decoder.CARRY_SECONDS
@@ -130,12 +122,6 @@ class SLOEngine(EngineReadout, Restores):
         self.freshness = Freshness(slos.autoscaling)
         #: model → its signal held at its peak for one cold start
         self.signal_holds: dict[ModelKey, SignalHold] = {}
-
-    @property
-    def gpu_memory_ratio(self) -> float | None:
-        """The fleet's GPU memory used ÷ total at the last snapshot (0–1; None without
-        GPU series)."""
-        return self.gauges.gpu_memory_ratio
 
     def update(self, snap: Snapshot) -> None:
         """Account one snapshot (call for every scrape, in order; a snapshot not newer
@@ -261,11 +247,6 @@ class SLOEngine(EngineReadout, Restores):
             self._layout.changed()
             self._restored(st, ts)
         return st
-
-    def held(self) -> Held:
-        """What the engine holds per model and per series (the bounds of the module doc
-        and of :class:`~fleetwatch.slo.decode.decoder.Decoder`)."""
-        return Held(len(self._tracked.seen), len(self.states), self._decoder.carried)
 
     def _state(self, entry: ModelSLO, ts: float) -> SLOModelState | None:
         """The state of a model's SLO entry, kept there (:meth:`_state_of`)."""
