@@ -211,12 +211,8 @@ class SLOEngine(EngineReadout, Restores):
     def _judge(self, ts: float) -> None:
         """Stage 3: judge the states marked since the last judgement, and those whose
         rows' burning flags flipped (:mod:`fleetwatch.slo.judge.states`)."""
-        now = self.ledger.burning
-        self._marks.flipped(now)
-        self.attribution.record(ts, self.states, self.gauges.concurrency)
-        _judge.judge_marked(ts, self.states, self._marks.dirty, now.tolist(),
-                            self.attribution, self.ledger)
-        self._marks.dirty.clear()
+        _judge.judge_changed(ts, self.states, self._marks, self.attribution, self.ledger,
+                             self.gauges.concurrency)
 
     def _forget_gone(self, ts: float) -> None:
         """Stage 5: forget the models without data (metrics or trace events) for
