@@ -1,33 +1,24 @@
-"""The SLO engine: concurrency-conditioned events, burn rates, state, capacity, signals.
+"""The SLO engine: the orchestrator of the stages of :mod:`fleetwatch.slo`.
 
-Fed every sidecar snapshot (typed, timestamped: see
-:class:`~fleetwatch.exporters.snapshot.Snapshot`), one :meth:`SLOEngine.update` runs the
-stages of :mod:`fleetwatch.slo` in order (each subpackage's doc defines its terms):
+Fed every sidecar snapshot (typed, timestamped:
+:class:`~fleetwatch.exporters.snapshot.Snapshot`), one :meth:`SLOEngine.update` runs
+named steps in order, each a stage (each subpackage's doc defines its terms):
+**decode** the interval since the last snapshot (:mod:`fleetwatch.slo.decode`; a target
+down keeps its counters for :attr:`SLOEngine.CARRY_SECONDS`) → **account** the events of
+every (SLO, model) of a target at once, by concurrency band, into sliding windows
+(:mod:`fleetwatch.slo.account`) → **judge** the states whose judged inputs changed
+(:mod:`fleetwatch.slo.judge`) → learn **capacity** at SLO
+(:mod:`fleetwatch.slo.capacity.learner`) → **forget** the models without data for
+``limits.forget_model_after`` seconds, in every stage. Trace events
+(:meth:`SLOEngine.add_events`) take the same accounting path.
 
-1. **decode** the interval since the last snapshot into per-slot deltas
-   (:mod:`fleetwatch.slo.decode`: reset-aware, a target down keeps its counters for
-   :attr:`SLOEngine.CARRY_SECONDS`);
-2. **account** the interval's events of every (SLO, model) of a target at once, by the
-   concurrency band it ran at, into sliding windows, and compute burn rates
-   (:mod:`fleetwatch.slo.account`);
-3. **judge** ok / regression / overload / no_data / misconfigured, and with a placement
-   re-judge a regression as interference or gpu_degraded (:mod:`fleetwatch.slo.judge`),
-   only for the states whose judged inputs changed (:mod:`fleetwatch.slo.judge.marks`);
-4. learn **capacity at SLO** with hysteresis (:mod:`fleetwatch.slo.capacity.learner`);
-5. **forget** the models without data for ``limits.forget_model_after`` seconds, in every
-   stage (:mod:`fleetwatch.slo.account.tracked`).
-
-:meth:`~SLOEngine.status` (``/slo``), :meth:`~SLOEngine.autoscaling` (``/autoscaling``)
-and :meth:`~SLOEngine.iter_metrics` (``fleetwatch_slo_*``) answer from
-:mod:`fleetwatch.slo.outputs`. This module only wires the stages and holds their state
-across updates. The state is bounded by the SLO file's ``limits``: an SLO tracks at most
-``max_models_per_slo`` models (a further one is counted in
-``fleetwatch_slo_models_refused_total{slo}`` and logged: :mod:`fleetwatch.slo.account.
-limits`); past :attr:`SLOEngine.MAX_MODELS` models with data (label churn), the models
-seen least recently are forgotten at once (``fleetwatch_slo_models_evicted_total``).
-Events that are none or not finite are never booked. A restarted sidecar hands the state
-it recovered to :meth:`SLOEngine.restore` (:mod:`fleetwatch.slo.recover.restore`); missing or
-frozen data holds, then saturates, a model's signal (:mod:`fleetwatch.slo.judge.freshness`).
+This module only wires the stages and holds their state across updates. Its bounds are
+those of :mod:`fleetwatch.slo.account.limits` (and :attr:`SLOEngine.MAX_MODELS`); it
+answers ``/slo``, ``/autoscaling`` and ``fleetwatch_slo_*`` through
+:class:`~fleetwatch.slo.outputs.readout.EngineReadout`, restores a restarted sidecar's
+state through :class:`~fleetwatch.slo.recover.restore.Restores`, and holds, then
+saturates, the signal of a model whose data is missing or frozen
+(:mod:`fleetwatch.slo.judge.freshness`).
 """
 
 from __future__ import annotations
