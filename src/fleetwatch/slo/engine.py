@@ -26,8 +26,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-import numpy as np
-
 from fleetwatch.exporters.gcpause import collector_paused
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.placement import Placement
@@ -43,8 +41,7 @@ from fleetwatch.slo.account.trace_book import TraceBook
 from fleetwatch.slo.account.tracked import TrackedStates
 from fleetwatch.slo.arrays import FloatArray
 from fleetwatch.slo.capacity.learner import CapacityLearner
-from fleetwatch.slo.decode.decoder import DURATION, Decoded, Decoder, needed_families
-from fleetwatch.slo.decode.plan import ACTIVE_GROUP
+from fleetwatch.slo.decode.decoder import Decoded, Decoder, concurrency_refused, needed_families
 from fleetwatch.slo.judge import states as _judge
 from fleetwatch.slo.judge.freshness import Freshness
 from fleetwatch.slo.judge.interference import Attributor
@@ -174,13 +171,10 @@ class SLOEngine(EngineReadout, Restores):
         pairs (:meth:`~fleetwatch.slo.account.book.TargetSLOs.gather`); ``refused`` the
         decoder's refused groups (a model whose concurrency inputs are among them books
         nothing)."""
-        seen = self._tracked.seen
-        live_dt = np.asarray([ts - seen.get(mk, prev_ts) for mk in view.models], dtype=float)
+        live_dt = self._tracked.since_seen(view.models, ts, prev_ts)
         live = live_dt > 0
         target = self._layout.target(view, live.tolist(), lambda e: self._state(e, ts))
-        no_conc = np.asarray([bool(refused) and ((mk, DURATION) in refused
-                                                 or (mk, ACTIVE_GROUP) in refused)
-                              for mk in view.models], dtype=bool)
+        no_conc = concurrency_refused(view.models, refused)
         concs = update_gauges(self.gauges, self._tracked.in_system, view.models,
                               target.gauges, out, live_dt, live, no_conc)
         return target.gather(live, concs, view.events(out), res, self._marks.dirty)
