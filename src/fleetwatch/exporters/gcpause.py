@@ -1,5 +1,4 @@
-"""The cyclic garbage collector paused while an exposition is normalized (or an SLO
-engine updated: :meth:`fleetwatch.slo.engine.SLOEngine.update`, which promotes nothing).
+"""The cyclic garbage collector paused while an exposition is normalized.
 
 Compiling a cold exposition creates ~10 long-lived objects per series, none of them
 garbage, and the collections that allocation triggers (each older one scanning the whole
@@ -21,21 +20,19 @@ __all__ = ["collector_paused"]
 
 
 @contextmanager
-def collector_paused(size: Callable[[], int] | None = None,
-                     promote_at: int = 0) -> Iterator[None]:
+def collector_paused(size: Callable[[], int], promote_at: int) -> Iterator[None]:
     """The cyclic GC paused (if it was on) for the block, and what was made meanwhile
     promoted to its oldest generation when ``size()`` (the compiled series held) grew by
-    ``promote_at`` or more (see the module; without ``size``, nothing is promoted)."""
+    ``promote_at`` or more (see the module)."""
     paused = gc.isenabled()
     if paused:
         gc.disable()
-    before = size() if size is not None else 0
+    before = size()
     try:
         yield
     finally:
         if paused:
-            if (size is not None and size() - before >= promote_at
-                    and not gc.get_freeze_count()):
+            if size() - before >= promote_at and not gc.get_freeze_count():
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()

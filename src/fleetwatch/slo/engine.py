@@ -23,10 +23,10 @@ saturates, the signal of a model whose data is missing or frozen
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Iterable
 
-from fleetwatch.exporters.gcpause import collector_paused
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.placement import Placement
 from fleetwatch.labels.registry import Registry
@@ -115,14 +115,20 @@ class SLOEngine(EngineReadout, Restores):
         """Account one snapshot (call for every scrape, in order; a snapshot not newer
         than the last one is ignored).
 
-        The cyclic garbage collector is paused meanwhile (if it was on:
-        :func:`~fleetwatch.exporters.gcpause.collector_paused`): an update allocates
-        short-lived containers per model, all freed by reference counting before it
-        returns, and the collections their allocation would trigger scan the engine's
-        long-lived states and windows, work that frees nothing
+        The cyclic garbage collector is paused meanwhile (if it was on), as
+        :meth:`~fleetwatch.exporters.normalize.Normalizer.normalize` does: an update
+        allocates short-lived containers per model, all freed by reference counting
+        before it returns, and the collections their allocation would trigger scan the
+        engine's long-lived states and windows, work that frees nothing
         (``benchmarks/bench_slo.py`` reports the collector's time)."""
-        with collector_paused():
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
             self._update(snap)
+        finally:
+            if paused:
+                gc.enable()
 
     def _update(self, snap: Snapshot) -> None:
         """The steps of one update, in order (see the module doc)."""
