@@ -225,6 +225,7 @@ class Normalizer:
         ok_seen, ok_at = None, -1  # the TYPEs last found alike, and len(types) then
         cache_get = self._cache.get
         accept = accept_value
+        passthrough = self.passthrough
         appends = self._families.appends
         max_series = self.limits.max_series
         deadline = time.perf_counter() + self.limits.max_seconds
@@ -273,7 +274,7 @@ class Normalizer:
                     else:
                         entry = entries[i] = self._cache[key] = self._compiler.compile(key, meta)
                 if entry.error is not None or entry.unmapped_family is not None:
-                    read.skipped(entry, key, tok, i + 1, self.passthrough)
+                    read.skipped(entry, key, tok, i + 1, passthrough)
                 continue
             if tok != entry.tok:  # else unchanged since the last scrape: accepted then
                 wrong = accept(entry, tok, appends)
