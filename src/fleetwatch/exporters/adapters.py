@@ -7,9 +7,9 @@ hold comma-separated adapter names (``"a1,a2"``; ``""`` for none) and ``max_lora
 ``--max-loras`` setting; the value is the Unix time the engine last reported that
 combination. prometheus_client keeps every label combination ever set, so the exposition
 holds past states too; only the series with the greatest value is the current one. The
-lists name adapters with at least one request in that state, not how many requests:
-per-adapter counts and latency are in the engine's traces (a span's
-``gen_ai.request.model`` is the adapter's name).
+lists name adapters with at least one request in that state, not how many requests;
+per-adapter latency is not in vLLM's own spans either (0.32's ``llm_request`` span names
+no model): see docs/traces.md.
 
 This reads the current state and says, for every adapter named by any series (every
 adapter the engine has scheduled since it started), whether it has running and waiting
@@ -24,7 +24,17 @@ import math
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from fleetwatch.exporters.parser import ExpositionError, parse_value, split_key, split_sample_line
+from fleetwatch.exporters.normalized import Normalized
+from fleetwatch.exporters.parser import (
+    ExpositionError,
+    format_value,
+    parse_value,
+    split_key,
+    split_sample_line,
+)
+from fleetwatch.exporters.snapshot import SeriesKey
+from fleetwatch.labels.schema import METRICS
+from fleetwatch.labels.text import render_labels
 
 #: The upstream family (text format 0.0.4 spelling; the OpenMetrics ``vllm_`` one too).
 LORA_INFO_NAMES = ("vllm:lora_requests_info", "vllm_lora_requests_info")
@@ -120,3 +130,51 @@ def _family_lines(text: str) -> Iterable[str]:
                 and text[at + len(_SUFFIX):at + len(_SUFFIX) + 1] in ("{", " "):
             yield text[start:stop]
         at = text.find(_SUFFIX, stop)
+
+
+#: Families the adapter step reads and writes (:func:`add_adapters`).
+_ACTIVE_INDEX = next(i for i, m in enumerate(METRICS) if m.name == "modelserver_requests_active")
+_ADAPTER_INDEX = next(i for i, m in enumerate(METRICS) if m.name == TARGET)
+
+
+def add_adapters(result: Normalized, text: str) -> None:
+    """Set ``modelserver_adapter_requests_present`` of ``result`` from ``text``
+    (:func:`~.adapters.adapter_presence`), labelled as the engine's base-model series
+    (those of ``modelserver_requests_active`` without ``state``); nothing when the
+    engine exposes no model series. Each adapter is an observed model too (``models``:
+    vLLM serves it under its own name, so the registry owns it by that name and
+    ``modelserver_model_info`` carries its owner). The family's objects are replaced,
+    never changed (the last state may share them), and ``vllm:lora_requests_info`` is
+    no longer counted as unmapped."""
+    present = adapter_presence(text)
+    result.unmapped.difference_update(LORA_INFO_NAMES)
+    base: tuple[tuple[str, str], ...] | None = None
+    for prefix in result.families[_ACTIVE_INDEX]:
+        pairs = result.key(prefix)[1]
+        base = tuple(p for p in pairs if p[0] != "state")
+        break
+    fam: dict[str, float | str] = {}
+    made: dict[str, SeriesKey] = {}
+    for adapter in present if base is not None else ():
+        for state, on in (("running", adapter.running), ("waiting", adapter.waiting)):
+            pairs = (*(base or ()), ("adapter", adapter.adapter), ("state", state))
+            prefix = TARGET + render_labels(pairs)
+            fam[prefix] = 1.0 if on else 0.0
+            made[prefix] = (TARGET, pairs)
+    if base is not None and present:
+        labels = dict(base)
+        result.models = result.models | {
+            (a.adapter, "", labels.get("backend", ""), labels.get("runtime", ""))
+            for a in present}
+    if not fam and not result.families[_ADAPTER_INDEX]:
+        return
+    if isinstance(result.keys, dict):
+        result.keys.update(made)
+    else:
+        result.keys = {**result.keys, **made}
+    result.families[_ADAPTER_INDEX] = fam
+    if result.lines is not None:
+        result.lines[_ADAPTER_INDEX] = [f"{p} {format_value(float(v))}"
+                                        for p, v in fam.items()]
+    if result.numbers is not None:
+        result.numbers[_ADAPTER_INDEX] = [float(v) for v in fam.values()]

@@ -45,7 +45,7 @@ class Scaled(NamedTuple):
 class Shared(NamedTuple):
     """A slot that may meet other upstream series on one normalized series: converted as
     :class:`Scaled`, then summed with the series of the same ``priority`` or replaced by
-    one of a lower priority number (see :mod:`.normalize`)."""
+    one of a lower priority number (see :mod:`.sharing`)."""
 
     family: int
     prefix: str
@@ -99,7 +99,7 @@ class Entry:
     ptype: str | None = None  # an unmapped sample: the family TYPE it was checked under
     deferred: str | None = None  # left out, not cached: this model's runtime is coming
     # The loop's memory of the last accepted value (see normalize): its token, its
-    # float, and what it emits per scrape (Normalizer._emits).
+    # float, and what it emits per scrape (emit.accept).
     tok: str | None = None
     value: float = 0.0
     emit: Callable[[Any], object] = bool  # bool(x): emits nothing

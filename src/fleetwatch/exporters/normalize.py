@@ -1,201 +1,58 @@
 """The normalizer: one source table applied to successive expositions of one target.
 
-Parse → map → aggregate, caching the compiled mapping of every raw series key (label sets
-repeat on every scrape, so steady-state cost is one dict lookup per line); compiling is
-:mod:`fleetwatch.exporters.compile`, the table model :mod:`fleetwatch.exporters.table`,
-rendering :mod:`fleetwatch.exporters.render`.
-
-Aggregation when two upstream series land on one normalized series:
-
-* same rule priority, different upstream series → **summed** (Triton per-GPU instance
-  series with ``gpu_uuid`` dropped; dcgm FB free + used + reserved = total);
-* different priority → the **lower priority number wins** (version aliases such as
-  vLLM ``kv_cache_usage_perc`` over ``gpu_cache_usage_perc``);
-* the same upstream series twice (a duplicated family) → the **last** sample wins.
+Parse → map → aggregate in one loop (:meth:`Normalizer._read`) over the lines it does not
+know: on a first scrape every line, on a steady one only the lines that changed since the
+last clean exposition (:mod:`.changed`, :mod:`.lastscrape`: lines compared by hash at the
+same position). Per line read: one ``rfind``, one dict lookup (the compiled series of the
+raw key: :mod:`.seriescache`, compiled by :mod:`.compile` from the table of
+:mod:`.table`) and, when the value token is the one the series last accepted, no parsing
+at all (:mod:`.emit`). What a read gathers is a :class:`~.reading.Read`; the families
+are then built from what the series emitted (:mod:`.families`), with the sums of shared
+slots (:mod:`.sharing`), the refused groups withdrawn (:mod:`.withdraw`) and the
+unmapped families passed through when asked (:mod:`.passthrough`); rendering is
+:mod:`.render`.
 
 Counter values pass through unchanged (only unit-scaled), so counter resets reach
-Prometheus, whose ``rate()`` handles them.
-
-Values are validated on the way (:mod:`.validate`: non-finite or negative counters, broken
-histograms and summaries are withdrawn and counted by reason in
-:attr:`Normalized.invalid_samples`); the :class:`~.validate.Limits` are enforced while the
-exposition is read (an exposition past one is refused whole: :attr:`Normalized.refused`).
-
-One loop reads every exposition (:meth:`Normalizer._read`), over the lines it does not
-know: on a first scrape every line, on a steady one only the lines that changed since the
-last clean exposition (:mod:`.lastscrape`: lines compared by hash at the same position).
-Per line read: one ``rfind``, one dict lookup (the compiled series of the raw key) and,
-when the value token is the one the series last accepted, no parsing at all; each series
-remembers what it emitted (:class:`~.entry.Emitted`: prefix, value, output line). When
-every line was read, the families are made from what the series emitted, in line order
-(a family whose lines are those of the last exposition reuses the last state's dict and
-lines); when only the changed lines were read, their series replace their own values in
-copies of the last state's families, at the places the last exposition gave them. A
-changed line that the last exposition does not explain (another series at that line, a
-comment, a refused value, part of a sum) makes the loop read every line again.
+Prometheus, whose ``rate()`` handles them. Values are validated on the way
+(:mod:`.validate`: non-finite or negative counters, broken histograms and summaries are
+withdrawn and counted by reason in :attr:`Normalized.invalid_samples`); the
+:class:`~.validate.Limits` are enforced while the exposition is read (an exposition past
+one is refused whole: :attr:`Normalized.refused`).
 
 A normalizer that saw earlier expositions gives what a fresh one gives: a read that shows
 series compiled from what an earlier exposition said (a sum whose other parts are gone, a
 series met by a new one, an unmapped sample under other TYPE lines) compiles them again
-(:meth:`Normalizer._misjudged`; :attr:`~.entry.Entry.types_seen`, checked in the loop).
-
+(:func:`~.sharing.misjudged`; :attr:`~.entry.Entry.types_seen`, checked in the loop).
 Compiled series are evicted one by one when the exposition stops carrying them (churn),
 and a model's series alone when its runtime is learned
 (:meth:`Normalizer.invalidate_models`).
-
-Why this module is long: the loop and what it keeps between scrapes (the emitted slots,
-the model indexes, eviction and targeted invalidation of the same cache) are one data
-structure; split, each half would reach into the other's state.
 """
 
 from __future__ import annotations
 
-import gc
-import math
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from functools import partial
+from collections.abc import Iterable
 from itertools import compress, count
-from operator import is_not, itemgetter, ne
-from typing import NamedTuple
+from operator import ne
 
-from fleetwatch.exporters.adapters import LORA_INFO_NAMES, adapter_presence
-from fleetwatch.exporters.adapters import TARGET as ADAPTER_TARGET
+from fleetwatch.exporters.adapters import add_adapters
+from fleetwatch.exporters.changed import Replaced, alone, explained, renewed, replaced, unchanged
 from fleetwatch.exporters.compile import SeriesCompiler
-from fleetwatch.exporters.entry import Emitted, Entry
-from fleetwatch.exporters.lastscrape import (
-    MAX_CHANGED_SHARE,
-    PLACE_BITS,
-    PLACE_INDEX,
-    LastScrape,
-    histograms_of,
-    places_of,
-)
+from fleetwatch.exporters.emit import accept as accept_value
+from fleetwatch.exporters.entry import Entry
+from fleetwatch.exporters.families import EmittedFamilies
+from fleetwatch.exporters.gcpause import collector_paused
+from fleetwatch.exporters.lastscrape import MAX_CHANGED_SHARE, LastScrape
 from fleetwatch.exporters.normalized import Normalized, value_of
-from fleetwatch.exporters.parser import (
-    Metadata,
-    format_value,
-    iter_lines,
-    read_comment,
-    split_sample_line,
-)
-from fleetwatch.exporters.snapshot import SeriesKey
+from fleetwatch.exporters.parser import Metadata, read_comment, split_sample_line
+from fleetwatch.exporters.reading import Found, Read, Run, past_bound
+from fleetwatch.exporters.seriescache import ModelIndex, carried
+from fleetwatch.exporters.sharing import misjudged, summed
 from fleetwatch.exporters.table import SourceTable, TargetContext
-from fleetwatch.exporters.validate import (
-    BAD_VALUE,
-    BUCKETS_DECREASE,
-    INF,
-    NORMALIZE_TIMEOUT,
-    TOO_MANY_SERIES,
-    TYPE_MISMATCH,
-    Limits,
-    check_buckets,
-    check_value,
-    prometheus_float,
-)
-from fleetwatch.labels.schema import METRICS
-from fleetwatch.labels.text import render_labels
+from fleetwatch.exporters.validate import INF, Limits
+from fleetwatch.exporters.withdraw import check_histograms, withdraw
 
 __all__ = ["Normalized", "Normalizer", "value_of"]
-
-#: ``_emitted(Emitted, (prefix, value, line, number))``: an :class:`~.entry.Emitted`
-#: made in C (a NamedTuple's own constructor is a Python function, paid per accepted
-#: value)
-_emitted = tuple.__new__
-#: Fields of :class:`~.entry.Emitted`, read in C over a family's list (an ``itemgetter``
-#: of the field's index: a NamedTuple's attribute goes through its class)
-_PREFIX, _VALUE, _LINE, _NUMBER = (itemgetter(Emitted._fields.index(name))
-                                   for name in ("prefix", "value", "line", "number"))
-
-#: Families the LoRA-adapter step reads and writes (:meth:`Normalizer._add_adapters`).
-_ACTIVE_INDEX = next(i for i, m in enumerate(METRICS) if m.name == "modelserver_requests_active")
-_ADAPTER_INDEX = next(i for i, m in enumerate(METRICS) if m.name == ADAPTER_TARGET)
-
-#: What may end a sample line after its value (``str.rstrip`` set; never empty).
-_TRAILING = frozenset(" \t\r")
-
-
-class _Built(NamedTuple):
-    """A family as its series' emitted values made it: its dict, output lines and numbers
-    (None when a series was written twice: then the dict is shorter)."""
-
-    families: dict[str, float | str]
-    lines: list[str]
-    numbers: list[float] | None
-
-
-@dataclass(slots=True)
-class _Sum:
-    """A normalized series that several upstream series may feed (shared slots): its value
-    so far, the priority that gave it, the upstream series that alone gave it (None: a sum
-    of several) and its family."""
-
-    value: float
-    priority: int
-    canon: str | None
-    family: int
-
-
-@dataclass(slots=True)
-class _Run:
-    """A histogram's last bucket read (bound and count): buckets are checked as they
-    stream by, bounds ascending as upstreams write them."""
-
-    le: float
-    count: float
-
-
-class _Found(NamedTuple):
-    """A sample line of a series not in the cache: its entry (None: deferred), raw key
-    and value token."""
-
-    entry: Entry | None
-    key: str
-    tok: str
-
-
-@dataclass(slots=True)
-class _Read:
-    """What one pass of the loop (:meth:`Normalizer._read`) gathered from the lines it
-    read: ``entries[i]`` the series of line ``i`` (None: not read, or not a sample of a
-    cached series), ``marks[mi]`` set for each model seen, ``runs`` the streaming
-    bucket check per histogram (``unsure``: histograms to check whole; ``decreasing``: a
-    count fell as the bound rose), ``sums`` the normalized series of shared slots,
-    ``withdraw`` the groups of refused samples; ``refused`` the state when a bound refused
-    the exposition."""
-
-    meta: Metadata
-    entries: list[Entry | None]
-    marks: bytearray
-    sample_lines: int = 0
-    unmapped: set[str] = field(default_factory=set)
-    deferred: set[str] = field(default_factory=set)
-    passthrough: dict[str, list[str]] = field(default_factory=dict)
-    ptypes: dict[str, str | None] = field(default_factory=dict)
-    sums: dict[str, _Sum] = field(default_factory=dict)
-    refusals: Counter[str] = field(default_factory=Counter)
-    examples: dict[str, str] = field(default_factory=dict)
-    withdraw: set[str] = field(default_factory=set)
-    fed: list[Entry] = field(default_factory=list)  # the series with shared slots read
-    runs: dict[str, _Run] = field(default_factory=dict)
-    unsure: set[str] = field(default_factory=set)
-    decreasing: set[str] = field(default_factory=set)
-    refused: Normalized | None = None
-
-
-@dataclass(slots=True)
-class _Families:
-    """The families being made from one read: dicts, output lines and numbers per family
-    (``reused``: the families whose objects are the last exposition's, copied before they
-    change)."""
-
-    dicts: list[dict[str, float | str]]
-    lines: list[list[str]]
-    numbers: list[list[float] | None]
-    reused: set[int]
 
 
 class Normalizer:
@@ -215,10 +72,10 @@ class Normalizer:
     CACHE_SLACK = 1.2
     CACHE_FLOOR = 1000
     #: An exposition that compiled at least this many new series hands what it made to
-    #: the collector's oldest generation directly (see :meth:`normalize`).
+    #: the collector's oldest generation directly (:mod:`.gcpause`).
     PROMOTE_AT = 5000
     #: Reads of one exposition after its first that may compile again what it showed was
-    #: compiled wrong (see :meth:`_misjudged`): a stale owner, then a sum of one.
+    #: compiled wrong (see :func:`~.sharing.misjudged`): a stale owner, then a sum of one.
     MAX_REREADS = 3
 
     def __init__(self, table: SourceTable, ctx: TargetContext | None = None,
@@ -230,15 +87,10 @@ class Normalizer:
         self._cache: dict[str, Entry] = {}
         #: compiled series evicted so far (churn: series no longer exposed)
         self.evicted = 0
-        #: per family, what the series emitted in this exposition (Entry.emitted)
-        self._emitted: list[list[Emitted]] = [[] for _ in METRICS]
-        self._appends = [em_list.append for em_list in self._emitted]
-        #: per family, the dict and lines its series made in the last exposition, unless
-        #: they changed after (see _assemble): reused when the family's lines are the
-        #: same again
-        self._built: list[_Built | None] = [None for _ in METRICS]
-        self._models: dict[tuple[str, str, str, str], int] = {}  # model → Entry.mi
-        self._model_table: list[tuple[str, str, str, str]] = [("", "", "", "")]
+        #: per family, what the series emitted in this exposition (Entry.emitted) and
+        #: the dict and lines it made in the last one (reused when the lines are the same)
+        self._families = EmittedFamilies()
+        self._models = ModelIndex()  # model → Entry.mi
         self._compiler = SeriesCompiler(table, self.ctx, self.limits.max_label_value_length)
         #: the last exposition when it was clean (:mod:`.lastscrape`)
         self._last: LastScrape | None = None
@@ -253,9 +105,8 @@ class Normalizer:
         self._last = None
         self._cache.clear()
         self._compiler.reset()
-        self._built = [None for _ in METRICS]
+        self._families.forget()
         self._models.clear()
-        del self._model_table[1:]
 
     def invalidate_models(self, models: Iterable[str]) -> int:
         """Forget the compiled series of these models only (their runtime became known:
@@ -275,80 +126,23 @@ class Normalizer:
         what only they used (normalized series keys, label-block and mapping caches,
         model indexes); how many were evicted. Cost: one pass over the text."""
         cache = self._cache
-        kept: dict[str, Entry] = {}
-        for line, _lineno in iter_lines(text, Metadata()):
-            sp = line.rfind(" ")
-            key = line[:sp]
-            entry = cache.get(key)
-            if entry is None:
-                split = split_sample_line(line)
-                if isinstance(split, str):
-                    continue
-                key = split[0]
-                entry = cache.get(key)
-                if entry is None:
-                    continue
-            kept[key] = entry
+        kept = carried(cache, text)
         evicted = len(cache) - len(kept)
         self._cache = kept
         self._compiler.prune(kept.values())
         self._models.clear()
-        del self._model_table[1:]
         for entry in kept.values():
             if entry.model is not None:
-                entry.mi = self._model_index(entry.model)
+                entry.mi = self._models.of(entry.model)
         return evicted
 
     # -- the loop -------------------------------------------------------------------
     def normalize(self, text: str) -> Normalized:
-        """Normalize one exposition body (:meth:`_normalize`), then, for a table that reads
-        them, add the LoRA adapters' family (:meth:`_add_adapters`)."""
+        """:meth:`_normalize`, and the LoRA adapters' family for a table that reads them."""
         result = self._normalize(text)
         if self.table.reads_lora_adapters and result.refused is None:
-            self._add_adapters(result, text)
+            add_adapters(result, text)
         return result
-
-    def _add_adapters(self, result: Normalized, text: str) -> None:
-        """Set ``modelserver_adapter_requests_present`` of ``result`` from ``text``
-        (:func:`~.adapters.adapter_presence`), labelled as the engine's base-model series
-        (those of ``modelserver_requests_active`` without ``state``); nothing when the
-        engine exposes no model series. Each adapter is an observed model too (``models``:
-        vLLM serves it under its own name, so the registry owns it by that name and
-        ``modelserver_model_info`` carries its owner). The family's objects are replaced,
-        never changed (the last state may share them), and ``vllm:lora_requests_info`` is
-        no longer counted as unmapped."""
-        present = adapter_presence(text)
-        result.unmapped.difference_update(LORA_INFO_NAMES)
-        base: tuple[tuple[str, str], ...] | None = None
-        for prefix in result.families[_ACTIVE_INDEX]:
-            pairs = result.key(prefix)[1]
-            base = tuple(p for p in pairs if p[0] != "state")
-            break
-        fam: dict[str, float | str] = {}
-        made: dict[str, SeriesKey] = {}
-        for adapter in present if base is not None else ():
-            for state, on in (("running", adapter.running), ("waiting", adapter.waiting)):
-                pairs = (*(base or ()), ("adapter", adapter.adapter), ("state", state))
-                prefix = ADAPTER_TARGET + render_labels(pairs)
-                fam[prefix] = 1.0 if on else 0.0
-                made[prefix] = (ADAPTER_TARGET, pairs)
-        if base is not None and present:
-            labels = dict(base)
-            result.models = result.models | {
-                (a.adapter, "", labels.get("backend", ""), labels.get("runtime", ""))
-                for a in present}
-        if not fam and not result.families[_ADAPTER_INDEX]:
-            return
-        if isinstance(result.keys, dict):
-            result.keys.update(made)
-        else:
-            result.keys = {**result.keys, **made}
-        result.families[_ADAPTER_INDEX] = fam
-        if result.lines is not None:
-            result.lines[_ADAPTER_INDEX] = [f"{p} {format_value(float(v))}"
-                                            for p, v in fam.items()]
-        if result.numbers is not None:
-            result.numbers[_ADAPTER_INDEX] = [float(v) for v in fam.values()]
 
     def _normalize(self, text: str) -> Normalized:
         """Normalize one exposition body. Never raises on bad input (see ``meta.invalid``).
@@ -358,14 +152,9 @@ class Normalizer:
         objects); else, or when a changed line is not the series the last exposition had
         there, every line is read.
 
-        The cyclic garbage collector is paused while lines are read (if it was on; bounded
-        by ``limits.max_seconds``): compiling a cold exposition creates ~10 long-lived
-        objects per series, none of them garbage, and the collections that allocation
-        triggers (each older one scanning the whole cache) would take a large share of a
-        cold cycle. After an exposition that compiled :attr:`PROMOTE_AT` series or more,
-        the objects made meanwhile go to the oldest generation at once (``gc.freeze()``
-        then ``gc.unfreeze()``, O(1)) instead of being scanned by the first young
-        collections; garbage among them waits for the next full collection."""
+        The cyclic garbage collector is paused while lines are read, and what a read that
+        compiled :attr:`PROMOTE_AT` series or more made is promoted to its oldest
+        generation (:mod:`.gcpause`)."""
         if text.startswith("\ufeff"):
             text = text[1:]
         lines = text.split("\n")
@@ -375,12 +164,10 @@ class Normalizer:
         if last is not None and len(hashes) == len(last.hashes):
             if hashes == last.hashes:
                 self._last = last  # every line known: the last state, in new objects
-                return self._replaced(last, [], list(last.result.families),
-                                      list(last.result.lines or ()),
-                                      list(last.result.numbers or ()))
+                return self._replaced(last, unchanged(last))
             changed = list(compress(count(), map(ne, hashes, last.hashes)))
         self._compiler.begin()
-        with self._collector_paused():
+        with collector_paused(lambda: len(self._cache), self.PROMOTE_AT):
             if (last is not None and changed is not None
                     and len(changed) <= MAX_CHANGED_SHARE * len(lines)):
                 result = self._read_changed(last, lines, changed)
@@ -391,30 +178,12 @@ class Normalizer:
                     return result
             return self._read_all(text, lines, hashes)
 
-    @contextmanager
-    def _collector_paused(self) -> Iterator[None]:
-        """The cyclic GC paused (if it was on), and what was compiled meanwhile promoted
-        to its oldest generation when that is :attr:`PROMOTE_AT` series or more (see
-        :meth:`normalize`; not when something else froze objects: they stay frozen)."""
-        paused = gc.isenabled()
-        if paused:
-            gc.disable()
-        before = len(self._cache)
-        try:
-            yield
-        finally:
-            if paused:
-                if len(self._cache) - before >= self.PROMOTE_AT and not gc.get_freeze_count():
-                    gc.freeze()
-                    gc.unfreeze()
-                gc.enable()
-
     def _read_all(self, text: str, lines: list[str], hashes: list[int]) -> Normalized:
         """Read every line of ``text`` (``lines``, ``hashes`` theirs) and make the state;
         keep the exposition (:mod:`.lastscrape`) when the state is clean."""
         read = self._read(lines, range(len(lines)))
         for _ in range(self.MAX_REREADS):
-            if read.refused is not None or not self._misjudged(read):
+            if read.refused is not None or not misjudged(self._compiler, self._cache, read.fed):
                 break
             read = self._read(lines, range(len(lines)))  # the rest of the cache is warm
         result = self._assemble(read, text)
@@ -428,60 +197,33 @@ class Normalizer:
             self._last = LastScrape(hashes, read.entries, result)
         return result
 
-    def _misjudged(self, read: _Read) -> bool:
-        """Whether this exposition showed series compiled from what earlier ones said,
-        then dropped from the cache (the next read compiles them as a first read of this
-        exposition does): a series met by another on one normalized series after it was
-        compiled as alone (:attr:`~.compile.SeriesCompiler.stale`), else series compiled
-        as meeting others on a normalized series that only one of them fed in ``read``
-        (the others gone: :meth:`~.compile.SeriesCompiler.unshare`)."""
-        compiler, cache = self._compiler, self._cache
-        stale = compiler.stale
-        if stale:
-            for key in [k for k, e in cache.items() if e.canon in stale]:
-                del cache[key]
-            compiler.stale = set()
-            return True
-        if not compiler.sharing:
-            return False
-        met: dict[str, set[str]] = {}
-        for entry in read.fed:
-            for slot in entry.shared:
-                met.setdefault(slot.prefix, set()).add(entry.canon)
-        alone = compiler.unshare(met)
-        if not alone:
-            return False
-        for key in [k for k, e in cache.items()
-                    if e.shared and any(slot.prefix in alone for slot in e.shared)]:
-            del cache[key]
-        return True
-
-    def _read(self, lines: list[str], indices: Iterable[int], full: bool = True) -> _Read:
+    def _read(self, lines: list[str], indices: Iterable[int], full: bool = True) -> Read:
         """The loop: read the lines ``indices`` of ``lines`` (every line, or the changed
         ones), compiling the series not cached, taking each series' value
-        (:meth:`_accept`) and appending what it emits to its families' lists
-        (:attr:`_emitted`); stops at ``# EOF`` and at a :class:`~.validate.Limits` bound
-        (``_Read.refused``).
+        (:func:`~.emit.accept`) and appending what it emits to its families' lists
+        (:class:`~.families.EmittedFamilies`); stops at ``# EOF`` and at a
+        :class:`~.validate.Limits` bound (``Read.refused``).
 
         Why this function is long: it is the per-line loop, inlined (a call per line
         would cost more than the loop's body); its rare branches are methods. In a
         ``full`` read an entry is compiled again where the TYPEs before its line differ
         from its own (:attr:`~.entry.Entry.types_seen`; a changed-lines read keeps every
         comment)."""
-        for em_list in self._emitted:
-            em_list.clear()
-        read = _Read(Metadata(), [None] * len(lines), bytearray(len(self._models) + 64))
+        self._families.clear()
+        read = Read(Metadata(), [None] * len(lines), bytearray(len(self._models) + 64))
         meta, entries, marks = read.meta, read.entries, read.marks
         types = meta.types  # grows as TYPE lines are read, never changes a TYPE
         ok_seen, ok_at = None, -1  # the TYPEs last found alike, and len(types) then
         cache_get = self._cache.get
-        accept = self._accept
+        accept = accept_value
+        passthrough = self.passthrough
+        appends = self._families.appends
         max_series = self.limits.max_series
         deadline = time.perf_counter() + self.limits.max_seconds
         sample_lines = 0
         runs = read.runs
         run_group: str | None = None  # the histogram of the last bucket read, and its run
-        run = _Run(-INF, 0.0)
+        run = Run(-INF, 0.0)
         for i in indices:
             line = lines[i]
             if not line:
@@ -493,12 +235,12 @@ class Normalizer:
                 continue
             if sample_lines & 4095 == 4095 and (sample_lines >= max_series
                                                 or time.perf_counter() > deadline):
-                read.refused = self._past_bound(sample_lines, meta)
+                read.refused = self._refuse(past_bound(self.limits, sample_lines, meta))
                 return read
             # "key value" whose key is known: label sets repeat every scrape
             sp = line.rfind(" ")
             key = line[:sp]
-            tok = line[sp + 1:]  # a CR ending it is cut by _accept (never equals entry.tok)
+            tok = line[sp + 1:]  # a CR ending it is cut by accept (never equals entry.tok)
             # (no value token: parser.split_sample_line says what the line is, as for a
             # series not cached yet)
             entry = cache_get(key) if tok else None
@@ -523,12 +265,12 @@ class Normalizer:
                     else:
                         entry = entries[i] = self._cache[key] = self._compiler.compile(key, meta)
                 if entry.error is not None or entry.unmapped_family is not None:
-                    self._skipped(entry, key, tok, read, i + 1)
+                    read.skipped(entry, key, tok, i + 1, passthrough)
                 continue
             if tok != entry.tok:  # else unchanged since the last scrape: accepted then
-                wrong = accept(entry, tok)
+                wrong = accept(entry, tok, appends)
                 if wrong is not None:
-                    self._refused_value(entry, key, wrong, read, i + 1)
+                    read.refused_value(entry, key, wrong, i + 1)
                     continue
             marks[entry.mi] = 1
             entry.emit(entry.emitted)
@@ -537,7 +279,7 @@ class Normalizer:
                 if le is not None:  # a bucket, checked against the last of its histogram
                     g = entry.group  # interned: one object per histogram
                     if g is not run_group:
-                        run = runs.get(g) or runs.setdefault(g, _Run(-INF, 0.0))
+                        run = runs.get(g) or runs.setdefault(g, Run(-INF, 0.0))
                         run_group = g
                     if le > run.le:
                         if entry.value < run.count:
@@ -546,21 +288,11 @@ class Normalizer:
                     else:
                         read.unsure.add(g)
                 if entry.shared:
-                    self._summed(entry, read)
+                    summed(entry, read.sums, read.fed)
         read.sample_lines = sample_lines
         return read
 
-    def _past_bound(self, sample_lines: int, meta: Metadata) -> Normalized:
-        """The refusal of an exposition past a bound while it is read: too many series
-        (``sample_lines`` read so far), else the time bound."""
-        max_series = self.limits.max_series
-        if sample_lines >= max_series:
-            return self._refuse(meta, TOO_MANY_SERIES, f"more than {max_series} "
-                                "series in one exposition (scrape.max_series)")
-        return self._refuse(meta, NORMALIZE_TIMEOUT, "normalizing took more than "
-                            f"{self.limits.max_seconds} s (scrape.normalize_timeout_seconds)")
-
-    def _odd_line(self, line: str, key: str, read: _Read, lineno: int) -> _Found | None:
+    def _odd_line(self, line: str, key: str, read: Read, lineno: int) -> Found | None:
         """A sample line not read as ``name{labels} value`` (``key``: the text up to its
         last blank, not a cached key): parser.split_sample_line says what it is (a
         timestamp, an exemplar, a CR, …; None: a malformed line, recorded); its series,
@@ -571,9 +303,9 @@ class Normalizer:
             return None
         raw, tok = split
         entry = self._cache.get(raw) if raw != key else None  # key: known missing
-        return _Found(entry if entry is not None else self._compiled(raw, read), raw, tok)
+        return Found(entry if entry is not None else self._compiled(raw, read), raw, tok)
 
-    def _compiled(self, key: str, read: _Read) -> Entry | None:
+    def _compiled(self, key: str, read: Read) -> Entry | None:
         """The series of a raw key not cached: compiled and cached, or None (a deferred
         model's series: not cached, the model recorded)."""
         entry = self._compiler.compile(key, read.meta)
@@ -582,70 +314,13 @@ class Normalizer:
             return None
         self._cache[key] = entry
         if entry.model is not None:
-            entry.mi = mi = self._model_index(entry.model)
+            entry.mi = mi = self._models.of(entry.model)
             if mi >= len(read.marks):
                 read.marks.extend(bytes(mi + 64 - len(read.marks)))
         return entry
 
-    def _skipped(self, entry: Entry, key: str, tok: str, read: _Read, lineno: int) -> None:
-        """A line whose series has no slot: a refusal, a malformed series, an unmapped
-        family (copied when passed through) or a sample no rule uses."""
-        reason = entry.reason
-        if reason is not None and (reason != TYPE_MISMATCH or self.passthrough):
-            read.refusals[reason] += 1
-            read.examples.setdefault(reason, f"{key[:200]}: {entry.error}")
-        elif entry.error is not None and reason is None:
-            read.meta.bad(lineno, entry.error, key)
-        elif entry.unmapped_family is not None:
-            read.unmapped.add(entry.unmapped_family)
-            if self.passthrough:
-                if tok[-1:] in _TRAILING:
-                    tok = tok.rstrip(" \t\r")
-                problem = self._pass_through(entry, key, tok, read)
-                if problem is not None:
-                    read.refusals[problem] += 1
-                    read.examples.setdefault(problem, f"{key[:200]}: value {tok[:40]!r}")
-
-    @staticmethod
-    def _refused_value(entry: Entry, key: str, wrong: str | float, read: _Read,
-                       lineno: int) -> None:
-        """Record a value :meth:`_accept` did not take: a malformed token (``str``: the
-        line is recorded as invalid) or a number the series' check refuses (counted by
-        reason; its histogram, summary or sum withdrawn). A series with shared slots is
-        counted as read (``fed``) all the same."""
-        if entry.shared:
-            read.fed.append(entry)
-        if isinstance(wrong, str):
-            read.meta.bad(lineno, wrong, key)
-            return
-        reason = check_value(entry.check, wrong) or BAD_VALUE
-        read.refusals[reason] += 1
-        read.examples.setdefault(reason, f"{key[:200]}: {format_value(wrong)}")
-        if entry.group:
-            read.withdraw.add(entry.group)
-
-    @staticmethod
-    def _summed(entry: Entry, read: _Read) -> None:
-        """Add an accepted value to the normalized series of its shared slots: summed with
-        the series of the same priority, replaced by one of a lower priority number (see
-        the module)."""
-        read.fed.append(entry)
-        value = entry.value
-        for slot in entry.shared:
-            v = value / slot.divide * slot.multiply
-            if slot.negative_is_nan and v < 0:
-                v = math.nan
-            cur = read.sums.get(slot.prefix)
-            if cur is None:
-                read.sums[slot.prefix] = _Sum(v, slot.priority, entry.canon, slot.family)
-            elif slot.priority < cur.priority or cur.canon == entry.canon:
-                cur.value, cur.priority, cur.canon = v, slot.priority, entry.canon
-            elif slot.priority == cur.priority:
-                cur.value += v
-                cur.canon = None  # an aggregate of several upstream series
-
     # -- every line read: the state from what the series emitted --------------------
-    def _assemble(self, read: _Read, text: str) -> Normalized:
+    def _assemble(self, read: Read, text: str) -> Normalized:
         """The state of an exposition whose every line ``read`` read (``text`` its body,
         for the slow whole-histogram check): the families from what the series emitted,
         then the refused histograms and groups withdrawn, the sums added and the
@@ -653,34 +328,20 @@ class Normalizer:
         if read.refused is not None:
             return read.refused
         meta = read.meta
-        fams = self._families_from_emitted()
-        table = self._model_table
-        models = {table[i] for i in range(1, len(table)) if read.marks[i]}
+        fams = self._families.build()
+        models = self._models.marked(read.marks)
         meta.sample_lines = read.sample_lines
-        max_series = self.limits.max_series
-        if read.sample_lines > max_series:
-            return self._refuse(meta, TOO_MANY_SERIES, f"more than {max_series} series in "
-                                "one exposition (scrape.max_series)")
-        self._check_histograms(read, text)
-        for prefix, total in read.sums.items():
-            self._unshare(total.family, fams)
-            fams.dicts[total.family][prefix] = total.value
-            fams.lines[total.family].append(f"{prefix} {format_value(total.value)}")
+        if read.sample_lines > self.limits.max_series:
+            return self._refuse(past_bound(self.limits, read.sample_lines, meta))
+        check_histograms(read, text, self._cache)
+        self._families.add_sums(fams, read.sums)
         lines_ok = not read.withdraw
         if read.withdraw:
             for i in range(len(fams.dicts)):
-                self._unshare(i, fams)
-            self._withdraw(fams.dicts, read.withdraw)
-        for count_prefix, mean in self._compiler.mean_only.items():
-            fam = fams.dicts[mean.family]
-            if count_prefix in fam and mean.sum_prefix not in fam:
-                # Triton without the duration counter (counter_latencies=false, partial
-                # expositions): a request count is no latency; emit nothing
-                self._unshare(mean.family, fams)
-                fam = fams.dicts[mean.family]
-                del fam[count_prefix]
-                fam.pop(mean.inf_prefix, None)
-                lines_ok = False
+                self._families.unshare(i, fams)
+            withdraw(self._cache.values(), fams.dicts, read.withdraw)
+        if self._families.drop_mean_only(fams, self._compiler.mean_only):
+            lines_ok = False
         # the lines stand for the dicts unless a series was written twice (the last
         # value wins, at the first position), withdrawn or left out: render those
         if lines_ok and all(len(fl) == len(f) for fl, f in zip(fams.lines, fams.dicts,
@@ -694,53 +355,6 @@ class Normalizer:
                           passthrough_types=read.ptypes, lines=lines,
                           deferred=read.deferred, numbers=fams.numbers)
 
-    def _families_from_emitted(self) -> _Families:
-        """Each family's dict, lines and numbers from what its series emitted (C-level:
-        one dict and one line list per family); a family whose lines are those of the
-        last exposition gets the last exposition's objects (``reused``)."""
-        built = self._built
-        fams = _Families([{} for _ in METRICS], [[] for _ in METRICS],
-                         [None for _ in METRICS], set())
-        for i, em_list in enumerate(self._emitted):
-            if not em_list:
-                built[i] = None
-                fams.numbers[i] = []
-                continue
-            made = list(map(_LINE, em_list))
-            last = built[i]
-            # the same lines (a line is its prefix and value text, and the text decides
-            # the value): the same dict
-            if last is not None and last.lines == made:
-                fams.dicts[i], fams.lines[i], fams.numbers[i] = last
-                fams.reused.add(i)
-            else:
-                built[i] = last = None  # freed first: the new ones reuse the memory
-                fam = dict(zip(map(_PREFIX, em_list), map(_VALUE, em_list), strict=True))
-                nums = list(map(_NUMBER, em_list))
-                # a series written twice is one dict entry: then no numbers
-                numbers = nums if len(nums) == len(fam) else None
-                fams.dicts[i], fams.lines[i], fams.numbers[i] = fam, made, numbers
-                built[i] = _Built(fam, made, numbers)
-            em_list.clear()
-        return fams
-
-    def _check_histograms(self, read: _Read, text: str) -> None:
-        """Refuse (count, withdraw) the histograms whose buckets are not valid: those the
-        streaming check saw decrease, and those it could not judge (not one ascending run
-        ending at ``+Inf``) checked whole (:func:`~.validate.check_buckets`)."""
-        unsure = read.unsure
-        unsure.update(g for g, run in read.runs.items() if run.le != INF)
-        broken = {g: BUCKETS_DECREASE for g in read.decreasing - unsure}
-        if unsure:
-            for g, hb in self._buckets_of(text, unsure).items():
-                reason = check_buckets(hb)
-                if reason is not None:
-                    broken[g] = reason
-        for group, reason in broken.items():
-            read.refusals[reason] += 1
-            read.examples.setdefault(reason, group[:200])
-            read.withdraw.add(group)
-
     # -- the changed lines read: the last state with their values replaced ------------
     def _read_changed(self, last: LastScrape, lines: list[str],
                       changed: list[int]) -> Normalized | None:
@@ -749,242 +363,27 @@ class Normalizer:
         (another series or a comment at a changed line, a refused or malformed value, a
         line passed through, part of a sum, a refused histogram): every line must be
         read."""
-        known = last.entries
-        # first whether the last exposition had a series at each changed line that can
-        # change alone (not part of a sum, not a line passed through), before anything
-        # is read; then, once read, whether each line holds that series still
-        passthrough = self.passthrough
-        for i in changed:
-            entry = known[i]
-            if entry is None or entry.shared or (passthrough
-                                                 and entry.unmapped_family is not None):
-                return None
+        if not alone(last.entries, changed, self.passthrough):
+            return None
         read = self._read(lines, changed, False)
         if read.refused is not None:
             return read.refused
-        got = read.entries
-        if any(map(is_not, map(got.__getitem__, changed), map(known.__getitem__, changed))):
-            return None  # another series, or none, at a changed line
-        if (read.meta.invalid or read.refusals or read.deferred or read.passthrough
-                or read.sums):
+        if not explained(last, read, changed):
             return None
-        if read.runs:
-            # a histogram with a changed bucket is checked whole, as reading every line
-            # would (check_buckets is its verdict: the streaming check of an ascending
-            # run and the whole check of any other agree)
-            hists = last.histograms
-            if hists is None:
-                hists = last.histograms = histograms_of(known)
-            for group in read.runs:
-                if check_buckets([(b.le, b.value) for b in hists[group]
-                                  if b.le is not None]) is not None:
-                    return None
-        prev = last.result
-        families = list(prev.families)
-        flines = list(prev.lines or ())
-        numbers = list(prev.numbers or ())
-        places = last.places
-        if places is None:
-            places = last.places = places_of(known, len(families))
-        copied = [False] * len(families)  # copy on write, once per family
-        for i in changed:
-            entry = got[i]
-            assert entry is not None
-            at = places.of(i)
-            if entry.skip or not at:
-                continue  # a value nobody reads
-            emitted = (entry.emitted,) if len(at) == 1 else entry.emitted
-            for place, now in zip(at, emitted, strict=True):
-                fam = place >> PLACE_BITS
-                pos = place & PLACE_INDEX
-                if not copied[fam]:
-                    copied[fam] = True
-                    families[fam] = dict(families[fam])
-                    flines[fam] = list(flines[fam])
-                    nums = numbers[fam]
-                    if nums is not None:  # None: a family with sums (read from the dict)
-                        numbers[fam] = list(nums)
-                flines[fam][pos] = now.line
-                families[fam][now.prefix] = now.value
-                fam_numbers = numbers[fam]
-                if fam_numbers is not None:
-                    fam_numbers[pos] = now.number
-        for em_list in self._emitted:
-            em_list.clear()
-        return self._replaced(last, compress(count(), copied), families, flines, numbers)
+        new = replaced(last, read.entries, changed)
+        self._families.clear()
+        return self._replaced(last, new)
 
-    def _replaced(self, last: LastScrape, changed_families: Iterable[int],
-                  families: list[dict[str, float | str]], flines: list[list[str]],
-                  numbers: list[list[float] | None]) -> Normalized:
-        """The last state with these families (the ``changed_families`` new objects, kept
-        as what their series made unless the last exposition's were not), in a new
-        :class:`Normalized`, which ``last`` keeps from now on."""
-        built = self._built
-        for fam in changed_families:
-            if built[fam] is not None:  # None: not its series' own lines (sums appended)
-                built[fam] = _Built(families[fam], flines[fam], numbers[fam])
-        prev = last.result
-        result = Normalized(families=families, models=set(prev.models),
-                            unmapped=set(prev.unmapped), meta=prev.meta,
-                            passthrough=prev.passthrough, keys=prev.keys,
-                            passthrough_types=prev.passthrough_types, lines=flines,
-                            numbers=numbers)
-        last.result = result
-        return result
+    def _replaced(self, last: LastScrape, new: Replaced) -> Normalized:
+        """The last state with ``new``'s families (the changed ones remembered as built:
+        :meth:`~.families.EmittedFamilies.rebuilt`), which ``last`` keeps from now on."""
+        self._families.rebuilt(new.changed, new.families, new.lines, new.numbers)
+        return renewed(last, new)
 
-    # -- per series ------------------------------------------------------------------
-    def _accept(self, entry: Entry, tok: str) -> str | float | None:
-        """Take a series' new value token (one that is not its last accepted one): None
-        when accepted — ``entry.tok``, ``.value``, ``.emit`` and ``.emitted`` are what the
-        series emits from now on —, else what is wrong: a ``str`` (the token is not a
-        number: the malformed-line message), or the ``float`` refused by the entry's value
-        check (:func:`~.validate.check_value` gives the reason). The entry is unchanged
-        when the value is not accepted."""
-        if tok[-1:] in _TRAILING:  # a CR, or blanks after the value
-            tok = tok.rstrip(" \t\r")
-        if "_" in tok or not tok.isascii():  # Python's float takes "1_0", "١"
-            return f"invalid sample value {tok!r}"
-        try:
-            value = float(tok)
-        except ValueError:
-            return f"invalid sample value {tok!r}"
-        check = entry.check
-        # refused: a cumulative value (check 1) outside [0, inf), a quantile
-        # (check 2) negative or infinite (NaN is an empty summary's quantile)
-        if check and not (0.0 <= value < INF) and (check == 1 or value == value):
-            return value
-        # what the series emits from now on (the two common cases here, no call)
-        direct, scaled = entry.direct, entry.scaled
-        if len(direct) == 1 and not scaled and value - value == 0:
-            slot = direct[0]  # the upstream text, unscaled
-            prefix = slot.prefix
-            entry.emit = self._appends[slot.family]
-            entry.emitted = _emitted(Emitted, (prefix, tok, f"{prefix} {tok}", value))
-        elif len(scaled) == 1 and not direct:
-            one = scaled[0]  # unit-converted
-            v = value / one.divide * one.multiply
-            if one.negative_is_nan and v < 0:
-                v = math.nan
-            prefix = one.prefix
-            entry.emit = self._appends[one.family]
-            entry.emitted = _emitted(Emitted, (prefix, v, f"{prefix} {v!r}" if v - v == 0
-                                               else f"{prefix} {format_value(v)}", v))
-        else:
-            self._emits(entry, tok, value)
-        entry.tok = tok
-        entry.value = value
-        return None
-
-    def _emits(self, entry: Entry, tok: str, value: float) -> None:
-        """Set what an accepted value of a series emits (``entry.emit(entry.emitted)``):
-        per direct and scaled slot, an :class:`~.entry.Emitted` appended to its family's
-        list. Direct slots keep the upstream's text when finite (NaN and ±Inf get the
-        canonical spelling); scaled ones are floats. One slot: that list's ``append`` and
-        its ``Emitted``; several: :func:`_emit_all` and the tuple of the slots'
-        ``Emitted``, in slot order (direct, then scaled); none (shared slots only):
-        ``bool``, a no-op. (The two common cases, one direct slot with a finite value and
-        one scaled slot alone, are made by :meth:`_accept` itself.)"""
-        lists = self._appends  # one bound method per family, shared by the series
-        emits: list[Callable[[Emitted], None]] = []
-        made: list[Emitted] = []
-        if entry.direct:
-            finite = value - value == 0
-            text = tok if finite else format_value(value)
-            val: float | str = tok if finite else value
-            for slot in entry.direct:
-                emits.append(lists[slot.family])
-                made.append(Emitted(slot.prefix, val, f"{slot.prefix} {text}", value))
-        for one in entry.scaled:
-            v = value / one.divide * one.multiply
-            if one.negative_is_nan and v < 0:
-                v = math.nan
-            emits.append(lists[one.family])
-            made.append(Emitted(one.prefix, v, f"{one.prefix} {format_value(v)}", v))
-        if len(made) == 1:
-            entry.emit, entry.emitted = emits[0], made[0]
-        elif not made:
-            entry.emit, entry.emitted = bool, None
-        else:
-            entry.emit, entry.emitted = partial(_emit_all, tuple(emits)), tuple(made)
-
-    def _unshare(self, i: int, fams: _Families) -> None:
-        """Before family ``i``'s dict or lines change after they were made: they are no
-        longer what its series emitted (not reused next time), and not the last
-        exposition's objects (copied when they were); its numbers are dropped."""
-        self._built[i] = None
-        fams.numbers[i] = None
-        if i in fams.reused:
-            fams.reused.discard(i)
-            fams.dicts[i] = dict(fams.dicts[i])
-            fams.lines[i] = list(fams.lines[i])
-
-    def _model_index(self, model: tuple[str, str, str, str]) -> int:
-        """The index of a model in this normalizer's table (Entry.mi; 0 is no model)."""
-        i = self._models.get(model)
-        if i is None:
-            i = self._models[model] = len(self._model_table)
-            self._model_table.append(model)
-        return i
-
-    def _pass_through(self, entry: Entry, key: str, tok: str, read: _Read) -> str | None:
-        """Copy one line of an unmapped family (pass-through on), or say why not: a value
-        Prometheus reads otherwise (:data:`~.validate.BAD_VALUE`), or a line checked under
-        another TYPE than the family is served with (:data:`~.validate.TYPE_MISMATCH`:
-        the family is served with the TYPE declared before its first line)."""
-        if prometheus_float(tok) is None:
-            return BAD_VALUE
-        fam = entry.unmapped_family
-        assert fam is not None
-        lines = read.passthrough.get(fam)
-        if lines is None:
-            lines = read.passthrough[fam] = []
-            read.ptypes[fam] = read.meta.types.get(fam)
-        if entry.ptype != read.ptypes[fam]:
-            return TYPE_MISMATCH
-        lines.append(f"{key} {tok}")
-        return None
-
-    def _buckets_of(self, text: str, groups: set[str]) -> dict[str, list[tuple[float, float]]]:
-        """``(le, value)`` of every valid bucket of the histograms ``groups`` in ``text``
-        (slow path: a second pass, only for histograms not written one ascending run
-        each)."""
-        out: dict[str, list[tuple[float, float]]] = {g: [] for g in groups}
-        for line, _lineno in iter_lines(text, Metadata()):
-            split = split_sample_line(line)
-            if isinstance(split, str):
-                continue
-            entry = self._cache.get(split[0])
-            if entry is None or entry.le is None or entry.group not in out:
-                continue
-            value = prometheus_float(split[1])
-            if value is not None and 0.0 <= value < INF:
-                out[entry.group].append((entry.le, value))
-        return {g: hb for g, hb in out.items() if hb}
-
-    def _withdraw(self, families: list[dict[str, float | str]], groups: set[str]) -> None:
-        """Remove every normalized series fed by an upstream series of ``groups`` (a
-        refused histogram or summary whole, a sum one of whose parts was refused). Slow
-        path: scans the compiled series, only in a scrape that refused a sample."""
-        for entry in self._cache.values():
-            if entry.group in groups:
-                for direct in entry.direct:
-                    families[direct.family].pop(direct.prefix, None)
-                for scaled in entry.scaled:
-                    families[scaled.family].pop(scaled.prefix, None)
-                for shared in entry.shared:
-                    families[shared.family].pop(shared.prefix, None)
-
-    def _refuse(self, meta: Metadata, reason: str, message: str) -> Normalized:
-        """The state of an exposition refused whole by a bound (no series); the compiled
-        series are forgotten (a churning exposition must not grow the cache)."""
-        self.invalidate()  # and the last exposition
-        return Normalized(families=[{} for _ in METRICS], models=set(), unmapped=set(),
-                          meta=meta, refused=(reason, message))
-
-
-def _emit_all(emits: tuple[Callable[[Emitted], None], ...],
-              emitted: tuple[Emitted, ...]) -> None:
-    """Emit every slot of a series with several (see ``Normalizer._emits``): its
-    ``emitted`` is then the tuple of what each slot emits, in slot order."""
-    for emit, one in zip(emits, emitted, strict=True):
-        emit(one)
+    # -- refused whole ----------------------------------------------------------------
+    def _refuse(self, refusal: Normalized) -> Normalized:
+        """``refusal`` (an exposition refused whole by a bound: :func:`~.reading.
+        past_bound`), after forgetting the compiled series (a churning exposition must not
+        grow the cache) and the last exposition."""
+        self.invalidate()
+        return refusal

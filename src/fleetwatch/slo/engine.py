@@ -1,33 +1,24 @@
-"""The SLO engine: concurrency-conditioned events, burn rates, state, capacity, signals.
+"""The SLO engine: the orchestrator of the stages of :mod:`fleetwatch.slo`.
 
-Fed every sidecar snapshot (typed, timestamped: see
-:class:`~fleetwatch.exporters.snapshot.Snapshot`), one :meth:`SLOEngine.update` runs the
-stages of :mod:`fleetwatch.slo` in order (each subpackage's doc defines its terms):
+Fed every sidecar snapshot (typed, timestamped:
+:class:`~fleetwatch.exporters.snapshot.Snapshot`), one :meth:`SLOEngine.update` runs
+named steps in order, each a stage (each subpackage's doc defines its terms):
+**decode** the interval since the last snapshot (:mod:`fleetwatch.slo.decode`; a target
+down keeps its counters for :attr:`SLOEngine.CARRY_SECONDS`) → **account** the events of
+every (SLO, model) of a target at once, by concurrency band, into sliding windows
+(:mod:`fleetwatch.slo.account`) → **judge** the states whose judged inputs changed
+(:mod:`fleetwatch.slo.judge`) → learn **capacity** at SLO
+(:mod:`fleetwatch.slo.capacity.learner`) → **forget** the models without data for
+``limits.forget_model_after`` seconds, in every stage. Trace events
+(:meth:`SLOEngine.add_events`) take the same accounting path.
 
-1. **decode** the interval since the last snapshot into per-slot deltas
-   (:mod:`fleetwatch.slo.decode`: reset-aware, a target down keeps its counters for
-   :attr:`SLOEngine.CARRY_SECONDS`);
-2. **account** the interval's events of every (SLO, model) of a target at once, by the
-   concurrency band it ran at, into sliding windows, and compute burn rates
-   (:mod:`fleetwatch.slo.account`);
-3. **judge** ok / regression / overload / no_data / misconfigured, and with a placement
-   re-judge a regression as interference or gpu_degraded (:mod:`fleetwatch.slo.judge`),
-   only for the states whose judged inputs changed (:mod:`fleetwatch.slo.judge.marks`);
-4. learn **capacity at SLO** with hysteresis (:mod:`fleetwatch.slo.capacity.learner`);
-5. **forget** the models without data for ``limits.forget_model_after`` seconds, in every
-   stage (:mod:`fleetwatch.slo.account.tracked`).
-
-:meth:`~SLOEngine.status` (``/slo``), :meth:`~SLOEngine.autoscaling` (``/autoscaling``)
-and :meth:`~SLOEngine.iter_metrics` (``fleetwatch_slo_*``) answer from
-:mod:`fleetwatch.slo.outputs`. This module only wires the stages and holds their state
-across updates. The state is bounded by the SLO file's ``limits``: an SLO tracks at most
-``max_models_per_slo`` models (a further one is counted in
-``fleetwatch_slo_models_refused_total{slo}`` and logged: :mod:`fleetwatch.slo.account.
-limits`); past :attr:`SLOEngine.MAX_MODELS` models with data (label churn), the models
-seen least recently are forgotten at once (``fleetwatch_slo_models_evicted_total``).
-Events that are none or not finite are never booked. A restarted sidecar hands the state
-it recovered to :meth:`SLOEngine.restore` (:mod:`fleetwatch.slo.recover`); missing or
-frozen data holds, then saturates, a model's signal (:mod:`fleetwatch.slo.judge.freshness`).
+This module only wires the stages and holds their state across updates. Its bounds are
+those of :mod:`fleetwatch.slo.account.limits` (and :attr:`SLOEngine.MAX_MODELS`); it
+answers ``/slo``, ``/autoscaling`` and ``fleetwatch_slo_*`` through
+:class:`~fleetwatch.slo.outputs.readout.EngineReadout`, restores a restarted sidecar's
+state through :class:`~fleetwatch.slo.recover.restore.Restores`, and holds, then
+saturates, the signal of a model whose data is missing or frozen
+(:mod:`fleetwatch.slo.judge.freshness`).
 """
 
 from __future__ import annotations
@@ -35,8 +26,6 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Iterable
-
-import numpy as np
 
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.placement import Placement
@@ -47,13 +36,12 @@ from fleetwatch.slo.account.columns import PlanColumns
 from fleetwatch.slo.account.gauges import ModelGauges, update_gauges
 from fleetwatch.slo.account.layout import Layout
 from fleetwatch.slo.account.ledger import Ledger, Selection
-from fleetwatch.slo.account.limits import Held, ModelCap, ModelLimit
+from fleetwatch.slo.account.limits import ModelCap, ModelLimit
 from fleetwatch.slo.account.trace_book import TraceBook
 from fleetwatch.slo.account.tracked import TrackedStates
 from fleetwatch.slo.arrays import FloatArray
 from fleetwatch.slo.capacity.learner import CapacityLearner
-from fleetwatch.slo.decode.decoder import DURATION, Decoded, Decoder, needed_families
-from fleetwatch.slo.decode.plan import ACTIVE_GROUP
+from fleetwatch.slo.decode.decoder import Decoded, Decoder, concurrency_refused, needed_families
 from fleetwatch.slo.judge import states as _judge
 from fleetwatch.slo.judge.freshness import Freshness
 from fleetwatch.slo.judge.interference import Attributor
@@ -61,14 +49,14 @@ from fleetwatch.slo.judge.marks import Marks
 from fleetwatch.slo.outputs import autoscaling as _autoscaling
 from fleetwatch.slo.outputs.autoscaling import SignalHold
 from fleetwatch.slo.outputs.readout import EngineReadout
-from fleetwatch.slo.recover import records as _recover
+from fleetwatch.slo.recover.restore import Restores
 from fleetwatch.slo.spec import SLOFile, SLOSpec
 from fleetwatch.slo.state import ALL, STATES, ModelKey, SLOModelState, TraceEvent
 
 __all__ = ["ALL", "STATES", "ModelKey", "SLOEngine", "SLOModelState"]
 
 
-class SLOEngine(EngineReadout):
+class SLOEngine(EngineReadout, Restores):
     """Runs the SLOs of an :class:`~fleetwatch.slo.spec.SLOFile` over successive
     snapshots.
 
@@ -79,16 +67,8 @@ class SLOEngine(EngineReadout):
     sliding window (memory and resolution, see :mod:`fleetwatch.slo.account.windows`).
     ``placement``: which models share which GPU (the sidecar's ``placement:``), for
     co-location interference and GPU health (:mod:`fleetwatch.slo.judge.interference`;
-    without it a burn inside the envelope is a regression).
-
-    Attributes read by callers: ``states`` ((SLO name, model) → :class:`SLOModelState`),
-    ``concurrency``/``queue_wait``/``kv_usage`` (model → requests / seconds / ratio),
-    ``gpu_memory_ratio``, ``last_update`` (Unix seconds of the last accounted snapshot),
-    ``update_seconds`` (how long it took), ``windows``, ``window_lengths`` (seconds),
-    ``band_latency`` (every band's latency evidence:
-    :class:`~fleetwatch.slo.capacity.evidence.BandLatencyStore`, a row per band's window
-    row), ``models_refused`` (SLO name → models refused by its limit), ``cold_starts``
-    (model name → its last measured cold start, seconds; set by the sidecar).
+    without it a burn inside the envelope is a regression). The attributes callers read
+    are listed by :class:`~fleetwatch.slo.outputs.readout.EngineReadout`.
     """
 
     CARRY_SECONDS = Decoder.CARRY_SECONDS
@@ -126,17 +106,10 @@ class SLOEngine(EngineReadout):
         self._traces = TraceBook(self._layout)
         self._marks = Marks()
         self._prev_ts: float | None = None
-        self._recovered: _recover.Recovered | None = None
         #: missing or frozen data per model (signal held, then saturated)
         self.freshness = Freshness(slos.autoscaling)
         #: model → its signal held at its peak for one cold start
         self.signal_holds: dict[ModelKey, SignalHold] = {}
-
-    @property
-    def gpu_memory_ratio(self) -> float | None:
-        """The fleet's GPU memory used ÷ total at the last snapshot (0–1; None without
-        GPU series)."""
-        return self.gauges.gpu_memory_ratio
 
     def update(self, snap: Snapshot) -> None:
         """Account one snapshot (call for every scrape, in order; a snapshot not newer
@@ -204,13 +177,10 @@ class SLOEngine(EngineReadout):
         pairs (:meth:`~fleetwatch.slo.account.book.TargetSLOs.gather`); ``refused`` the
         decoder's refused groups (a model whose concurrency inputs are among them books
         nothing)."""
-        seen = self._tracked.seen
-        live_dt = np.asarray([ts - seen.get(mk, prev_ts) for mk in view.models], dtype=float)
+        live_dt = self._tracked.since_seen(view.models, ts, prev_ts)
         live = live_dt > 0
         target = self._layout.target(view, live.tolist(), lambda e: self._state(e, ts))
-        no_conc = np.asarray([bool(refused) and ((mk, DURATION) in refused
-                                                 or (mk, ACTIVE_GROUP) in refused)
-                              for mk in view.models], dtype=bool)
+        no_conc = concurrency_refused(view.models, refused)
         concs = update_gauges(self.gauges, self._tracked.in_system, view.models,
                               target.gauges, out, live_dt, live, no_conc)
         return target.gather(live, concs, view.events(out), res, self._marks.dirty)
@@ -226,12 +196,8 @@ class SLOEngine(EngineReadout):
     def _judge(self, ts: float) -> None:
         """Stage 3: judge the states marked since the last judgement, and those whose
         rows' burning flags flipped (:mod:`fleetwatch.slo.judge.states`)."""
-        now = self.ledger.burning
-        self._marks.flipped(now)
-        self.attribution.record(ts, self.states, self.gauges.concurrency)
-        _judge.judge_marked(ts, self.states, self._marks.dirty, now.tolist(),
-                            self.attribution, self.ledger)
-        self._marks.dirty.clear()
+        _judge.judge_changed(ts, self.states, self._marks, self.attribution, self.ledger,
+                             self.gauges.concurrency)
 
     def _forget_gone(self, ts: float) -> None:
         """Stage 5: forget the models without data (metrics or trace events) for
@@ -260,27 +226,8 @@ class SLOEngine(EngineReadout):
             self._marks.dirty.add((slo.name, mk))
             self._capacity.changed()
             self._layout.changed()
-            if self._recovered is not None:
-                _recover.apply(self._recovered, st, ts, self._new_row, self.ledger,
-                               self.band_latency)
+            self._restored(st, ts)
         return st
-
-    def restore(self, recovered: _recover.Recovered) -> None:
-        """Start each state the engine makes from now on from its record in
-        ``recovered``, else from its fleet capacity (:mod:`fleetwatch.slo.recover`; call
-        before the first :meth:`update`)."""
-        self._recovered = recovered
-
-    def snapshot(self) -> _recover.Recovered:
-        """The records of every state as of the last update (:mod:`fleetwatch.slo.recover`;
-        call from the thread that updates the engine)."""
-        return _recover.capture(self.states, self.ledger, self.band_latency,
-                                self.last_update or 0.0)
-
-    def held(self) -> Held:
-        """What the engine holds per model and per series (the bounds of the module doc
-        and of :class:`~fleetwatch.slo.decode.decoder.Decoder`)."""
-        return Held(len(self._tracked.seen), len(self.states), self._decoder.carried)
 
     def _state(self, entry: ModelSLO, ts: float) -> SLOModelState | None:
         """The state of a model's SLO entry, kept there (:meth:`_state_of`)."""

@@ -23,4 +23,6 @@ Terms:
 * *tracked states* (:mod:`.tracked`): the (SLO, model) states made within the SLO's
   model limit (:mod:`.limits`), when each model last had data, and which are *gone*
   (no data for ``limits.forget_model_after`` seconds).
+
+Events that are none or not finite are never booked.
 """

@@ -14,12 +14,15 @@ Units: times in Unix seconds, requests in the system in requests.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+
+import numpy as np
 
 from fleetwatch.slo.account.columns import PlanColumns
 from fleetwatch.slo.account.concurrency import in_system_of
 from fleetwatch.slo.account.ledger import Ledger
 from fleetwatch.slo.account.limits import ModelCap, ModelLimit
+from fleetwatch.slo.arrays import FloatArray
 from fleetwatch.slo.decode.plan import ACTIVE_GROUP
 from fleetwatch.slo.spec import SLOSpec
 from fleetwatch.slo.state import ModelKey, RowCounts, SLOModelState
@@ -68,6 +71,12 @@ class TrackedStates:
             now = in_system_of(res[r] if r >= 0 else None, res[w] if w >= 0 else None)
             if now is not None:
                 in_system[mk] = now
+
+    def since_seen(self, models: Iterable[ModelKey], ts: float, since: float) -> FloatArray:
+        """Per model, the seconds from its last metrics (``since`` for a model never seen:
+        the previous snapshot's Unix seconds) to ``ts``; a model is live where > 0."""
+        seen = self.seen
+        return np.asarray([ts - seen.get(mk, since) for mk in models], dtype=float)
 
     def gone(self, ts: float, horizon: float, traced: Mapping[ModelKey, float]
              ) -> list[ModelKey]:

@@ -59,6 +59,7 @@ from fleetwatch.slo.decode.plan import (
     _SUM,
     _SUMMARY_COUNT,
     _WAITING,
+    ACTIVE_GROUP,
     MIN_READERS,
     Plan,
     Reader,
@@ -68,7 +69,7 @@ from fleetwatch.slo.sli import LATENCY_METRICS, SUMMARY_METRICS
 from fleetwatch.slo.spec import SLOFile
 from fleetwatch.slo.state import ModelKey
 
-__all__ = ["Decoded", "Decoder", "TargetColumns", "needed_families"]
+__all__ = ["Decoded", "Decoder", "TargetColumns", "concurrency_refused", "needed_families"]
 
 if TYPE_CHECKING:
     from fleetwatch.exporters.normalize import Normalized
@@ -107,6 +108,16 @@ class Decoded:
     columns: list[TargetColumns] = field(default_factory=list)
     gpu_memory_ratio: float | None = None
     refused: set[tuple[ModelKey, str]] = field(default_factory=set)
+
+
+def concurrency_refused(models: Iterable[ModelKey],
+                        refused: set[tuple[ModelKey, str]]) -> BoolArray:
+    """Per model, whether this interval's ``refused`` groups (:attr:`Decoded.refused`)
+    hold its concurrency inputs (its request durations or its running/waiting gauges):
+    then it books nothing."""
+    return np.asarray([bool(refused) and ((mk, DURATION) in refused
+                                          or (mk, ACTIVE_GROUP) in refused)
+                       for mk in models], dtype=bool)
 
 
 def needed_families(slos: SLOFile) -> list[int]:

@@ -19,6 +19,7 @@ from fleetwatch.slo.state import ModelKey, SLOModelState
 if TYPE_CHECKING:
     from fleetwatch.slo.account.ledger import Ledger
     from fleetwatch.slo.judge.interference import Attributor
+    from fleetwatch.slo.judge.marks import Marks
 
 #: Worst first: the state of a model over all its SLOs is the first one present.
 SEVERITY = ("regression", "gpu_degraded", "interference", "overload", "misconfigured", "ok",
@@ -68,6 +69,19 @@ def judge_marked(ts: float, states: Mapping[tuple[str, ModelKey], SLOModelState]
         one = states.get(key)
         if one is not None:
             judge(one, burning_rows)
+
+
+def judge_changed(ts: float, states: Mapping[tuple[str, ModelKey], SLOModelState],
+                  marks: Marks, attribution: Attributor, ledger: Ledger,
+                  concurrency: Mapping[ModelKey, float]) -> None:
+    """Judge at ``ts`` the states marked since the last judgement and those whose rows'
+    burning flags flipped (:class:`~fleetwatch.slo.judge.marks.Marks`), after recording
+    each model's ``concurrency`` (requests) for attribution; then clear the marks."""
+    now = ledger.burning
+    marks.flipped(now)
+    attribution.record(ts, states, concurrency)
+    judge_marked(ts, states, marks.dirty, now.tolist(), attribution, ledger)
+    marks.dirty.clear()
 
 
 def worst_state(states: set[str]) -> str:

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 from fleetwatch.slo.account.gauges import ModelGauges
 from fleetwatch.slo.account.ledger import Ledger
-from fleetwatch.slo.account.limits import ModelCap
+from fleetwatch.slo.account.limits import Held, ModelCap
+from fleetwatch.slo.account.tracked import TrackedStates
 from fleetwatch.slo.arrays import FloatArray
 from fleetwatch.slo.decode.decoder import Decoder
 from fleetwatch.slo.judge import states as _judge
@@ -29,7 +30,17 @@ from fleetwatch.slo.state import ModelKey, SLOModelState
 
 
 class EngineReadout:
-    """The engine's outputs, from the attributes declared here (set by the engine)."""
+    """The engine's outputs, from the attributes declared here (set by the engine).
+
+    The attributes read by callers: ``states`` ((SLO name, model) → :class:`SLOModelState`),
+    ``concurrency``/``queue_wait``/``kv_usage`` (model → requests / seconds / ratio),
+    ``gpu_memory_ratio``, ``last_update`` (Unix seconds of the last accounted snapshot),
+    ``update_seconds`` (how long it took), ``windows``, ``window_lengths`` (seconds),
+    ``band_latency`` (every band's latency evidence:
+    :class:`~fleetwatch.slo.capacity.evidence.BandLatencyStore`, a row per band's window
+    row), ``models_refused`` (SLO name → models refused by its limit), ``cold_starts``
+    (model name → its last measured cold start, seconds; set by the sidecar).
+    """
 
     spec: SLOFile
     ledger: Ledger
@@ -43,6 +54,19 @@ class EngineReadout:
     last_update: float | None
     _cap: ModelCap
     _decoder: Decoder
+    _tracked: TrackedStates
+
+    @property
+    def gpu_memory_ratio(self) -> float | None:
+        """The fleet's GPU memory used ÷ total at the last snapshot (0–1; None without
+        GPU series)."""
+        return self.gauges.gpu_memory_ratio
+
+    def held(self) -> Held:
+        """What the engine holds per model and per series (the bounds of
+        :mod:`fleetwatch.slo.account.limits` and of
+        :class:`~fleetwatch.slo.decode.decoder.Decoder`)."""
+        return Held(len(self._tracked.seen), len(self.states), self._decoder.carried)
 
     def window_sums(self, st: SLOModelState, band: str, window: float,
                     sums: FloatArray | None = None) -> tuple[float, float]:
