@@ -74,14 +74,12 @@ class TraceSidecar:
 
     def events(self, flush: bool = False) -> dict[str, float]:
         """Events of each SLO (all bands), after a tick (or a flush: every joined request
-        judged at once)."""
-        def read() -> dict[str, float]:
-            if flush:
-                self.receiver.flush()
-            else:
-                self.receiver.tick()
-            return {name: st.events["all"] for (name, _), st in self.engine.states.items()}
-        return self.thread.call(read)  # type: ignore[no-any-return]
+        judged at once); on the receiver's loop (a :meth:`wait` condition may call it)."""
+        if flush:
+            self.receiver.flush()
+        else:
+            self.receiver.tick()
+        return {name: st.events["all"] for (name, _), st in self.engine.states.items()}
 
     def wait(self, what: str, condition, timeout_s: float = 120.0) -> None:  # type: ignore[no-untyped-def]
         deadline = time.monotonic() + timeout_s
@@ -242,7 +240,7 @@ def test_an_adapters_slo_counts_its_requests_from_the_callers_spans(
     done = _finished(lora_server)  # requests of the module so far, all untraced
     traces.wait("every earlier request joined",
                 lambda: traces.receiver.joiner.stats.requests >= done)
-    before = traces.events(flush=True)
+    before = traces.thread.call(lambda: traces.events(flush=True))
     provider = TracerProvider()
     # exported only by force_flush below: after vLLM's spans, whatever the machine's speed
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=traces.thread.url),
@@ -275,7 +273,7 @@ def test_an_adapters_slo_counts_its_requests_from_the_callers_spans(
     expected = {"a1-ttft": TRACED.count("a1"), "base-ttft": TRACED.count("tiny-llm")}
     traces.wait("the traced requests judged", lambda: all(
         traces.events().get(k, 0) - before.get(k, 0) >= v for k, v in expected.items()))
-    after = traces.events()
+    after = traces.thread.call(traces.events)
     assert {k: after[k] - before.get(k, 0) for k in expected} == expected
     assert traces.stats().caller_unnamed == 0
 

@@ -209,3 +209,17 @@ def body_of(spans: list[Span]) -> bytes:
 def _id(text: str) -> bytes:
     """An 8-byte span id from a short test name."""
     return text.encode().ljust(8, b"\0")[:8]
+
+
+def test_fleetwatch_traces_names_vllm_requests_by_callers_in_any_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Offline (``fleetwatch traces``), the files are one export: a caller's span in a
+    later file names the request, and nothing expires between files."""
+    from fleetwatch.commands.traces import read_facts
+
+    files = []
+    for i, spans in enumerate(([vllm_span(1), vllm_span(2)], [], [], [caller_span(1)])):
+        files.append(tmp_path / f"{i}.pb")
+        files[-1].write_bytes(body_of(spans))
+    facts, joiner = read_facts([str(f) for f in files], "tiny-llm")
+    assert sorted(f.model for f in facts) == ["a1", "tiny-llm"]
+    assert (joiner.stats.caller_named, joiner.stats.caller_unnamed) == (1, 1)
