@@ -145,6 +145,16 @@ def test_bounds_evict_the_oldest_trace_emitting_its_request_unnamed() -> None:
     assert len(out) == 2 and j.callers.waiting == 4
 
 
+def test_a_span_sent_twice_is_held_once() -> None:
+    j = TraceJoiner("tiny-llm", max_spans=3, caller_wait_s=1.0)
+    for _ in range(3):
+        assert j.add([caller_span(1)], T0) == []
+    assert j.expire(T0 + 1) == [] and j.pending == 0
+    # room for three waiting requests again: none evicted
+    assert [f for i in (2, 3, 4) for f in j.add([vllm_span(i)], T0 + 1)] == []
+    assert j.callers.waiting == 3 and j.stats.evicted == 0
+
+
 def test_resolve_stops_on_a_cycle() -> None:
     links = {"a": Link("b", ""), "b": Link("a", "")}
     assert resolve(links, "a") == ""

@@ -147,8 +147,8 @@ class CallerBuffer:
             return False
         t = self._room(span.trace_id, now, out)
         if t is not None:
+            self._held += span.span_id not in t.links  # a span sent twice is held once
             t.links[span.span_id] = Link(span.parent_span_id, model)
-            self._held += 1
         return True
 
     def _room(self, tid: str, now: float, out: list[RequestFacts]) -> _Trace | None:
