@@ -15,10 +15,7 @@ loopback only:
   requests, each of a new model and trace id, from 4 threads;
 * ``slowloris``: 300 connections that send half a request's headers and then nothing,
   held for ``--slow-seconds``;
-* ``gzip2``: bodies of two gzip members;
-* ``orphans``: as ``flood``, bodies of 500 vLLM ``llm_request`` spans, each of a new trace
-  with a parent span whose caller never sends its own: each waits for its caller's span
-  (``traces.caller_wait_seconds``) in the bounded caller buffer, which fills and evicts.
+* ``gzip2``: bodies of two gzip members.
 
 Per attack it prints ``/healthz`` p50/p99 (``--probes`` sequential GETs) and the
 subprocess's RSS before, during and after it, and the size of ``/metrics`` after it.
@@ -181,25 +178,6 @@ def flood_bodies(n: int) -> list[bytes]:
             for k in range(n)]
 
 
-def orphan_bodies(n: int) -> list[bytes]:
-    """``n`` bodies of 500 vLLM requests, each of a new trace id with a parent span that
-    never arrives (built before the attack, as :func:`flood_bodies`)."""
-    out = []
-    for k in range(n):
-        spans = []
-        for i in range(k * 500, (k + 1) * 500):
-            span = _vllm(1.0, 40_000_000 + i)
-            span.parent_span_id = (i + 1).to_bytes(8, "big")
-            spans.append(span)
-        out.append(body(spans))
-    return out
-
-
-#: The attacks that send bodies built beforehand, and their builders.
-BODIES: dict[str, Callable[[int], list[bytes]]] = {"flood": flood_bodies,
-                                                    "orphans": orphan_bodies}
-
-
 def flood(sc: Sidecar, args: argparse.Namespace) -> None:
     end = time.time() + args.flood_seconds
     bodies = iter(args.flood_bodies)
@@ -258,7 +236,7 @@ def gzip2(sc: Sidecar, _args: argparse.Namespace) -> None:
 
 ATTACKS: dict[str, Callable[[Sidecar, argparse.Namespace], None]] = {
     "day_ahead": day_ahead, "inf_e2e": inf_e2e, "big_attr": big_attr, "flood": flood,
-    "slowloris": slowloris, "gzip2": gzip2, "orphans": flood}
+    "slowloris": slowloris, "gzip2": gzip2}
 
 
 def run(src: Path, args: argparse.Namespace) -> None:
@@ -268,8 +246,8 @@ def run(src: Path, args: argparse.Namespace) -> None:
             print(f"sidecar from {src}")
             print(f"  {'attack':<10} {'phase':<7} {'p50 ms':>8} {'p99 ms':>8} {'RSS MB':>8}")
             for name in args.attacks:
-                if name in BODIES:
-                    args.flood_bodies = BODIES[name](args.flood_max_bodies)
+                if name == "flood":
+                    args.flood_bodies = flood_bodies(args.flood_max_bodies)
                 rows = [("before", *sc.probe(args.probes), sc.rss_mb())]
                 attack = threading.Thread(target=ATTACKS[name], args=(sc, args))
                 attack.start()
