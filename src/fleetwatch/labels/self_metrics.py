@@ -231,8 +231,9 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "Traces (spans for late and span_overflow) dropped by the join buffer, by "
               "reason.", ("trace_reason",), "alpha", per_model=False),
     MetricDef("fleetwatch_traces_pending_traces", _G, "traces",
-              "Triton traces waiting in the join buffer for their remaining spans (at most "
-              "traces.buffer_traces).", (), "alpha", per_model=False),
+              "Traces waiting in the join buffer: Triton traces for their remaining spans "
+              "and traces of vLLM requests for their caller's span (at most "
+              "traces.buffer_traces of each).", (), "alpha", per_model=False),
     MetricDef("fleetwatch_traces_forwarded_bodies_total", _C, "bodies",
               "OTLP bodies re-posted unchanged to traces.forward.url, by result.",
               ("forward_result",), "alpha", per_model=False),

@@ -13,7 +13,7 @@
       read_timeout_seconds: 30                     # to send a request's body
       max_body_bytes: 4194304                      # per body, on the wire and gunzipped
       max_spans_per_body: 8192
-      buffer_traces: 10000                         # Triton traces waiting for their spans
+      buffer_traces: 10000                         # traces waiting for their spans
       join_timeout_seconds: 10
       settle_seconds: 5                            # wait before a request's load is computed
       max_future_skew_seconds: 300                 # span times vs the sidecar's clock
@@ -24,6 +24,7 @@
       buffer_spans: 40000                          # spans held by the join buffer
       vllm_model: tiny-llm                         # vLLM's spans do not name the model
       vllm_model_version: ""
+      caller_wait_seconds: 6                       # a vLLM span waits for its caller's
       forward: {url: http://collector:4318/v1/traces, timeout_seconds: 5, headers: {}}
 
     metrics_export:                               # needs the 'otel' extra
@@ -165,6 +166,9 @@ class TracesConfig(_Strict):
     settle_seconds: float = Field(5.0, ge=0, le=3600)
     vllm_model: str = "vllm"
     vllm_model_version: str = ""
+    #: how long a vLLM span with a parent waits for the span of its trace naming its
+    #: model (:mod:`fleetwatch.traces.callers`) before it is taken as ``vllm_model``'s
+    caller_wait_seconds: float = Field(6.0, ge=0, le=600)
     forward: Forward | None = None
 
     @model_validator(mode="after")

@@ -144,7 +144,8 @@ class TraceReceiver:
         self.joiner = TraceJoiner(cfg.vllm_model, cfg.vllm_model_version,
                                   max_traces=cfg.buffer_traces,
                                   timeout_s=cfg.join_timeout_seconds,
-                                  max_spans=cfg.buffer_spans)
+                                  max_spans=cfg.buffer_spans,
+                                  caller_wait_s=cfg.caller_wait_seconds)
         self.estimator = LoadEstimator(settle_s=cfg.settle_seconds)
         self.histograms = TraceHistograms()
         self.engine = engine

@@ -21,7 +21,8 @@ request, started at the request's arrival, with ``gen_ai.latency.*`` attributes
 ``time_in_model_prefill``/``time_in_model_decode``, and ``tpot_seconds`` = decode ÷
 (completion tokens − 1) — vLLM's own ``request_time_per_output_token`` (None for a
 one-token answer, which has no decode; vLLM's histogram records 0 for it). The span has
-no model name: the receiver is told which model the engine serves.
+no model name: the receiver is told which model the engine serves, or the caller's span
+of the same trace names it (:mod:`.join`).
 
 ``occupancy`` is the part of the request's lifetime that counts as "in the system" for
 the load estimator (:mod:`.concurrency`): Triton, REQUEST_START → REQUEST_END (what
@@ -49,6 +50,9 @@ VLLM_SPAN = "llm_request"
 TRITON_ROOT = "InferRequest"
 #: Attributes that name a request's model (Triton's model span; vLLM's, when present).
 MODEL_ATTRIBUTES = ("triton.model_name", "gen_ai.response.model", "gen_ai.request.model")
+#: The OpenTelemetry GenAI attributes that name an LLM request's model, in order of
+#: precedence: the model that answered, then the model asked for.
+GENAI_MODEL_ATTRIBUTES = ("gen_ai.response.model", "gen_ai.request.model")
 #: The attributes of a Triton span that its facts read (what the join buffer keeps).
 TRITON_ATTRIBUTES = ("triton.model_name", "triton.model_version", "triton.request_id")
 
@@ -153,17 +157,28 @@ def _num(attrs: dict[str, AttrValue], key: str) -> float | None:
     return float(v)
 
 
+def genai_model(span: Span) -> str:
+    """The model ``span`` names by the OpenTelemetry GenAI conventions
+    (:data:`GENAI_MODEL_ATTRIBUTES`, a non-empty string), or ``""`` when it names none."""
+    for key in GENAI_MODEL_ATTRIBUTES:
+        v = span.attributes.get(key)
+        if isinstance(v, str) and v:
+            return v
+    return ""
+
+
 def vllm_facts(span: Span, model: str, model_version: str = "") -> RequestFacts | None:
     """Facts of one vLLM ``llm_request`` span served as ``model`` (None for another span
     or one without ``gen_ai.latency.e2e``). A ``gen_ai.response.model`` or
-    ``gen_ai.request.model`` attribute, when present, names the model instead."""
+    ``gen_ai.request.model`` attribute of the span itself (:func:`genai_model`), when
+    present, names the model instead."""
     if span.name != VLLM_SPAN:
         return None
     a = span.attributes
     e2e = _num(a, "gen_ai.latency.e2e")
     if e2e is None:
         return None
-    name = a.get("gen_ai.response.model") or a.get("gen_ai.request.model") or model
+    name = genai_model(span) or model
     start = span.start_ns * NS
     queue = _num(a, "gen_ai.latency.time_in_queue")
     decode = _num(a, "gen_ai.latency.time_in_model_decode")
