@@ -12,7 +12,7 @@ counted in linear time (each node once, memoized); past :data:`MAX_NODES` the fi
 refused: ``FILE: too many YAML nodes once aliases are expanded (more than 1000000): an
 alias bomb?``.
 
-Two departures from PyYAML's YAML 1.1 reading, both toward YAML 1.2 (the YAML
+Three departures from PyYAML's YAML 1.1 reading, all toward YAML 1.2 (the YAML
 specification, "Mapping" and "Core Schema"):
 
 * **A key appears once in a mapping.** PyYAML keeps the last of repeated keys, so a team
@@ -23,7 +23,11 @@ specification, "Mapping" and "Core Schema"):
 * **Numbers with an exponent are numbers**: ``1e308``, ``1.5e9`` and ``2E-3`` (YAML 1.2
   core schema floats) read as floats, where YAML 1.1 — and PyYAML — wants a dot and a
   signed exponent (``1.0e+308``) and reads the rest as text. ``1e400`` reads as infinity,
-  which every numeric field refuses with its bound."""
+  which every numeric field refuses with its bound.
+* **Dates are text** (the core schema has no timestamp type): ``2026-12-06`` is the
+  string a field may parse as a date, and an impossible date (``2026-13-45``) is that
+  field's validation error, never a crash of the loader. An explicit ``!!timestamp``
+  tag that does not parse is a YAML error."""
 
 from __future__ import annotations
 
@@ -77,6 +81,12 @@ class _PySafeLoader(yaml.SafeLoader):
 
 _PySafeLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT,
                                     list("-+.0123456789"))
+# YAML 1.2's core schema has no timestamps: a date is text, validated by the field that
+# reads it (so ``date: 2026-13-45`` is a field error, and ``model_version: 2025-01-16``
+# is the text it looks like, not a date object). add_implicit_resolver above gave this
+# class its own copy of the resolver table.
+for _first, _resolvers in _PySafeLoader.yaml_implicit_resolvers.items():
+    _resolvers[:] = [r for r in _resolvers if r[0] != "tag:yaml.org,2002:timestamp"]
 _LOADERS: list[type[yaml.SafeLoader]] = [_PySafeLoader]
 if hasattr(yaml, "CSafeLoader"):
     class _CSafeLoader(yaml.CSafeLoader):
@@ -169,7 +179,10 @@ def _load(loader_class: type[yaml.SafeLoader], text: str, limit: int) -> object:
         except _Recursive:
             raise _AliasBomb("an anchor that contains itself (a recursive alias such as "
                              "'&a [*a]'): not a configuration") from None
-        return loader.construct_document(node)
+        try:
+            return loader.construct_document(node)
+        except (ValueError, OverflowError) as exc:  # an explicit tag's value (!!timestamp)
+            raise yaml.YAMLError(f"a tagged value that cannot be read: {exc}") from None
     finally:
         loader.dispose()
 

@@ -126,3 +126,20 @@ def test_numbers_in_the_config_are_numbers(tmp_path, field, value):
     res = cli("validate", "--config", str(tmp_path / "c.yaml"))
     assert res.returncode == 2, res.stdout
     assert field in res.stderr
+
+
+def test_dates_are_text_and_an_impossible_one_is_a_field_error(files, tmp_path):
+    # YAML 1.2 has no timestamps: PyYAML's 1.1 reading built a date and raised ValueError
+    # (a traceback, exit 1) on 2026-13-45; now the field that reads it says what is wrong
+    reg = tmp_path / "reg.yaml"
+    reg.write_text("models:\n  - {name: m, version: 2025-01-16, team: t, owner: o@example.com,"
+                   " oncall: x}\n")
+    res = cli("normalize", "--registry", str(reg), str(files / "bomb.yaml"), timeout=60)
+    assert "version" not in res.stderr and "Traceback" not in res.stderr, res.stderr
+    (tmp_path / "changes.yaml").write_text(
+        "changes:\n  - {ticket: T-1, change: 'quota:search', approver: platform, "
+        "date: 2026-13-45}\n")
+    res = cli("registry", "log", "--changes", str(tmp_path / "changes.yaml"), timeout=60)
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    assert "changes.yaml" in res.stderr and "date" in res.stderr
+    assert "Traceback" not in res.stderr
