@@ -54,6 +54,23 @@ def test_help_shows_the_worked_example() -> None:
     res = CliRunner().invoke(main, ["autoscale", "replay", "--help"])
     assert res.exit_code == 0
     assert "AzureLLMInferenceTrace_code.csv" in res.output and "--captures" in res.output
+    assert "Many parameters" not in res.output  # the docstring's note for developers
+
+
+def test_the_hints_name_options_that_exist(tmp_path: Path) -> None:
+    # a tier selector without --registry judges no model: the hint is --registry
+    res = CliRunner().invoke(main, ["autoscale", "replay", str(TRACE), "--slos",
+                                    str(ROOT / "examples" / "slos.yaml"), "--captures",
+                                    str(SWEEP), "--segment", "0:60"])
+    assert res.exit_code == 2 and "needs --registry" in res.output, res.output
+    # captures without a time in their names: --interval, which the command has
+    for i, src in enumerate(sorted(SWEEP.glob("*.prom"))[:3]):
+        (tmp_path / f"c{i}.prom").write_text(src.read_text(encoding="utf-8"))
+    code, out = run(str(TRACE), "--segment", "0:60", "--captures", str(tmp_path))
+    assert code == 2 and "give --interval SECONDS" in out, out
+    code, out = run(str(TRACE), "--segment", "0:60", "--captures", str(tmp_path),
+                    "--interval", "2")
+    assert "No such option" not in out and "--interval" not in out, out
 
 
 def test_bad_input_exits_2_naming_the_file(tmp_path: Path) -> None:

@@ -110,14 +110,14 @@ def fit_slos(spec: SLOSpec, model: str) -> SLOFile:
 
 
 def _final(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
-           ) -> tuple[dict[str, object], dict[str, float]]:
+           interval: float | None = None) -> tuple[dict[str, object], dict[str, float]]:
     """The ``/slo`` document after the last capture and sums of the last capture's
     ``modelserver_*`` samples by metric name (per model where the sample has one)."""
     from fleetwatch.commands.slo_replay import ReplayInputError, document, normalizer_for, replay
 
     last = None
     try:
-        for _path, _ts, engine in replay(slos, registry, paths):
+        for _path, _ts, engine in replay(slos, registry, paths, interval):
             last = engine
     except ReplayInputError as exc:
         fail(exc.message)
@@ -134,21 +134,26 @@ def _final(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
 
 
 def fit(slos: SLOFile, registry: Registry | None, paths: Sequence[Path], model: str | None,
-        cold_start: float) -> tuple[ReplicaModel, SLOSpec, float, str]:
-    """The replica model, the user's TTFT SLO, the learned capacity and the model name."""
+        cold_start: float, interval: float | None = None,
+        ) -> tuple[ReplicaModel, SLOSpec, float, str]:
+    """The replica model, the user's TTFT SLO, the learned capacity and the model name
+    (``interval``: seconds between captures without a time in their names)."""
     from fleetwatch.autoscale.replica import FitError, ReplicaModel
 
-    doc, sums = _final(slos, registry, paths)
+    doc, sums = _final(slos, registry, paths, interval)
     rows = [r for r in doc.get("slos", []) if isinstance(r, dict)]  # type: ignore[attr-defined]
     names = sorted({str(r.get("model")) for r in rows})
     if model is None:
+        if not names:
+            fail("--captures: no SLO of --slos selects a model of the captures (a 'teams' "
+                 "or 'latency_tiers' selector needs --registry)")
         if len(names) != 1:
-            fail(f"--captures: give --model (the SLOs judged {', '.join(names) or 'no model'})")
+            fail(f"--captures: give --model (the SLOs judged {', '.join(names)})")
         model = names[0]
     spec = ttft_slo(slos, rows, model)
     capacity = next(float(r["capacity"]) for r in rows
                     if r.get("model") == model and r.get("slo") == spec.name)
-    fit_doc, _ = _final(fit_slos(spec, model), None, paths)
+    fit_doc, _ = _final(fit_slos(spec, model), None, paths, interval)
     requests = sums.get("modelserver_requests_total", 0.0)
     kv = sums.get("modelserver_kv_cache_capacity_tokens", 0.0)
     if not requests or not kv:
@@ -228,6 +233,8 @@ def _segment(text: str | None) -> tuple[float, float] | None:
               help="Captures of one real replica under a concurrency sweep (files or a "
                    "directory of *.prom); repeatable.")
 @click.option("--model", default=None, help="Model of the captures (default: the only one).")
+@click.option("--interval", type=click.FloatRange(0, min_open=True), default=None,
+              help="Seconds between captures whose file names carry no <unix_ms> time.")
 @click.option("--segment", "segment_text", default=None, metavar="START:DURATION",
               help="Trace seconds to replay (default: all).")
 @click.option("--policy", "policy_names", multiple=True,
@@ -239,18 +246,22 @@ def _segment(text: str | None) -> tuple[float, float] | None:
               show_default=True, help="Prompt tokens here per trace token.")
 @click.option("--output-token-scale", type=click.FloatRange(0, 1e6, min_open=True),
               default=1.0, show_default=True, help="Output tokens here per trace token.")
-@click.option("--max-input-tokens", type=click.IntRange(1), default=512, show_default=True)
-@click.option("--max-output-tokens", type=click.IntRange(1), default=256, show_default=True)
+@click.option("--max-input-tokens", type=click.IntRange(1), default=512, show_default=True,
+              help="Prompt tokens here at most (after --token-scale).")
+@click.option("--max-output-tokens", type=click.IntRange(1), default=256, show_default=True,
+              help="Output tokens here at most (after --output-token-scale).")
 @click.option("--itl-seconds", type=click.FloatRange(0, min_open=True), default=None,
               help="ITL threshold of the joint goodput (default: TTFT only).")
 @click.option("--cold-start", type=click.FloatRange(0), default=60.0, show_default=True,
               help="Seconds from scale-out to ready, production clock.")
-@click.option("--max-replicas", type=click.IntRange(1, 10_000), default=64, show_default=True)
+@click.option("--max-replicas", type=click.IntRange(1, 10_000), default=64, show_default=True,
+              help="The autoscaled policies' upper bound (the HPA's maxReplicas).")
 @click.option("--static-replicas", type=click.IntRange(1), default=None,
               help="The static pool's size (default: sized for the peak).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def replay_command(trace: str, slos_path: str, registry_path: str | None,
-                   captures: tuple[str, ...], model: str | None, segment_text: str | None,
+                   captures: tuple[str, ...], model: str | None, interval: float | None,
+                   segment_text: str | None,
                    policy_names: tuple[str, ...], time_compression: float, token_scale: float,
                    output_token_scale: float, max_input_tokens: int, max_output_tokens: int,
                    itl_seconds: float | None, cold_start: float, max_replicas: int,
@@ -258,8 +269,10 @@ def replay_command(trace: str, slos_path: str, registry_path: str | None,
     """Replay TRACE (an Azure LLM trace CSV or a mooncake JSONL) through a simulated
     fleet under each autoscaling policy: TTFT attainment, goodput, replica-seconds and
     their ratio to a static pool sized for the peak, scale events, reversals, time back
-    under the SLO after the largest burst, dropped requests.
-
+    under the SLO after the largest burst, dropped requests (docs/autoscaling.md). Times
+    and replica-seconds are on the replay's clock (the trace's divided by
+    --time-compression); --cold-start is on the production clock.
+    \f
     Many parameters: click passes each of the command's options (every knob of the
     mapping and the fleet is the user's)."""
     from fleetwatch.autoscale.replay import ReplayConfig, replay_policies
@@ -273,7 +286,7 @@ def replay_command(trace: str, slos_path: str, registry_path: str | None,
     if not requests:
         fail(f"{trace}: no request in the trace{' segment' if seg else ''}")
     replica, spec, capacity, _model = fit(slos, registry, capture_paths(captures), model,
-                                          cold_start)
+                                          cold_start, interval)
     mapping = TraceMapping(time_compression=time_compression, token_scale=token_scale,
                            output_token_scale=output_token_scale,
                            max_input_tokens=max_input_tokens,

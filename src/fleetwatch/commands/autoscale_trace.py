@@ -94,8 +94,8 @@ Example: yesterday's traffic of one model, then the replay on it:
 def trace_command(base: str, model: str, since_text: str, end: float | None,
                   step_text: str, timeout: float) -> None:
     """Write a mooncake JSONL trace of MODEL's arrivals as Prometheus recorded them
-    (requests and input/output tokens per step from the schema's counters,
-    :mod:`fleetwatch.autoscale.arrivals`), for ``fleetwatch autoscale replay``: what each
+    (requests and input/output tokens per step from the schema's counters, spread evenly
+    within a step: docs/autoscaling.md), for 'fleetwatch autoscale replay': what each
     autoscaler would have done with that traffic. A failed query, or counts that are not
     counts, is one error line and exit 1; no request in the range is exit 1."""
     step = _seconds(step_text, "--step")

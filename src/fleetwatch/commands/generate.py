@@ -158,7 +158,7 @@ def manifests(config_paths: tuple[str, ...], registry_path: str, slos_path: str,
     """Generate Kubernetes manifests: sidecar ConfigMap, container and Deployment patch,
     Service, PodMonitor/ServiceMonitor, KEDA ScaledObjects, PrometheusRule, dashboard
     ConfigMaps, Alertmanager Secret and a kustomization (docs/deploy.md).
-
+    \f
     Many parameters: one per option of ``fleetwatch manifests``, passed by click."""
     from fleetwatch.manifests import ManifestError, Settings, build, load_inputs
 

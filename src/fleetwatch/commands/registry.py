@@ -76,7 +76,7 @@ def check(old: str, new: str, placement: tuple[str, str] | None,
           quotas: tuple[str, str] | None, policy_path: str, log_spec: str,
           base_spec: str | None) -> None:
     """Exit 1 with one line per approval the policy asks for and the log lacks.
-
+    \f
     Many parameters: one per option, passed by click."""
     try:
         changes = changes_between(*_sides(old, new, placement, quotas))

@@ -120,7 +120,7 @@ def compare(baseline_version: str | None, baseline_file: str | None, candidate_v
     drive it (exit 2 for an unknown model or version, 1 when Prometheus cannot answer).
     With --shadow the candidate's traffic is a mirrored copy
     (:mod:`fleetwatch.governance.shadow`): same verdicts, and how much the mirror delivered.
-
+    \f
     Many parameters: one per option of ``fleetwatch compare``, passed by click."""
     from fleetwatch.commands.compare import CompareInputError
     from fleetwatch.commands.prometheus import PrometheusError

@@ -122,7 +122,7 @@ def status(model: str, candidate_version: str, baseline_version: str | None, pro
            **gpu: Any) -> None:
     """Which step a model's rollout is at (loaded, shadow, canary, full, old removed) and
     whether the gate to the next passes (exit 0 passes, 1 blocked, 2 bad input).
-
+    \f
     Many parameters: one per option, passed by click."""
     from fleetwatch.commands.prometheus import PrometheusError
     from fleetwatch.governance.steps import StepError, gate, step
