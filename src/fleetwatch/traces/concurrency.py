@@ -25,12 +25,26 @@ seconds (engine clock, default 600 s; a request longer than that sees less), at 
 ``max_total_intervals`` over all models (default 200 000: each of *n* models keeps at
 most that ÷ *n*), and at most ``max_waiting`` requests waiting to settle (default
 100 000: beyond it the oldest settle at once).
+
+Cost: ``L_i`` is computed in O(log n) from sorted ends and starts with their prefix sums
+(rebuilt once per :meth:`LoadEstimator.add` for the models it touched), not by reading
+every occupancy that overlaps *i*: a flood of one model's overlapping requests would make
+that quadratic. With ``o`` the origin of a model's prefix sums (its earliest kept start,
+so that sums of Unix times keep their precision)::
+
+    Σ_j |[a_j, b_j] ∩ [s, e]| = Σ_{b_j > s} min(b_j, e) − Σ_{b_j > s} clamp(a_j, s, e)
+
+and, since ``a_j ≤ b_j``, ``Σ_{b_j > s} clamp(a_j, s, e) = Σ_j clamp(a_j, s, e) −
+s · #{b_j ≤ s}``; each sum over a sorted array is two bisections and a prefix-sum
+difference.
 """
 
 from __future__ import annotations
 
 import bisect
 from collections import deque
+from dataclasses import dataclass, field
+from itertools import accumulate
 
 from fleetwatch.slo.state import ModelKey
 from fleetwatch.traces.facts import RequestFacts
@@ -38,6 +52,46 @@ from fleetwatch.traces.facts import RequestFacts
 
 def _key(f: RequestFacts) -> ModelKey:
     return ModelKey(f.model, f.model_version, f.backend)
+
+
+@dataclass(slots=True)
+class _Sums:
+    """One model's occupancies as sorted arrays with prefix sums, relative to ``origin``
+    (seconds): ``ends`` and ``starts`` sorted, ``end_sums[k]`` / ``start_sums[k]`` the sum
+    of their first ``k`` values."""
+
+    origin: float = 0.0
+    ends: list[float] = field(default_factory=list)
+    end_sums: list[float] = field(default_factory=lambda: [0.0])
+    starts: list[float] = field(default_factory=list)
+    start_sums: list[float] = field(default_factory=lambda: [0.0])
+
+    @classmethod
+    def of(cls, occ: list[tuple[float, float]]) -> _Sums:
+        """The arrays of ``occ`` (``(end, start)`` pairs sorted by end)."""
+        if not occ:
+            return cls()
+        origin = min(a for _b, a in occ)
+        ends = [b - origin for b, _a in occ]
+        starts = sorted(a - origin for _b, a in occ)
+        return cls(origin, ends, list(accumulate(ends, initial=0.0)), starts,
+                   list(accumulate(starts, initial=0.0)))
+
+    def overlap(self, s: float, e: float) -> float:
+        """Σ_j |[a_j, b_j] ∩ [s, e]| (seconds; ``s < e``, Unix seconds)."""
+        s, e = s - self.origin, e - self.origin
+        n = len(self.ends)
+        lo, hi = bisect.bisect_right(self.ends, s), bisect.bisect_left(self.ends, e)
+        ends_part = self.end_sums[hi] - self.end_sums[lo] + e * (n - hi)
+        slo, shi = bisect.bisect_right(self.starts, s), bisect.bisect_left(self.starts, e)
+        clamped = s * slo + self.start_sums[shi] - self.start_sums[slo] + e * (n - shi)
+        return ends_part - (clamped - s * lo)
+
+    def containing(self, t: float) -> int:
+        """#{j: a_j ≤ t ≤ b_j} (``t`` Unix seconds)."""
+        t -= self.origin
+        return (len(self.ends) - bisect.bisect_left(self.ends, t)) - (
+            len(self.starts) - bisect.bisect_right(self.starts, t))
 
 
 class LoadEstimator:
@@ -57,6 +111,7 @@ class LoadEstimator:
         self._waiting: deque[tuple[float, RequestFacts]] = deque()
         self._seen: dict[ModelKey, float] = {}  # per model: when its last request came
         self._total = 0  # occupancies kept, over all models
+        self._sums: dict[ModelKey, _Sums] = {}  # per model, as of its occupancies now
 
     def add(self, facts: list[RequestFacts], now: float) -> list[RequestFacts]:
         """Record finished requests (``now``: the caller's Unix seconds); return the
@@ -74,6 +129,8 @@ class LoadEstimator:
             ends.insert(i, b)
             occ.insert(i, (b, a))
             self._waiting.append((now, f))
+        for k in touched:
+            self._sums.pop(k, None)  # rebuilt at the first settle that reads it
         out: list[RequestFacts] = []
         while self._waiting and (now - self._waiting[0][0] >= self.settle_s
                                  or len(self._waiting) > self.max_waiting):
@@ -89,17 +146,14 @@ class LoadEstimator:
 
     def _settle(self, f: RequestFacts) -> RequestFacts:
         k = _key(f)
-        ends, occ = self._ends.get(k, []), self._occ.get(k, [])
+        sums = self._sums.get(k)
+        if sums is None:
+            sums = self._sums[k] = _Sums.of(self._occ.get(k, []))
         s, e = f.start_unix_s, f.end_unix_s
-        total = 0.0
         if e > s:
-            for b, a in occ[bisect.bisect_right(ends, s):]:
-                if a < e:
-                    total += min(b, e) - max(a, s)
-            f.concurrency = total / (e - s)
+            f.concurrency = max(0.0, sums.overlap(s, e)) / (e - s)
         else:
-            f.concurrency = float(sum(1 for b, a in occ[bisect.bisect_left(ends, s):]
-                                      if a <= s))
+            f.concurrency = float(sums.containing(s))
         return f
 
     def _prune(self, touched: set[ModelKey]) -> None:
@@ -118,6 +172,7 @@ class LoadEstimator:
                 del ends[:cut]
                 del self._occ[k][:cut]
                 self._total -= cut
+                self._sums.pop(k, None)
 
     def forget(self, horizon: float) -> None:
         """Drop the models whose last request came before ``horizon`` (the caller's Unix
@@ -126,6 +181,7 @@ class LoadEstimator:
         for k in [k for k, t in self._seen.items() if t < horizon and k not in waiting]:
             self._total -= len(self._ends[k])
             del self._ends[k], self._occ[k], self._seen[k]
+            self._sums.pop(k, None)
 
     @property
     def intervals(self) -> int:
