@@ -187,3 +187,14 @@ def test_a_bad_file_exits_2_naming_it(repo: Path, content: bytes, message: str) 
     code, out, err = _run("diff", "git:HEAD:models.yaml", "models.yaml")
     assert (code, out) == (2, "")
     assert message in err
+
+
+def test_a_declared_block_needs_only_the_engine_swap_approvals(repo: Path) -> None:
+    reg = {"models": [{**REGISTRY["models"][0], "declared": {"engine_version": "0.32.0"}}]}
+    _write(repo, "models.yaml", reg)
+    code, out, _ = _run("check", "git:HEAD:models.yaml", "models.yaml",
+                        "--approvals", "approvals.yaml", "--changes", "changes.yaml",
+                        "--changes-base", "git:HEAD:changes.yaml")
+    assert code == 1
+    assert [line.split(": needs approval by ")[0] for line in out.splitlines()] == [
+        "engine_swap:ranker", "engine_swap:ranker"]
