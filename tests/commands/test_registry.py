@@ -231,3 +231,14 @@ def test_a_revision_that_looks_like_an_option_is_refused(repo: Path, tmp_path: P
         assert (code, out) == (2, "")
         assert "a revision cannot start with '-'" in err
     assert not target.exists()
+
+
+def test_a_typod_change_class_in_the_log_exits_2_naming_record_and_field(repo: Path) -> None:
+    # "quotas:search" would approve nothing, silently
+    _write(repo, "changes.yaml", {"changes": [OLD_RECORD, {**NEW_RECORD,
+                                                           "change": "quotas:search"}]})
+    code, out, err = _run("check", "git:HEAD~2:models.yaml", "models.yaml",
+                          "--quotas", "git:HEAD~2:quotas.yaml", "quotas.yaml",
+                          "--approvals", "approvals.yaml", "--changes", "changes.yaml")
+    assert (code, out) == (2, "")
+    assert "changes.yaml: changes[1].change: 'quotas' is not a change class" in err
