@@ -242,3 +242,19 @@ def test_a_typod_change_class_in_the_log_exits_2_naming_record_and_field(repo: P
                           "--approvals", "approvals.yaml", "--changes", "changes.yaml")
     assert (code, out) == (2, "")
     assert "changes.yaml: changes[1].change: 'quotas' is not a change class" in err
+
+
+def test_a_placement_validate_refuses_is_refused_by_diff_too(repo: Path) -> None:
+    # one GPU listed twice: `fleetwatch validate` exits 2 on it, so must `registry diff`
+    placement = [{"gpu_uuid": "GPU-0", "models": [{"model": "ranker"}]},
+                 {"gpu_uuid": "GPU-0", "models": [{"model": "other"}]}]
+    _write(repo, "sidecar.yaml", {"targets": [{"name": "t", "kind": "triton",
+                                               "url": "http://triton:8002/metrics"}],
+                                  "placement": placement})
+    message = "sidecar.yaml: placement: [1].gpu_uuid: 'GPU-0' is already placement[0]"
+    validated = CliRunner().invoke(main, ["validate", "--config", "sidecar.yaml"])
+    assert validated.exit_code == 2 and message in validated.stderr
+    code, out, err = _run("diff", "git:HEAD:models.yaml", "models.yaml",
+                          "--placement", "git:HEAD:sidecar.yaml", "sidecar.yaml")
+    assert (code, out) == (2, "")
+    assert message in err

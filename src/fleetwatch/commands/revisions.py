@@ -12,11 +12,11 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from fleetwatch.governance.changes import Change, diff_governed
 from fleetwatch.gpu.quota import QuotaError, Quotas, parse_quotas
-from fleetwatch.labels.placement import GPUPlacement
+from fleetwatch.labels.placement import GPUPlacement, PlacementList
 from fleetwatch.labels.registry import Registry, RegistryError, parse_registry
 from fleetwatch.specfile import format_validation_error, load_yaml
 
@@ -111,18 +111,25 @@ def load_quota_spec(spec: str) -> Quotas:
         raise SpecError(str(exc)) from None
 
 
-_PLACEMENT = TypeAdapter(list[GPUPlacement])
+class _PlacementFile(BaseModel):
+    """Any YAML mapping's ``placement:`` list (other keys are the file's own business)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    placement: PlacementList | None = None
 
 
 def load_placement_spec(spec: str) -> list[GPUPlacement]:
-    """The ``placement:`` list of a YAML file (a sidecar configuration), validated."""
+    """The ``placement:`` list of a YAML file (a sidecar configuration), validated as
+    ``fleetwatch validate`` validates it (:data:`~fleetwatch.labels.placement.
+    PlacementList`: each GPU valid and listed once)."""
     data = _yaml(spec, read_spec(spec))
     if not isinstance(data, dict):
         raise SpecError(f"{spec}: expected a mapping with a 'placement:' list")
     try:
-        return _PLACEMENT.validate_python(data.get("placement") or [])
+        return _PlacementFile.model_validate(data).placement or []
     except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, f"{spec}: placement")) from None
+        raise SpecError(format_validation_error(exc, spec)) from None
 
 
 @dataclass(frozen=True, slots=True)
