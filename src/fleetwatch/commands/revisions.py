@@ -52,10 +52,9 @@ def _read_git(spec: str, missing_ok: bool) -> bytes:
                         "git:REV:PATH, e.g. git:HEAD~1:models.yaml)")
     if missing_ok:
         # only a path absent in a revision that exists is a file not created yet
-        probe = _git(spec, "rev-parse", "--verify", "--quiet", "--end-of-options",
-                     f"{rev}^{{tree}}")
+        probe = _git(spec, "rev-parse", "--verify", "--end-of-options", f"{rev}^{{tree}}")
         if probe.returncode != 0:
-            raise SpecError(f"{spec}: no revision {rev!r} in this git repository")
+            raise _git_error(spec, f"no revision {rev!r} here", probe)
         if _git(spec, "cat-file", "-e", "--end-of-options", f"{rev}:{path}").returncode:
             return b""
     done = _git(spec, "show", "--end-of-options", f"{rev}:{path}")
