@@ -80,3 +80,17 @@ def test_bad_input_exit_2_naming_the_file(tmp_path):
     assert f"{root / 'm' / 'config.pbtxt'}: not a Triton model configuration: 1:" in r.stderr
     r = cli("lint")
     assert r.returncode == 2 and "exactly one of --config and --model-repository" in r.stderr
+
+
+def test_a_repository_that_is_not_one_exits_2_naming_it(tmp_path):
+    # an empty directory has nothing to check: not a pass; a file, an empty directory and a
+    # missing one get the same kind of message
+    empty, a_file, missing = tmp_path / "empty", tmp_path / "config.pbtxt", tmp_path / "nosuch"
+    empty.mkdir()
+    a_file.write_text(LLM)
+    for path, why in ((empty, "no <model>/config.pbtxt in it"), (a_file, "not a directory"),
+                      (missing, "not a directory")):
+        r = cli("lint", "--model-repository", str(path))
+        assert (r.returncode, r.stdout) == (2, ""), r.stderr
+        assert r.stderr == (f"fleetwatch: error: {path}: {why} (expected a Triton model "
+                            "repository)\n")

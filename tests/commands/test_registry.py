@@ -187,3 +187,74 @@ def test_a_bad_file_exits_2_naming_it(repo: Path, content: bytes, message: str) 
     code, out, err = _run("diff", "git:HEAD:models.yaml", "models.yaml")
     assert (code, out) == (2, "")
     assert message in err
+
+
+def test_a_declared_block_needs_only_the_engine_swap_approvals(repo: Path) -> None:
+    reg = {"models": [{**REGISTRY["models"][0], "declared": {"engine_version": "0.32.0"}}]}
+    _write(repo, "models.yaml", reg)
+    code, out, _ = _run("check", "git:HEAD:models.yaml", "models.yaml",
+                        "--approvals", "approvals.yaml", "--changes", "changes.yaml",
+                        "--changes-base", "git:HEAD:changes.yaml")
+    assert code == 1
+    assert [line.split(": needs approval by ")[0] for line in out.splitlines()] == [
+        "engine_swap:ranker", "engine_swap:ranker"]
+
+
+@pytest.mark.parametrize("base", ["git:nosuchrev:changes.yaml", "git:HEAD~5:changes.yaml",
+                                  "missing-changes.yaml"])
+def test_an_unreadable_changes_base_exits_2_naming_it(repo: Path, base: str) -> None:
+    # read as an empty log, the base would let commit 1's record approve commit 2's change
+    code, out, err = _run("check", "git:HEAD~2:models.yaml", "git:HEAD~1:models.yaml",
+                          "--quotas", "git:HEAD~2:quotas.yaml", "git:HEAD~1:quotas.yaml",
+                          "--approvals", "approvals.yaml", "--changes",
+                          "git:HEAD~1:changes.yaml", "--changes-base", base)
+    assert (code, out) == (2, "")
+    assert base in err
+
+
+def test_a_changes_log_absent_in_the_base_revision_reads_as_empty(repo: Path) -> None:
+    (repo / "changes.yaml").rename(repo / "approvals-log.yaml")
+    code, out, err = _run("check", "git:HEAD~2:models.yaml", "git:HEAD:models.yaml",
+                          "--quotas", "git:HEAD~2:quotas.yaml", "git:HEAD:quotas.yaml",
+                          "--approvals", "approvals.yaml", "--changes", "approvals-log.yaml",
+                          "--changes-base", "git:HEAD~2:approvals-log.yaml")
+    assert (code, out) == (0, ""), err
+
+
+def test_a_revision_that_looks_like_an_option_is_refused(repo: Path, tmp_path: Path) -> None:
+    target = tmp_path / "written-by-git"
+    for cmd in (["diff", f"git:--output={target}:models.yaml", "models.yaml"],
+                ["check", "models.yaml", "models.yaml", "--approvals", "approvals.yaml",
+                 "--changes", "changes.yaml", "--changes-base",
+                 f"git:--output={target}:changes.yaml"]):
+        code, out, err = _run(*cmd)
+        assert (code, out) == (2, "")
+        assert "a revision cannot start with '-'" in err
+    assert not target.exists()
+
+
+def test_a_typod_change_class_in_the_log_exits_2_naming_record_and_field(repo: Path) -> None:
+    # "quotas:search" would approve nothing, silently
+    _write(repo, "changes.yaml", {"changes": [OLD_RECORD, {**NEW_RECORD,
+                                                           "change": "quotas:search"}]})
+    code, out, err = _run("check", "git:HEAD~2:models.yaml", "models.yaml",
+                          "--quotas", "git:HEAD~2:quotas.yaml", "quotas.yaml",
+                          "--approvals", "approvals.yaml", "--changes", "changes.yaml")
+    assert (code, out) == (2, "")
+    assert "changes.yaml: changes[1].change: 'quotas' is not a change class" in err
+
+
+def test_a_placement_validate_refuses_is_refused_by_diff_too(repo: Path) -> None:
+    # one GPU listed twice: `fleetwatch validate` exits 2 on it, so must `registry diff`
+    placement = [{"gpu_uuid": "GPU-0", "models": [{"model": "ranker"}]},
+                 {"gpu_uuid": "GPU-0", "models": [{"model": "other"}]}]
+    _write(repo, "sidecar.yaml", {"targets": [{"name": "t", "kind": "triton",
+                                               "url": "http://triton:8002/metrics"}],
+                                  "placement": placement})
+    message = "sidecar.yaml: placement: [1].gpu_uuid: 'GPU-0' is already placement[0]"
+    validated = CliRunner().invoke(main, ["validate", "--config", "sidecar.yaml"])
+    assert validated.exit_code == 2 and message in validated.stderr
+    code, out, err = _run("diff", "git:HEAD:models.yaml", "models.yaml",
+                          "--placement", "git:HEAD:sidecar.yaml", "sidecar.yaml")
+    assert (code, out) == (2, "")
+    assert message in err

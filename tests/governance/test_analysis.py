@@ -70,3 +70,38 @@ def test_the_query_encodes_the_verdict(tmp_path: Path) -> None:
     res = subprocess.run([tool("promtool"), "test", "rules", "gate.test.yml"], cwd=tmp_path,
                          capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def _argo_outcome(metric: dict[str, object], values: list[int]) -> str:
+    """Argo Rollouts' assessment of one metric after these query values, as its analysis
+    docs state it (docs/sources.md): failed measurements above ``failureLimit`` fail,
+    inconclusive ones above ``inconclusiveLimit`` pause, reaching ``count`` succeeds,
+    and a metric without ``count`` keeps running."""
+    failed = inconclusive = 0
+    for taken, v in enumerate(values, 1):
+        failed += v == FAIL
+        inconclusive += v == WAIT
+        if failed > int(str(metric["failureLimit"])):
+            return "Failed"
+        if inconclusive > int(str(metric["inconclusiveLimit"])):
+            return "Inconclusive"
+        if "count" in metric and taken >= int(str(metric["count"])):
+            return "Successful"
+    return "Running"
+
+
+@pytest.mark.parametrize(("count", "values", "outcome"), [
+    (5, [PASS] * 5, "Successful"),
+    (5, [WAIT] * 4 + [PASS], "Successful"),
+    (5, [WAIT] * 5, "Inconclusive"),
+    (5, [PASS, FAIL], "Failed"),
+    (1, [PASS], "Successful"),
+    (1, [WAIT], "Inconclusive"),
+])
+def test_an_inline_analysis_step_completes(count: int, values: list[int],
+                                           outcome: str) -> None:
+    # an inline `- analysis:` step waits for its AnalysisRun to complete: without `count`
+    # a passing candidate never advanced; all-"wait" must pause rather than pass
+    doc = yaml.safe_load(yaml_files(GateSettings(count=count))["argo-analysistemplate.yaml"])
+    assert errors(doc) == []
+    assert _argo_outcome(doc["spec"]["metrics"][0], values) == outcome

@@ -62,3 +62,15 @@ def test_a_tier_and_owner_change_name_old_and_new() -> None:
     assert [(c.id, c.describe(), c.owner) for c in changes] == [
         ("owner:ranker", "owner a@example.com → b@example.com", "b@example.com"),
         ("tier:ranker", "latency_tier standard → interactive", "b@example.com")]
+
+
+@pytest.mark.parametrize("adding", [True, False], ids=["added", "removed"])
+def test_a_declared_block_changes_only_the_keys_it_declares(adding: bool) -> None:
+    # a key the block does not declare is not compared: absent and null are the same
+    bare = parse_registry({"models": [ENTRY]})
+    declared = parse_registry({"models": [{**ENTRY, "declared": {"engine_version": "0.32.0"}}]})
+    old, new = (bare, declared) if adding else (declared, bare)
+    changes = group(diff_registries(old, new))
+    assert [(c.id, c.describe()) for c in changes] == [
+        ("engine_swap:ranker", "declared.engine_version - → 0.32.0" if adding
+         else "declared.engine_version 0.32.0 → -")]

@@ -135,7 +135,7 @@ def _allowance(path: str | None) -> Callable[[str], float]:
 @click.command("lint")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="Sidecar configuration YAML: lint the Triton targets it names.")
-@click.option("--model-repository", "repository", type=click.Path(file_okay=False),
+@click.option("--model-repository", "repository", metavar="DIRECTORY",
               help="A Triton model repository: lint its config.pbtxt files.")
 @click.option("--registry", "registry_path", type=click.Path(dir_okay=False),
               help="Model registry YAML (default: the one --config names).")

@@ -5,7 +5,9 @@ registry, the placement, the quota file) and their approvals
 Every file argument is a path or a git revision of one, ``git:REV:PATH``
 (:mod:`.revisions`). ``check`` reads the changes log and, with
 ``--changes-base``, the log before the change: a record already there does not approve
-this change. A file missing in a base revision (``--changes-base``) reads as empty.
+this change. A log absent in the base revision (``--changes-base git:REV:PATH``, ``REV``
+existing) reads as empty: the change creates it. A base revision that does not exist, or
+a plain base file that does not exist, exits 2 naming it, so no record is taken for new.
 
 Exit codes: 0 ok; 1 ``check`` found changes without approval (one line each); 2 a file
 that cannot be read or is invalid (naming it and the field), or git failing (its message).

@@ -12,11 +12,11 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from fleetwatch.governance.changes import Change, diff_governed
 from fleetwatch.gpu.quota import QuotaError, Quotas, parse_quotas
-from fleetwatch.labels.placement import GPUPlacement
+from fleetwatch.labels.placement import GPUPlacement, PlacementList
 from fleetwatch.labels.registry import Registry, RegistryError, parse_registry
 from fleetwatch.specfile import format_validation_error, load_yaml
 
@@ -29,31 +29,49 @@ class SpecError(ValueError):
     """A file argument that cannot be read (the message names it)."""
 
 
+def _git(spec: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git ARGS`` (options first, then ``--end-of-options`` and the revision, so a
+    revision is never read as an option); a git that cannot run is a :class:`SpecError`."""
+    try:
+        return subprocess.run(["git", *args], capture_output=True, check=False, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SpecError(f"{spec}: cannot run git: {exc}") from None
+
+
+def _git_error(spec: str, what: str, done: subprocess.CompletedProcess[bytes]) -> SpecError:
+    return SpecError(f"{spec}: {what}: " + done.stderr.decode("utf-8", "replace").strip())
+
+
+def _read_git(spec: str, missing_ok: bool) -> bytes:
+    """The bytes of ``git:REV:PATH``; see :func:`read_spec`."""
+    rev, sep, path = spec[len(GIT_PREFIX):].partition(":")
+    if not sep or not rev or not path:
+        raise SpecError(f"{spec}: expected git:REV:PATH (e.g. git:HEAD~1:models.yaml)")
+    if rev.startswith("-"):
+        raise SpecError(f"{spec}: a revision cannot start with '-' (expected "
+                        "git:REV:PATH, e.g. git:HEAD~1:models.yaml)")
+    if missing_ok:
+        # only a path absent in a revision that exists is a file not created yet
+        probe = _git(spec, "rev-parse", "--verify", "--end-of-options", f"{rev}^{{tree}}")
+        if probe.returncode != 0:
+            raise _git_error(spec, f"no revision {rev!r} here", probe)
+        if _git(spec, "cat-file", "-e", "--end-of-options", f"{rev}:{path}").returncode:
+            return b""
+    done = _git(spec, "show", "--end-of-options", f"{rev}:{path}")
+    if done.returncode != 0:
+        raise _git_error(spec, "git show", done)
+    return done.stdout
+
+
 def read_spec(spec: str, missing_ok: bool = False) -> str:
     """The text of ``spec``: a path, or ``git:REV:PATH`` (``git show``). ``missing_ok``:
-    a path missing in that revision reads as ``""``. Raises :class:`SpecError`."""
+    a path absent in a revision that exists reads as ``""`` (a file the change creates);
+    a revision that does not exist, or a plain path that does not exist, is still an
+    error. Raises :class:`SpecError` naming ``spec``."""
     if spec.startswith(GIT_PREFIX):
-        rev, sep, path = spec[len(GIT_PREFIX):].partition(":")
-        if not sep or not rev or not path:
-            raise SpecError(f"{spec}: expected git:REV:PATH (e.g. git:HEAD~1:models.yaml)")
-        if missing_ok:
-            probe = subprocess.run(["git", "cat-file", "-e", f"{rev}:{path}"],
-                                   capture_output=True, check=False)
-            if probe.returncode != 0:
-                return ""
-        try:
-            done = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True,
-                                  check=False, timeout=60)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise SpecError(f"{spec}: cannot run git: {exc}") from None
-        if done.returncode != 0:
-            raise SpecError(f"{spec}: git show: "
-                            + done.stderr.decode("utf-8", "replace").strip())
-        data = done.stdout
+        data = _read_git(spec, missing_ok)
     else:
         try:
-            if missing_ok and not Path(spec).exists():
-                return ""
             data = Path(spec).read_bytes()
         except OSError as exc:
             raise SpecError(f"{spec}: cannot read: {exc.strerror or exc}") from None
@@ -92,18 +110,25 @@ def load_quota_spec(spec: str) -> Quotas:
         raise SpecError(str(exc)) from None
 
 
-_PLACEMENT = TypeAdapter(list[GPUPlacement])
+class _PlacementFile(BaseModel):
+    """Any YAML mapping's ``placement:`` list (other keys are the file's own business)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    placement: PlacementList | None = None
 
 
 def load_placement_spec(spec: str) -> list[GPUPlacement]:
-    """The ``placement:`` list of a YAML file (a sidecar configuration), validated."""
+    """The ``placement:`` list of a YAML file (a sidecar configuration), validated as
+    ``fleetwatch validate`` validates it (:data:`~fleetwatch.labels.placement.
+    PlacementList`: each GPU valid and listed once)."""
     data = _yaml(spec, read_spec(spec))
     if not isinstance(data, dict):
         raise SpecError(f"{spec}: expected a mapping with a 'placement:' list")
     try:
-        return _PLACEMENT.validate_python(data.get("placement") or [])
+        return _PlacementFile.model_validate(data).placement or []
     except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, f"{spec}: placement")) from None
+        raise SpecError(format_validation_error(exc, spec)) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from fleetwatch.commands.common import fail as _fail
 from fleetwatch.commands.gpu_inputs import gpu_options, load_assessment
 from fleetwatch.governance.analysis import (
     DEFAULT_ADDRESS,
+    DEFAULT_COUNT,
     DEFAULT_NAME,
     GateSettings,
     yaml_files,
@@ -164,8 +165,13 @@ def status(model: str, candidate_version: str, baseline_version: str | None, pro
 @click.option("--namespace", default=None, help="metadata.namespace of both templates.")
 @click.option("--name", default=DEFAULT_NAME, show_default=True,
               help="metadata.name of both templates.")
-def analysis(out: str, prometheus_address: str, namespace: str | None, name: str) -> None:
+@click.option("--count", type=click.IntRange(1, 1000), default=DEFAULT_COUNT,
+              show_default=True,
+              help="Argo: measurements, one a minute, before the analysis step completes.")
+def analysis(out: str, prometheus_address: str, namespace: str | None, name: str,
+             count: int) -> None:
     """Write the rollout gate as an Argo Rollouts AnalysisTemplate and a Flagger
     MetricTemplate (Prometheus provider; the query returns 0 pass, 1 wait, 2 worse)."""
-    settings = GateSettings(name=name, namespace=namespace, address=prometheus_address)
+    settings = GateSettings(name=name, namespace=namespace, address=prometheus_address,
+                            count=count)
     write_generated(yaml_files(settings), out)

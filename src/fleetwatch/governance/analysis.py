@@ -12,10 +12,19 @@ on each replica), maximum over replicas and baselines:
 * ``2`` — ``worse`` in at least one band with enough data on some replica: roll back.
 
 Argo Rollouts: ``successCondition: result[0] == 0``, ``failureCondition: result[0] ==
-2``; 1 meets neither, which Argo calls *inconclusive* and pauses the rollout for a person
-(``inconclusiveLimit``). Flagger has no inconclusive result: the Canary's metric sets
-``thresholdRange: {max: 1}`` (a check without data passes, a worse one fails) or ``{max:
-0}`` (a check without data fails too). The model and candidate version are the
+2``; 1 meets neither, which Argo calls *inconclusive*. The metric takes ``count``
+measurements ``interval`` apart and then completes, so it can be an inline ``- analysis:``
+canary step (a metric with an interval and no count runs until stopped or failed, which
+only a background analysis may). Argo assesses it as *Failed* once failed measurements
+exceed ``failureLimit`` (0: the first ``worse`` rolls back), *Inconclusive* (the rollout
+pauses for a person) once inconclusive ones exceed ``inconclusiveLimit``, and *Successful*
+when ``count`` is reached otherwise; ``inconclusiveLimit`` is ``count - 1`` so that a
+step whose every measurement was "wait" pauses instead of passing: the gate passes after
+``count`` measurements with no ``worse`` and at least one pass.
+
+Flagger has no inconclusive result: the Canary's metric sets ``thresholdRange: {max:
+1}`` (a check without data passes, a worse one fails) or ``{max: 0}`` (a check without
+data fails too). The model and candidate version are the
 templates' arguments (Argo ``args``, Flagger ``templateVariables``). Sources: Argo
 Rollouts' "Analysis" and "Prometheus" metric provider documentation, Flagger's "Metrics
 analysis" documentation (docs/sources.md).
@@ -28,7 +37,7 @@ from dataclasses import dataclass
 
 from fleetwatch.promql import string
 
-__all__ = ["DEFAULT_ADDRESS", "DEFAULT_NAME", "GateSettings", "analysis_template",
+__all__ = ["DEFAULT_ADDRESS", "DEFAULT_COUNT", "DEFAULT_NAME", "GateSettings", "analysis_template",
            "gate_query", "metric_template", "templates", "yaml_files"]
 
 VERDICT = "fleetwatch_rollout_verdict"
@@ -38,20 +47,32 @@ DEFAULT_NAME = "fleetwatch-rollout-gate"
 DEFAULT_ADDRESS = "http://prometheus-operated.monitoring.svc:9090"
 #: The query's values.
 PASS, WAIT, FAIL = 0, 1, 2
+#: Argo measurements before the analysis completes (``GateSettings.count``'s default).
+DEFAULT_COUNT = 5
 
 
 @dataclass(frozen=True, slots=True)
 class GateSettings:
     """``name`` of both templates, ``namespace`` (None: the applying one), the Prometheus
-    ``address`` the controllers query, Argo's ``interval`` between measurements and the
-    ``failure_limit``/``inconclusive_limit`` it tolerates."""
+    ``address`` the controllers query, Argo's ``interval`` between measurements, their
+    ``count`` (≥ 1; the inconclusive limit is ``count - 1``, module doc) and the
+    ``failure_limit`` it tolerates. Raises ``ValueError`` for a count below 1."""
 
     name: str = DEFAULT_NAME
     namespace: str | None = None
     address: str = DEFAULT_ADDRESS
     interval: str = "1m"
+    count: int = DEFAULT_COUNT
     failure_limit: int = 0
-    inconclusive_limit: int = 10
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise ValueError(f"count: {self.count}: at least 1 measurement")
+
+    @property
+    def inconclusive_limit(self) -> int:
+        """Inconclusive measurements tolerated: all but one (module doc)."""
+        return self.count - 1
 
 
 def gate_query(model: str, candidate: str) -> str:
@@ -84,6 +105,7 @@ def analysis_template(s: GateSettings) -> dict[str, object]:
             "metrics": [{
                 "name": "fleetwatch-candidate-not-worse",
                 "interval": s.interval,
+                "count": s.count,
                 "failureLimit": s.failure_limit,
                 "inconclusiveLimit": s.inconclusive_limit,
                 "successCondition": f"result[0] == {PASS}",

@@ -34,7 +34,7 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fleetwatch.governance.changes import CLASS_NAMES, Change
 from fleetwatch.specfile import load_yaml, validate
@@ -68,6 +68,15 @@ class ApprovalRecord(_Strict):
     change: str = Field(min_length=3, pattern=r"^[a-z_]+:.+$")
     approver: str = Field(min_length=1)
     date: dt.date
+
+    @field_validator("change")
+    @classmethod
+    def _known_class(cls, v: str) -> str:
+        # a typo'd class would approve nothing, silently: refuse it
+        name = v.partition(":")[0]
+        if name not in CLASS_NAMES:
+            raise ValueError(f"{name!r} is not a change class (one of {', '.join(CLASS_NAMES)})")
+        return v
 
 
 class _LogFile(_Strict):

@@ -103,13 +103,17 @@ def classify(path: str) -> str:
 
 
 def _leaves(value: object, prefix: str = "") -> dict[str, str]:
-    """Dotted path → text of every leaf of a dumped document (lists are leaves)."""
+    """Dotted path → text of every leaf of a dumped document (lists are leaves).
+
+    A ``None`` leaf (an optional field not set, e.g. a key a ``declared:`` block does not
+    declare, or the block itself) is left out: not set and absent are the same, so adding
+    a ``declared:`` block changes only the keys it declares."""
     if isinstance(value, Mapping):
         out: dict[str, str] = {}
         for k, v in value.items():
             out.update(_leaves(v, f"{prefix}.{k}" if prefix else str(k)))
         return out
-    return {prefix: "null" if value is None else str(value)}
+    return {} if value is None else {prefix: str(value)}
 
 
 def _diff_leaves(subject: str, old: Mapping[str, str], new: Mapping[str, str],

@@ -60,7 +60,8 @@ def parse_config(text: str, source: str) -> dict[str, Any]:
 
 def read_repository(root: Path) -> list[RepositoryModel]:
     """Every ``<model>/config.pbtxt`` under ``root``, sorted by directory; raises
-    :class:`RepositoryError` for a missing directory, a file too large or one that does
+    :class:`RepositoryError` for a path that is not a directory, a directory without any
+    ``*/config.pbtxt`` (nothing to check is not a pass), a file too large or one that does
     not parse."""
     if not root.is_dir():
         raise RepositoryError(f"{root}: not a directory (expected a Triton model repository)")
@@ -74,4 +75,7 @@ def read_repository(root: Path) -> list[RepositoryModel]:
             raise RepositoryError(f"{path}: cannot read: {exc}") from None
         doc = parse_config(text, str(path))
         out.append(RepositoryModel(str(doc.get("name") or path.parent.name), doc, path))
+    if not out:
+        raise RepositoryError(f"{root}: no <model>/config.pbtxt in it (expected a Triton "
+                              "model repository)")
     return out

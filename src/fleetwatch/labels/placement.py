@@ -25,10 +25,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, model_validator
 
-__all__ = ["MAX_GPUS", "MAX_INSTANCES", "MAX_MEMORY_BYTES", "GPUPlacement", "PlacedModel",
-           "Placement"]
+__all__ = [
+    "MAX_GPUS",
+    "MAX_INSTANCES",
+    "MAX_MEMORY_BYTES",
+    "GPUPlacement",
+    "PlacedModel",
+    "Placement",
+    "PlacementList",
+]
 
 #: The largest GPU memory a spec may state, bytes (2^60, 1 EiB): far above any GPU's or
 #: fleet's, and a float holds it exactly, so sums of thousands of them stay finite and
@@ -82,6 +89,11 @@ def unique_gpus(gpus: Sequence[GPUPlacement]) -> Sequence[GPUPlacement]:
                              f"[{seen[g.gpu_uuid]}]")
         seen[g.gpu_uuid] = i
     return gpus
+
+
+#: A ``placement:`` list as every reader validates it (the sidecar configuration, ``registry
+#: diff --placement``): each GPU valid and listed once.
+PlacementList = Annotated[list[GPUPlacement], AfterValidator(unique_gpus)]
 
 
 class Placement:

@@ -62,7 +62,7 @@ from pydantic import (
 )
 
 from fleetwatch.exporters.sources import KINDS
-from fleetwatch.labels.placement import GPUPlacement, Placement, unique_gpus
+from fleetwatch.labels.placement import Placement, PlacementList
 from fleetwatch.otlp.config import MetricsExport, TracesConfig, listen_address
 from fleetwatch.specfile import read_yaml, validate
 
@@ -223,15 +223,9 @@ class SidecarConfig(_Strict):
     traces: TracesConfig | None = None  # the OTLP trace receiver (fleetwatch.otlp.config)
     #: Declared GPU placement (fleetwatch.labels.placement), the fallback for what the
     #: servers do not report.
-    placement: list[GPUPlacement] = Field(default_factory=list)
+    placement: PlacementList = Field(default_factory=list)
     #: A quota file (fleetwatch.gpu.quota): fleetwatch_quota_limit and the usage against it.
     quotas: str | None = Field(None, min_length=1)
-
-    @field_validator("placement")
-    @classmethod
-    def _unique_gpus(cls, gpus: list[GPUPlacement]) -> list[GPUPlacement]:
-        unique_gpus(gpus)
-        return gpus
 
     @property
     def role(self) -> str:
