@@ -27,7 +27,6 @@ BASE_UNITS = {"seconds", "bytes", "ratio", "joules", "watts", "celsius", "boolea
               "samples", "connections", "models", "replicas", "intervals",
               "flop",  # flop: floating-point operations, a count (MFU numerator)
               "drafts",  # speculative-decoding drafts, a count (vLLM spec_decode_num_drafts)
-              "trims",  # malloc_trim calls (fleetwatch_heap_trims_total)
               "spans", "traces", "bodies",  # the OTLP trace receiver counts what it receives
               # quota families: the unit is the resource label's (GPUs, bytes, instances),
               # as issue 16 names them (fleetwatch_quota_usage{team, resource})

@@ -46,14 +46,6 @@ SELF_METRICS: tuple[MetricDef, ...] = (
               "Connections to the sidecar's HTTP server closed by a bound: max_connections "
               "(closed at accept), header_timeout (headers not sent in time).",
               ("reason",), "alpha", per_model=False),
-    MetricDef("fleetwatch_heap_trims_total", _C, "trims",
-              "glibc malloc_trim(0) calls made after scrape cycles, returning the free pages "
-              "of the C heaps to the system (at most one every 10 s, when at least 32 MiB "
-              "are free; never off Linux/glibc; docs/reliability.md).",
-              (), "alpha", per_model=False),
-    MetricDef("fleetwatch_heap_trim_seconds_total", _C, "seconds",
-              "Wall-clock seconds spent in those malloc_trim calls (in a worker thread).",
-              (), "alpha", per_model=False),
     MetricDef("fleetwatch_upstream_model_ready", _G, "boolean",
               "1 when the model reports ready (Triton /v2/models/<m>/ready, vLLM /health).",
               ("target", "model"), "stable", per_model=False),

@@ -17,8 +17,6 @@ both merged.
 
 Per-model facts (runtime, readiness) are forgotten once a model has not been observed for
 :data:`FORGET_AFTER_SCRAPES` successful scrapes, so churning model names do not grow memory.
-After a cycle, at most every few seconds, the C heap's free pages are returned to the system
-(:mod:`fleetwatch.sidecar.heaptrim`).
 """
 
 from __future__ import annotations
@@ -46,7 +44,6 @@ from fleetwatch.sidecar.coldstart import ColdStarts
 from fleetwatch.sidecar.config import SidecarConfig
 from fleetwatch.sidecar.encoding import gzip_member
 from fleetwatch.sidecar.fetch import ScrapeError, fetch_metrics
-from fleetwatch.sidecar.heaptrim import HeapTrimmer
 from fleetwatch.sidecar.probes import Prober
 from fleetwatch.sidecar.targets import TargetState, readiness_due, sleeping_models
 from fleetwatch.sidecar.warmup import WarmupGate
@@ -94,8 +91,6 @@ class Scraper:
         self.warmup = WarmupGate(self.registry) if WarmupGate.wanted(self.registry) else None
         if self.warmup is not None:
             self.subscribers.append(self.warmup.observe)
-        #: Returns the C heap's free pages to the system after cycles (:mod:`.heaptrim`).
-        self.heap = HeapTrimmer.load()
 
     # -- lifecycle ----------------------------------------------------------------
     async def __aenter__(self) -> Scraper:
@@ -120,8 +115,6 @@ class Scraper:
                 await self.scrape_once()
             except Exception:  # a bug must not stop the sidecar: log it, go on
                 log.exception("scrape cycle failed")
-            if self.heap.due(time.monotonic()):
-                await asyncio.to_thread(self.heap.trim)
             next_at += interval
             delay = next_at - time.monotonic()
             if delay < 0:  # fell behind: skip missed ticks rather than burst

@@ -37,8 +37,7 @@ class UpstreamCollector(Collector):
     """Collects ``fleetwatch_upstream_*`` from a :class:`Scraper`,
     ``fleetwatch_exposition_dropped_series_total`` from ``dropped`` (series by origin, kept
     by the /metrics assembler) and ``fleetwatch_http_connections_closed_total`` from
-    ``closed`` (connections by reason, kept by the HTTP server's guard), and
-    ``fleetwatch_heap_trim*`` from the scraper's :class:`~.heaptrim.HeapTrimmer`."""
+    ``closed`` (connections by reason, kept by the HTTP server's guard)."""
 
     def __init__(self, scraper: Scraper, dropped: Counter[str] | None = None,
                  closed: Counter[str] | None = None) -> None:
@@ -80,12 +79,8 @@ class UpstreamCollector(Collector):
         closed = _family("fleetwatch_http_connections_closed_total")
         for reason in CLOSE_REASONS:
             closed.add_metric([reason], float(self.closed.get(reason, 0)))
-        trims = _family("fleetwatch_heap_trims_total")
-        trims.add_metric([], float(self.scraper.heap.trims))
-        trim_seconds = _family("fleetwatch_heap_trim_seconds_total")
-        trim_seconds.add_metric([], self.scraper.heap.trim_seconds)
         yield from (up, dur, errs, last, series, unmapped, invalid, refused, ready, cold,
-                    dropped, closed, trims, trim_seconds)
+                    dropped, closed)
         if self.scraper.warmup is not None:  # fleetwatch_model_warm
             yield from self.scraper.warmup.collect()
 
