@@ -241,7 +241,7 @@ def test_a_down_target_is_one_log_line_however_many_models_it_had(caplog):
     engine.update(Snapshot(T0 + STEP, {"triton": None}, {"triton": "ConnectionRefused"}))
     stale = [r.getMessage() for r in caplog.records if "data stale" in r.getMessage()]
     assert len(stale) == 1, stale
-    assert stale[0].startswith("300 models (churn0_0, churn0_1, churn0_10 and 297 more): "
+    assert stale[0].startswith("300 models (churn0_0 v1, churn0_1 v1, churn0_10 v1 and 297 more): "
                                "data stale (target triton is down)"), stale[0]
     assert all(o["freshness"]["state"] == "stale" for o in engine.autoscaling())
     caplog.clear()
@@ -249,7 +249,7 @@ def test_a_down_target_is_one_log_line_however_many_models_it_had(caplog):
     back = [r.getMessage() for r in caplog.records if "fresh again" in r.getMessage()]
     # the models with nothing in flight are fresh at once; a busy one waits for its
     # counters to move (the same exposition again: they did not)
-    fresh = sorted(o["model"] for o in engine.autoscaling()
+    fresh = sorted(f"{o['model']} v{o['model_version']}" for o in engine.autoscaling()
                    if o["freshness"]["state"] == "fresh")
     assert 1 < len(fresh) < 300
     assert back == [f"{len(fresh)} models of target triton ({', '.join(fresh[:3])} and "

@@ -170,9 +170,11 @@ class ProgressReader:
 
 
 def _names(keys: list[ModelKey], shown: int = 3) -> str:
-    """The first ``shown`` model names of ``keys`` in name order and how many more (a log
-    line stays one bounded line however many models a target had)."""
-    names = ", ".join(sorted(k.model for k in keys)[:shown])
+    """The first ``shown`` model names of ``keys`` in name order (with the version when
+    there is one: ``ranker v1, ranker v2``) and how many more (a log line stays one
+    bounded line however many models a target had)."""
+    names = ", ".join(sorted(k.model + (f" v{k.model_version}" if k.model_version else "")
+                             for k in keys)[:shown])
     return names + (f" and {len(keys) - shown} more" if len(keys) > shown else "")
 
 
