@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import aiohttp
 from aiohttp import web
@@ -80,46 +82,55 @@ def _value(fams, name, **labels) -> float | None:
     return hits[0] if hits else None
 
 
+@asynccontextmanager
+async def _watching(
+        api: FlakyTritonAPI) -> AsyncIterator[tuple[ConfigWatch, aiohttp.ClientSession]]:
+    """A scraper and a configuration watch on ``api`` (one Triton target), after one
+    scrape and one read and evaluation of the running configuration."""
+    async with serve(api.app()) as base:
+        cfg = parse_config({"scrape": {"interval_seconds": 1, "timeout_seconds": 1},
+                            "targets": [{"name": "triton", "kind": "triton",
+                                         "url": base + "/metrics", "api_url": base}]})
+        async with Scraper(cfg, REGISTRY) as scraper, aiohttp.ClientSession() as session:
+            watch = ConfigWatch(cfg, REGISTRY, scraper.states)
+            await scraper.scrape_once()
+            await watch.refresh(session)
+            watch.evaluate()
+            yield watch, session
+
+
 def test_failures_counted_logged_once_last_config_kept(caplog):
     api = FlakyTritonAPI()
 
     async def scenario() -> None:
-        async with serve(api.app()) as base:
-            cfg = parse_config({"scrape": {"interval_seconds": 1, "timeout_seconds": 1},
-                                "targets": [{"name": "triton", "kind": "triton",
-                                             "url": base + "/metrics", "api_url": base}]})
-            async with Scraper(cfg, REGISTRY) as scraper, aiohttp.ClientSession() as session:
-                watch = ConfigWatch(cfg, REGISTRY, scraper.states)
-                await scraper.scrape_once()
-                await watch.refresh(session)
-                watch.evaluate()
-                fams = _families(watch)
-                assert _value(fams, "fleetwatch_config_drift", field="model_version") == 1
-                assert _value(fams, "fleetwatch_config_drift", field="dynamic_batching") == 0
-                api.status = 500  # the configuration cannot be read: keep the last one
-                with caplog.at_level(logging.WARNING, "fleetwatch.governance"):
-                    for _ in range(3):
-                        await watch.refresh(session)
-                        watch.evaluate()
-                warned = [r for r in caplog.records if "cannot read the running" in r.message]
-                assert len(warned) == 1 and "HTTP 500" in warned[0].message
-                fams = _families(watch)
-                assert _value(fams, "fleetwatch_config_reads_failed_total",
-                              target="triton") == 3
-                assert _value(fams, "fleetwatch_config_drift", field="dynamic_batching") == 0
-                assert _value(fams, "modelserver_model_config_changes_total",
-                              model="ranker") == 0
-                api.status, api.config = 200, {**CONFIG}
-                del api.config["dynamic_batching"]  # a running change: counted once
-                api.index = api.index[1:]  # only version 2 loaded: no more version drift
-                for _ in range(2):
+        async with _watching(api) as (watch, session):
+            fams = _families(watch)
+            assert _value(fams, "fleetwatch_config_drift", field="model_version") == 1
+            assert _value(fams, "fleetwatch_config_drift", field="dynamic_batching") == 0
+            api.status = 500  # the configuration cannot be read: keep the last one
+            with caplog.at_level(logging.WARNING, "fleetwatch.governance"):
+                for _ in range(3):
                     await watch.refresh(session)
                     watch.evaluate()
-                fams = _families(watch)
-                assert _value(fams, "modelserver_model_config_changes_total",
-                              model="ranker") == 1
-                assert _value(fams, "fleetwatch_config_drift", field="dynamic_batching") == 1
-                assert _value(fams, "fleetwatch_config_drift", field="model_version") == 0
+            warned = [r for r in caplog.records if "cannot read the running" in r.message]
+            assert len(warned) == 1 and "HTTP 500" in warned[0].message
+            fams = _families(watch)
+            assert _value(fams, "fleetwatch_config_reads_failed_total",
+                          target="triton") == 3
+            assert _value(fams, "fleetwatch_config_drift", field="dynamic_batching") == 0
+            assert _value(fams, "modelserver_model_config_changes_total",
+                          model="ranker") == 0
+            api.status, api.config = 200, {**CONFIG}
+            del api.config["dynamic_batching"]  # a running change: counted once
+            api.index = api.index[1:]  # only version 2 loaded: no more version drift
+            for _ in range(2):
+                await watch.refresh(session)
+                watch.evaluate()
+            fams = _families(watch)
+            assert _value(fams, "modelserver_model_config_changes_total",
+                          model="ranker") == 1
+            assert _value(fams, "fleetwatch_config_drift", field="dynamic_batching") == 1
+            assert _value(fams, "fleetwatch_config_drift", field="model_version") == 0
 
     asyncio.run(scenario())
 
@@ -129,18 +140,10 @@ def test_garbage_configuration_claims_no_drift():
     api.config = ["not", "an", "object"]
 
     async def scenario() -> None:
-        async with serve(api.app()) as base:
-            cfg = parse_config({"scrape": {"interval_seconds": 1, "timeout_seconds": 1},
-                                "targets": [{"name": "triton", "kind": "triton",
-                                             "url": base + "/metrics", "api_url": base}]})
-            async with Scraper(cfg, REGISTRY) as scraper, aiohttp.ClientSession() as session:
-                watch = ConfigWatch(cfg, REGISTRY, scraper.states)
-                await scraper.scrape_once()
-                await watch.refresh(session)
-                watch.evaluate()
-                fams = _families(watch)
-                assert _value(fams, "fleetwatch_config_drift", field="dynamic_batching") is None
-                assert _value(fams, "fleetwatch_config_reads_failed_total",
-                              target="triton") == 1
+        async with _watching(api) as (watch, _session):
+            fams = _families(watch)
+            assert _value(fams, "fleetwatch_config_drift", field="dynamic_batching") is None
+            assert _value(fams, "fleetwatch_config_reads_failed_total",
+                          target="triton") == 1
 
     asyncio.run(scenario())
