@@ -23,13 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_autoscale_replay import SLOS, SWEEP, tiled  # noqa: E402
+from bench_autoscale_replay import day  # noqa: E402
 
 from fleetwatch.autoscale.policies import policy  # noqa: E402
-from fleetwatch.autoscale.replay import ReplayConfig, _minutes, run_policy  # noqa: E402
-from fleetwatch.autoscale.trace import TraceMapping, map_trace  # noqa: E402
-from fleetwatch.commands.autoscale import capture_paths, fit  # noqa: E402
-from fleetwatch.slo.spec import load_slo_file  # noqa: E402
+from fleetwatch.autoscale.replay import _minutes, run_policy  # noqa: E402
 
 LOOKBACK_MINUTES = 10
 
@@ -42,16 +39,8 @@ def main() -> None:
                     choices=["fleetwatch", "production-stack", "wva", "hpa-utilization"])
     ap.add_argument("--top", type=int, default=10)
     args = ap.parse_args()
-    model, spec, capacity, _ = fit(load_slo_file(SLOS), None, capture_paths([str(SWEEP)]),
-                                   None, 60.0)
-    mapping = TraceMapping(time_compression=args.time_compression, token_scale=0.025,
-                           output_token_scale=1.0, max_input_tokens=512,
-                           max_output_tokens=256)
-    reqs = map_trace(tiled(args.hours), mapping)
-    assert spec.sli.latency is not None
-    cfg = ReplayConfig(mapping=mapping, ttft_seconds=spec.sli.latency.threshold_seconds,
-                       itl_seconds=0.05, objective=spec.objective, capacity=capacity,
-                       duration_seconds=args.hours * 3600)
+    d = day(args.hours, args.time_compression)
+    reqs, model, cfg, mapping = d.requests, d.replica, d.config, d.config.mapping
     run = run_policy(reqs, model, cfg, policy(args.policy), 0)
     per_minute = _minutes(reqs, run, cfg)
     width = mapping.seconds(60.0)

@@ -18,6 +18,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -29,6 +30,7 @@ from fleetwatch.autoscale.replay import (  # noqa: E402
     size_static,
     summarize,
 )
+from fleetwatch.autoscale.replica import ReplicaModel  # noqa: E402
 from fleetwatch.autoscale.trace import (  # noqa: E402
     Request,
     TraceMapping,
@@ -57,23 +59,40 @@ def tiled(hours: float) -> list[Request]:
     return out
 
 
+class Day(NamedTuple):
+    """What both autoscale benchmarks replay: the mapped requests, the fitted replica model
+    and the replay's configuration."""
+
+    requests: list[Request]
+    replica: ReplicaModel
+    config: ReplayConfig
+
+
+def day(hours: float, compression: float) -> Day:
+    """``hours`` of the tiled trace mapped at ``compression`` (the CLI's default token
+    mapping), the replica model fitted from the real-vLLM sweep and the replay's
+    configuration (the demo's TTFT SLO, ITL 50 ms): what both autoscale benchmarks replay."""
+    model, spec, capacity, _ = fit(load_slo_file(SLOS), None, capture_paths([str(SWEEP)]),
+                                   None, 60.0)
+    mapping = TraceMapping(time_compression=compression, token_scale=0.025,
+                           output_token_scale=1.0, max_input_tokens=512,
+                           max_output_tokens=256)
+    assert spec.sli.latency is not None
+    cfg = ReplayConfig(mapping=mapping, ttft_seconds=spec.sli.latency.threshold_seconds,
+                       itl_seconds=0.05, objective=spec.objective, capacity=capacity,
+                       duration_seconds=hours * 3600)
+    return Day(map_trace(tiled(hours), mapping), model, cfg)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--hours", type=float, default=24.0)
     ap.add_argument("--time-compression", type=float, default=10.0)
     args = ap.parse_args()
     t0 = time.perf_counter()
-    model, spec, capacity, _ = fit(load_slo_file(SLOS), None, capture_paths([str(SWEEP)]),
-                                   None, 60.0)
+    d = day(args.hours, args.time_compression)
+    reqs, model, cfg = d.requests, d.replica, d.config
     t_fit = time.perf_counter() - t0
-    mapping = TraceMapping(time_compression=args.time_compression, token_scale=0.025,
-                           output_token_scale=1.0, max_input_tokens=512,
-                           max_output_tokens=256)
-    reqs = map_trace(tiled(args.hours), mapping)
-    assert spec.sli.latency is not None
-    cfg = ReplayConfig(mapping=mapping, ttft_seconds=spec.sli.latency.threshold_seconds,
-                       itl_seconds=0.05, objective=spec.objective, capacity=capacity,
-                       duration_seconds=args.hours * 3600)
     print(f"{len(reqs)} requests over {args.hours:g} h of trace, compression "
           f"{args.time_compression:g}; fit {t_fit:.2f} s")
     t1 = time.perf_counter()
