@@ -26,7 +26,10 @@ run rules --registry examples/models.yaml --slos examples/slos.yaml \
 run alertmanager --registry examples/models.yaml --receivers examples/receivers.yaml \
   --slos examples/slos.yaml --out "$work/alertmanager.yaml"
 run dashboards --registry examples/models.yaml --slos examples/slos.yaml --out "$work/dash"
-run manifests --config examples/sidecar.yaml --config examples/sidecar-vllm.yaml \
+# every sidecar config in examples/: the registry's pools name them (deployment.sidecar)
+configs=()
+for f in examples/sidecar*.yaml; do configs+=(--config "$f"); done
+run manifests "${configs[@]}" \
   --registry examples/models.yaml --slos examples/slos.yaml \
   --receivers examples/receivers.yaml --out "$work/manifests"
 run traces tests/fixtures/otlp/triton-2.51-ranker-http.json tests/fixtures/otlp/vllm-0.32-llm_request.pb --json
