@@ -249,6 +249,7 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
         "fds_max": max((r["fds"] for r in rows), default=0),
         "fds_first": rows[0]["fds"] if rows else 0,
         "log_lines": len(log.read_text(errors="replace").splitlines()),
+        "repeated_log_lines": repeated_lines(log.read_text(errors="replace").splitlines()),
         "log": str(log),
     }
     print(f"soak: {result['upstream_scrapes']} upstream scrapes, {result['ok']} answers, "
@@ -256,6 +257,22 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
           f"{result['rss_growth_last_third_mb']} MB; fds {result['fds_first']} → max "
           f"{result['fds_max']}; {result['log_lines']} log lines")
     return result
+
+
+def repeated_lines(lines: list[str]) -> int:
+    """How many log lines repeat the line before them from the same logger, timestamps
+    aside: a problem logged again while nothing changed. The sidecar logs one line per
+    change of a target's problem, so this is 0 however many scrapes a run makes."""
+    last: dict[str, str] = {}
+    repeated = 0
+    for line in lines:
+        parts = line.split(" ", 4)  # date, time, level, logger, message
+        if len(parts) < 5:
+            continue
+        logger, text = parts[3], parts[2] + " " + parts[4]
+        repeated += last.get(logger) == text
+        last[logger] = text
+    return repeated
 
 
 def main(argv: list[str] | None = None) -> int:

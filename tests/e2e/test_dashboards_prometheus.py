@@ -34,6 +34,7 @@ from fleetwatch.sidecar.config import parse_config
 from fleetwatch.slo.spec import SLOFile, load_slo_file
 from tests.support.dashboard_inspect import query_panels, substitute
 from tests.support.helpers import GOLDEN, ROOT, PrometheusProcess, SidecarThread
+from tests.support.upstream_crash import kept_up
 
 pytestmark = [pytest.mark.triton, pytest.mark.vllm]
 
@@ -107,8 +108,11 @@ def stack(triton_server, vllm_server) -> Iterator[Stack]:
     llm_load.start()
     prom = None
     try:
-        prom = PrometheusProcess([f"127.0.0.1:{sidecar.port}"], rules).__enter__()
-        yield Stack(prom, time.time(), len(rules), (triton_server, vllm))
+        # the panels need data to keep coming, not one Triton process: a crashed Triton is
+        # restarted on its ports, as the kubelet would (tests/support/upstream_crash.py)
+        with kept_up(triton_server):
+            prom = PrometheusProcess([f"127.0.0.1:{sidecar.port}"], rules).__enter__()
+            yield Stack(prom, time.time(), len(rules), (triton_server, vllm))
     finally:
         stop_load.set()
         if prom is not None:

@@ -26,6 +26,7 @@ from fleetwatch.demo.triton import TritonServer
 from fleetwatch.sidecar.config import parse_config
 from fleetwatch.slo.spec import parse_slo_file
 from tests.support.helpers import SidecarThread
+from tests.support.upstream_crash import on_a_server_that_stays_up
 
 pytestmark = pytest.mark.triton
 
@@ -112,8 +113,9 @@ def _run(server: TritonServer):
 
 @pytest.fixture(scope="module")
 def scenario():
-    with TritonServer(models=[A, B]) as server:
-        yield _run(server)
+    # the phases are timed: a Triton that crashed in the middle gets the whole scenario
+    # again on a fresh server (tests/support/upstream_crash.py)
+    return on_a_server_that_stays_up(lambda: TritonServer(models=[A, B]), _run)
 
 
 def test_a_neighbours_load_makes_a_burn_inside_the_envelope_interference(scenario):

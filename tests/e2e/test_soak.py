@@ -43,5 +43,8 @@ def test_soak_60_seconds(tmp_path, monkeypatch):
     # memory is flat once the engine forgets models: < 10 MB over the last 20 s
     assert result["rss_growth_last_third_mb"] < 10, result["rows"]
     assert result["fds_max"] <= result["fds_first"] + 10, result["rows"]
-    # one line per change of problem, never one per scrape or per request
-    assert result["log_lines"] < result["upstream_scrapes"], result["log"]
+    # one line per change of problem: never the same problem again while nothing changed
+    # (a count of lines against scrapes would depend on how many problems the machine's
+    # speed adds: a slow scrape is a change too), and never one line per request
+    assert result["repeated_log_lines"] == 0, result["log"]
+    assert result["log_lines"] * 4 < result["ok"], result["log"]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from fleetwatch.demo.process import ServerProcess
 
-__all__ = ["Exit", "Supervisor", "crash_excerpt"]
+__all__ = ["Exit", "Supervisor", "crash_excerpt", "has_crash_report"]
 
 log = logging.getLogger("fleetwatch.demo")
 
@@ -36,6 +36,12 @@ LOG_LINES = 12
 #: dump, a C++ abort, a Python traceback).
 _CRASH = re.compile(r"Signal \(\d+\) received|terminate called|what\(\):|Segmentation fault"
                     r"|Aborted|Traceback \(most recent call last\)|Fatal Python error")
+
+
+def has_crash_report(text: str) -> bool:
+    """Whether a server's log holds a crash report (a signal, an abort, a traceback), as
+    opposed to a clean exit."""
+    return _CRASH.search(text) is not None
 
 
 def crash_excerpt(text: str, lines: int = LOG_LINES) -> str:
