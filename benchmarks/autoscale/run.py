@@ -30,6 +30,7 @@ if __package__ in (None, ""):
 
 import itertools
 
+from benchmarks.autoscale import twin
 from benchmarks.autoscale.fleet import (
     MODEL,
     HAProxy,
@@ -41,7 +42,7 @@ from benchmarks.autoscale.load import AiperfRun, ClientRecord, default_tokenizer
 from benchmarks.autoscale.scaler import FleetController, measure
 from benchmarks.autoscale.svg import timeline_svg
 
-from fleetwatch.autoscale.hpa import DEFAULT_BEHAVIOR, HPA, HPASpec
+from fleetwatch.autoscale.hpa import DEFAULT_BEHAVIOR, HPA, Behavior, HPASpec
 from fleetwatch.autoscale.policies import policy as get_policy
 from fleetwatch.autoscale.trace import (
     Request,
@@ -51,6 +52,7 @@ from fleetwatch.autoscale.trace import (
     segment,
     write_mooncake_jsonl,
 )
+from fleetwatch.slo.outputs.headroom import HEADROOM_WINDOW_SECONDS
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT / "tests" / "data" / "workloads" / "AzureLLMInferenceTrace_code.csv"
@@ -66,21 +68,23 @@ ITL_SLO_S = 0.025
 OBJECTIVE = 0.99
 #: Replay seconds every run continues after the tail's stabilization window.
 TAIL_SLACK_S = 10.0
-#: The sidecars' burst-headroom window (``autoscaling.headroom_window``), replay seconds:
-#: its default, Kubernetes' default scale-down stabilization window, compressed like
-#: every HPA duration.
-HEADROOM_WINDOW_S = 300.0 / MAPPING.time_compression
 #: Width of the windows of the attainment timeline, replay seconds.
 WINDOW_S = 5.0
-SIDECAR_SLOS = {
-    "windows": [{"long": "1m", "short": "10s", "budget_consumed": 0.1}],
-    "capacity": {"window": "1m", "min_events": 50, "hysteresis_updates": 2},
-    "slos": [{"name": "llm-ttft", "selector": {"models": [MODEL]},
-              "sli": {"latency": {"metric": "ttft", "threshold_seconds": TTFT_SLO_S}},
-              "objectives": [{"target": OBJECTIVE}], "timeWindow": [{"duration": "1h"}],
-              "concurrency": {"envelope": 8, "bands": [1, 2, 4, 8, 16]}}],
-    "autoscaling": {"headroom_window": HEADROOM_WINDOW_S},
-}
+
+
+def sidecar_slos(headroom_window_s: float) -> dict[str, Any]:
+    """The sidecars' SLO file: the TTFT SLO judged from the client's records, and
+    ``autoscaling.headroom_window`` = ``headroom_window_s`` (replay seconds: the sidecars
+    run on the replay's clock)."""
+    return {
+        "windows": [{"long": "1m", "short": "10s", "budget_consumed": 0.1}],
+        "capacity": {"window": "1m", "min_events": 50, "hysteresis_updates": 2},
+        "slos": [{"name": "llm-ttft", "selector": {"models": [MODEL]},
+                  "sli": {"latency": {"metric": "ttft", "threshold_seconds": TTFT_SLO_S}},
+                  "objectives": [{"target": OBJECTIVE}], "timeWindow": [{"duration": "1h"}],
+                  "concurrency": {"envelope": 8, "bands": [1, 2, 4, 8, 16]}}],
+        "autoscaling": {"headroom_window": headroom_window_s},
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,34 +181,48 @@ def summarize(name: str, sent: list[Request], records: list[ClientRecord], sampl
 @dataclass(frozen=True, slots=True)
 class Experiment:
     """What every policy of one run shares: the mapped requests, the mapping, the fleet's
-    bounds and the run's length in replay seconds (the segment, then a tail of one
-    scale-down stabilization window, one burst-headroom window — fleetwatch's signal keeps
-    a burst's headroom that long, then the HPA waits out its window — plus
-    `TAIL_SLACK_S`, where scale-in shows and quiet time costs replica-seconds for every
-    policy alike; `run_policy` adds the longest cold start the sidecars measured)."""
+    bounds, the HPA's scale-down stabilization window and the sidecars' burst-headroom
+    window (``autoscaling.headroom_window``), both in trace seconds and compressed like
+    every HPA duration (defaults: Kubernetes' 300 s and the sidecar's own default, the
+    full experiment's), and the run's length in replay seconds (the segment, then a tail
+    of one stabilization window, one headroom window — fleetwatch's signal keeps a
+    burst's headroom that long, then the HPA waits out its window — plus `TAIL_SLACK_S`,
+    where scale-in shows and quiet time costs replica-seconds for every policy alike;
+    `run_policy` adds the longest cold start the sidecars measured)."""
 
     requests: tuple[Request, ...]
     mapping: TraceMapping
     segment_s: float
     max_replicas: int = 4
     static_replicas: int = 4
+    scale_down_window_s: float = DEFAULT_BEHAVIOR.scale_down.stabilization_window_seconds
+    headroom_window_s: float = HEADROOM_WINDOW_SECONDS
+
+    @property
+    def behavior(self) -> Behavior:
+        """The HPA's behaviour in trace seconds: Kubernetes' defaults but for the
+        scale-down stabilization window."""
+        return replace(DEFAULT_BEHAVIOR, scale_down=replace(
+            DEFAULT_BEHAVIOR.scale_down, stabilization_window_seconds=self.scale_down_window_s))
 
     @property
     def run_s(self) -> float:
         """Replay seconds each policy runs."""
-        window = self.mapping.seconds(DEFAULT_BEHAVIOR.scale_down.stabilization_window_seconds)
-        return (self.mapping.seconds(self.segment_s) + window + HEADROOM_WINDOW_S
-                + TAIL_SLACK_S)
+        seconds = self.mapping.seconds
+        return (seconds(self.segment_s) + seconds(self.scale_down_window_s)
+                + seconds(self.headroom_window_s) + TAIL_SLACK_S)
 
 
 @dataclass(frozen=True, slots=True)
 class PolicyRun:
-    """One policy's raw outcome: aiperf's records, the scaler's samples, replica-seconds."""
+    """One policy's raw outcome: aiperf's records, the scaler's samples, replica-seconds,
+    the run's length and the longest cold start the sidecars measured (replay seconds)."""
 
     records: list[ClientRecord]
     samples: list[Sample]
     replica_seconds: float
     duration_s: float
+    cold_start_s: float
 
 
 def run_policy(name: str, exp: Experiment, workdir: Path) -> PolicyRun:
@@ -212,7 +230,7 @@ def run_policy(name: str, exp: Experiment, workdir: Path) -> PolicyRun:
     replay seconds (and until aiperf has every answer)."""
     policy = get_policy(name)
     workdir.mkdir(parents=True, exist_ok=True)
-    files = write_fleet_files(workdir, SIDECAR_SLOS)
+    files = write_fleet_files(workdir, sidecar_slos(exp.mapping.seconds(exp.headroom_window_s)))
     haproxy, prometheus = HAProxy(workdir, exp.max_replicas), Prometheus(workdir)
     haproxy.start()
     prometheus.start()
@@ -228,7 +246,8 @@ def run_policy(name: str, exp: Experiment, workdir: Path) -> PolicyRun:
         trace.write_text(write_mooncake_jsonl(exp.requests))
         load = AiperfRun(haproxy.url, MODEL, trace, workdir / "aiperf", default_tokenizer())
         c = exp.mapping.time_compression
-        spec = HPASpec(1, exp.max_replicas, policy.target) if policy.target else None
+        spec = (HPASpec(1, exp.max_replicas, policy.target, exp.behavior) if policy.target
+                else None)
         hpa = HPA(spec.compressed(c)) if spec else None
         period = spec.sync_period_seconds / c if spec else 1.0
         client = load.start()
@@ -251,7 +270,7 @@ def run_policy(name: str, exp: Experiment, workdir: Path) -> PolicyRun:
             raise RuntimeError(f"aiperf exited {client.returncode} without records: "
                                f"see {workdir}/aiperf.log")
         return PolicyRun(read_records(workdir / "aiperf"), samples, fleet.replica_seconds,
-                         duration)
+                         duration, hold)
     finally:
         if client is not None:
             stop_process(client)
@@ -279,8 +298,9 @@ def run_experiment(exp: Experiment, names: list[str], workdir: Path) -> dict[str
     """Every policy of ``names`` (the static pool first) on ``exp``; the result document."""
     names = sorted(names, key=lambda n: n != "static")
     results, timelines = [], {}
+    twins: list[dict[str, Any]] = []
     static_rs: float | None = None
-    window = exp.mapping.seconds(DEFAULT_BEHAVIOR.scale_down.stabilization_window_seconds)
+    window = exp.mapping.seconds(exp.scale_down_window_s)
     for name in names:
         run = run_policy(name, exp, workdir / name)
         if name == "static":
@@ -289,12 +309,19 @@ def run_experiment(exp: Experiment, names: list[str], workdir: Path) -> dict[str
                                  run.replica_seconds, static_rs, window, run.duration_s))
         t0 = min((r.start_s for r in run.records), default=0.0)
         timelines[name] = {"samples": [asdict(s) for s in run.samples],
-                           "attainment": attainment_windows(run.records, t0)}
+                           "attainment": attainment_windows(run.records, t0),
+                           "cold_start_s": run.cold_start_s}
+        twins.append(twin.row(twin.compare(exp, twin.LiveRun(
+            name, run.duration_s, run.cold_start_s, results[-1].ttft_attainment,
+            run.replica_seconds), twin.SLO(TTFT_SLO_S, ITL_SLO_S, OBJECTIVE))))
         print(json.dumps(asdict(results[-1])), flush=True)
+        print(json.dumps(twins[-1]), flush=True)
     return {"segment_s": exp.segment_s, "requests": len(exp.requests),
             "mapping": asdict(exp.mapping), "run_s": exp.run_s,
+            "scale_down_window_s": exp.scale_down_window_s,
+            "headroom_window_s": exp.headroom_window_s,
             "slo": {"ttft_s": TTFT_SLO_S, "itl_s": ITL_SLO_S, "objective": OBJECTIVE},
-            "results": [asdict(r) for r in results], "timelines": timelines}
+            "results": [asdict(r) for r in results], "timelines": timelines, "twin": twins}
 
 
 def markdown_table(doc: dict[str, Any]) -> str:
@@ -325,6 +352,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-replicas", type=int, default=4)
     parser.add_argument("--static-replicas", type=int, default=4,
                         help="size of the static pool (sized for the segment's peak)")
+    parser.add_argument("--scale-down-window", type=float,
+                        default=DEFAULT_BEHAVIOR.scale_down.stabilization_window_seconds,
+                        help="HPA scale-down stabilization window, trace seconds "
+                             "(default Kubernetes' %(default)s)")
+    parser.add_argument("--headroom-window", type=float, default=HEADROOM_WINDOW_SECONDS,
+                        help="the sidecars' autoscaling.headroom_window, trace seconds "
+                             "(default the sidecar's %(default)s)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/fleetwatch-autoscale"))
     parser.add_argument("--out", type=Path, required=True,
                         help="result path without suffix (.json and .svg are written)")
@@ -334,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
     start, duration = (float(x) for x in args.segment.split(":"))
     mapping = replace(MAPPING, time_compression=args.compression)
     exp = Experiment(tuple(load_segment(start, duration, mapping)), mapping, duration,
-                     args.max_replicas, args.static_replicas)
+                     args.max_replicas, args.static_replicas, args.scale_down_window,
+                     args.headroom_window)
     names = args.policy or ["static", "fleetwatch", "production-stack", "wva", "hpa-utilization"]
     doc = run_experiment(exp, names, args.workdir)
     doc["segment_start_s"] = start
@@ -342,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.with_suffix(".json").write_text(json.dumps(doc, indent=1))
     args.out.with_suffix(".svg").write_text(timeline_svg(doc["timelines"], OBJECTIVE))
     print(markdown_table(doc))
+    print(twin.table(doc["twin"]))
     return 0
 
 

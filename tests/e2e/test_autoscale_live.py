@@ -37,6 +37,14 @@ pytestmark = pytest.mark.triton
 
 #: A burst of the code trace (minutes 2.5–5: idle, then 531 arrivals in a minute).
 SEGMENT = (150.0, 150.0)
+#: The HPA's scale-down stabilization window and the sidecars' burst-headroom window,
+#: trace seconds: a fifth of the full experiment's (Kubernetes' 300 s and the headroom's
+#: 300 s default), so 12 s of replay each. The checks need the fleet to scale in
+#: after the burst within the run, not the full windows' length: each window only delays
+#: the scale-in by its length, and the run's tail (`run.Experiment.run_s`) is as long
+#: as both together, so the module fits CI's budget for the short version.
+SCALE_DOWN_WINDOW_S = 60.0
+HEADROOM_WINDOW_S = 60.0
 #: The replica's reported TTFT may exceed the calibrated prediction by this factor on a
 #: loaded machine (sleeps overshoot, the Python backend's threads queue).
 SLOWDOWN_BOUND = 10.0
@@ -69,8 +77,11 @@ def experiment(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
     workdir = tmp_path_factory.mktemp("autoscale")
     start, duration = SEGMENT
     exp = run.Experiment(tuple(run.load_segment(start, duration, run.MAPPING)), run.MAPPING,
-                         duration, max_replicas=4, static_replicas=4)
+                         duration, max_replicas=4, static_replicas=4,
+                         scale_down_window_s=SCALE_DOWN_WINDOW_S,
+                         headroom_window_s=HEADROOM_WINDOW_S)
     doc = run.run_experiment(exp, ["fleetwatch", "production-stack"], workdir)
+    (workdir / "result.json").write_text(json.dumps(doc, indent=1))  # for a failure's reader
     return doc, workdir
 
 
