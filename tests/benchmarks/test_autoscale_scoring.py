@@ -76,3 +76,22 @@ def test_attainment_windows_group_by_request_start(tmp_path) -> None:
     (tmp_path / "profile_export.jsonl").write_text("\n".join(lines))
     windows = attainment_windows(read_records(tmp_path), 100.0)
     assert windows == [(0.0, 2, 0.5), (5.0, 1, 1.0)]
+
+
+def test_the_windows_are_parameters_of_the_run() -> None:
+    """The full experiment's windows by default; shorter ones shorten the run's tail by
+    their compressed difference and reach the HPA and the sidecars' SLO file."""
+    from benchmarks.autoscale.run import MAPPING, Experiment, sidecar_slos
+
+    from fleetwatch.autoscale.hpa import DEFAULT_BEHAVIOR
+    from fleetwatch.slo.spec import parse_slo_file
+
+    full = Experiment((), MAPPING, 150.0)
+    short = Experiment((), MAPPING, 150.0, scale_down_window_s=60.0, headroom_window_s=30.0)
+    assert full.behavior == DEFAULT_BEHAVIOR
+    assert short.behavior.scale_down.stabilization_window_seconds == 60.0
+    assert short.behavior.scale_up == DEFAULT_BEHAVIOR.scale_up
+    c = MAPPING.time_compression
+    assert full.run_s - short.run_s == pytest.approx((300.0 - 60.0) / c + (300.0 - 30.0) / c)
+    settings = parse_slo_file(sidecar_slos(30.0 / c)).autoscaling
+    assert settings.headroom_window == pytest.approx(30.0 / c)
