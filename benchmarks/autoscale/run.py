@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -216,7 +217,8 @@ class Experiment:
 @dataclass(frozen=True, slots=True)
 class PolicyRun:
     """One policy's raw outcome: aiperf's records, the scaler's samples, replica-seconds,
-    the run's length and the longest cold start the sidecars measured (replay seconds)."""
+    the run's length and the mean cold start of its replicas, from a replica's start to
+    its joining HAProxy (replay seconds)."""
 
     records: list[ClientRecord]
     samples: list[Sample]
@@ -270,7 +272,7 @@ def run_policy(name: str, exp: Experiment, workdir: Path) -> PolicyRun:
             raise RuntimeError(f"aiperf exited {client.returncode} without records: "
                                f"see {workdir}/aiperf.log")
         return PolicyRun(read_records(workdir / "aiperf"), samples, fleet.replica_seconds,
-                         duration, hold)
+                         duration, statistics.fmean(fleet.cold_starts))
     finally:
         if client is not None:
             stop_process(client)

@@ -12,7 +12,8 @@ resized to its answer.
 * `FleetController`: replicas started in the background (a new one joins HAProxy and
   Prometheus only once its sidecar is ready) and removed newest first (out of HAProxy,
   drained, then stopped). Replica-seconds count a replica from the start of its cold
-  start to its stop, as a pod's cost would.
+  start to its stop, as a pod's cost would; ``cold_starts`` holds each replica's time
+  from its start to its joining HAProxy (seconds).
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ class FleetController:
     ready: dict[str, Replica] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     replica_seconds: float = 0.0
+    cold_starts: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     threads: list[threading.Thread] = field(default_factory=list)
     _last_account: float = field(default_factory=time.monotonic)
@@ -149,6 +151,7 @@ class FleetController:
                 stop = True
             else:
                 stop = False
+                self.cold_starts.append(time.monotonic() - replica.started_at)
                 self.ready[replica.name] = replica
                 self.haproxy.add(replica)
                 self.prometheus.set_targets({n: r.sidecar_port for n, r in self.ready.items()})

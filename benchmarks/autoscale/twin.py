@@ -4,10 +4,11 @@
 live policy run had: the same mapped requests (replay seconds and tokens), the same
 SLO (`run.TTFT_SLO_S`, `run.ITL_SLO_S`, `run.OBJECTIVE`), fleet bounds, HPA behaviour
 (the experiment's scale-down stabilization window), sidecar headroom window and static
-pool size, the cold start the live sidecars measured, and replica-seconds counted over
-the live run's length. The replica model is the one the twin's CLI fits from the
-committed real-vLLM sweep (`tests/data/vllm-sweep`), which ``llm_sim`` is calibrated to;
-its capacity at SLO is the one the SLO engine learns from that sweep.
+pool size, the live replicas' mean cold start (from a replica's start to its joining
+HAProxy), and replica-seconds counted over the live run's length. The replica model is
+the one the twin's CLI fits from the committed real-vLLM sweep (`tests/data/vllm-sweep`),
+which ``llm_sim`` is calibrated to; its capacity at SLO is the one the SLO engine learns
+from that sweep.
 
 The issue's bounds for "the twin agrees with the live run" (`AGREEMENT`): per policy, TTFT
 attainment within ±2 points and replica-seconds within ±10 %. The twin is deterministic;
@@ -49,8 +50,8 @@ AGREEMENT = Bounds(attainment_points=2.0, replica_seconds_rel=0.10)
 
 @dataclass(frozen=True, slots=True)
 class LiveRun:
-    """What the twin needs of one live policy run: the policy, the run's length and the
-    longest cold start its sidecars measured (replay seconds), its attainment (0–1) and
+    """What the twin needs of one live policy run: the policy, the run's length and its
+    replicas' mean cold start (replay seconds), its attainment (0–1) and
     replica-seconds."""
 
     policy: str
