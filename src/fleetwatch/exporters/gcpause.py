@@ -1,4 +1,4 @@
-"""The cyclic garbage collector paused while an exposition is normalized or an SLO update runs.
+"""The cyclic garbage collector paused while an exposition is normalized.
 
 Compiling a cold exposition creates ~10 long-lived objects per series, none of them
 garbage, and the collections that allocation triggers (each older one scanning the whole
@@ -8,10 +8,6 @@ After a read that compiled *promote_at* series or more, the objects made meanwhi
 the oldest generation at once (``gc.freeze()`` then ``gc.unfreeze()``, O(1)) instead of
 being scanned by the first young collections; garbage among them waits for the next full
 collection. Nothing is promoted when something else froze objects: they stay frozen.
-
-The SLO engine pauses it for each update without promoting anything
-(:meth:`fleetwatch.slo.engine.SLOEngine.update`): an update allocates short-lived
-containers, all freed by reference counting before it returns.
 """
 
 from __future__ import annotations
@@ -24,22 +20,19 @@ __all__ = ["collector_paused"]
 
 
 @contextmanager
-def collector_paused(size: Callable[[], int] | None = None,
-                     promote_at: int = 0) -> Iterator[None]:
-    """The cyclic GC paused (if it was on) for the block, and with ``size``, what was made
-    meanwhile promoted to its oldest generation when ``size()`` (the compiled series
-    held) grew by ``promote_at`` or more (see the module; without ``size`` nothing is
-    promoted)."""
+def collector_paused(size: Callable[[], int], promote_at: int) -> Iterator[None]:
+    """The cyclic GC paused (if it was on) for the block, and what was made meanwhile
+    promoted to its oldest generation when ``size()`` (the compiled series held) grew by
+    ``promote_at`` or more (see the module)."""
     paused = gc.isenabled()
     if paused:
         gc.disable()
-    before = size() if size is not None else 0
+    before = size()
     try:
         yield
     finally:
         if paused:
-            if size is not None and size() - before >= promote_at \
-                    and not gc.get_freeze_count():
+            if size() - before >= promote_at and not gc.get_freeze_count():
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()

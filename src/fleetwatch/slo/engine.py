@@ -23,14 +23,13 @@ saturates, the signal of a model whose data is missing or frozen
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Iterable
 
-from fleetwatch.exporters.gcpause import collector_paused
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.placement import Placement
 from fleetwatch.labels.registry import Registry
-from fleetwatch.slo.account.book import ModelSLO
 from fleetwatch.slo.account.bookings import Bookings
 from fleetwatch.slo.account.gauges import ModelGauges
 from fleetwatch.slo.account.layout import Layout
@@ -99,7 +98,7 @@ class SLOEngine(EngineReadout, Restores):
         self._traces = TraceBook(self._layout)
         self._marks = Marks()
         self._accounts = TargetAccounts(self._layout, self._tracked, self.gauges,
-                                        self._marks.dirty)
+                                        self._marks.dirty, self._state_of)
         self._prev_ts: float | None = None
         #: missing or frozen data per model (signal held, then saturated)
         self.freshness = Freshness(slos.autoscaling)
@@ -110,15 +109,20 @@ class SLOEngine(EngineReadout, Restores):
         """Account one snapshot (call for every scrape, in order; a snapshot not newer
         than the last one is ignored).
 
-        The cyclic garbage collector is paused meanwhile (if it was on,
-        :func:`~fleetwatch.exporters.gcpause.collector_paused`), as
+        The cyclic garbage collector is paused meanwhile (if it was on), as
         :meth:`~fleetwatch.exporters.normalize.Normalizer.normalize` does: an update
         allocates short-lived containers per model, all freed by reference counting
         before it returns, and the collections their allocation would trigger scan the
         engine's long-lived states and windows, work that frees nothing
         (``benchmarks/bench_slo.py`` reports the collector's time)."""
-        with collector_paused():
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
             self._update(snap)
+        finally:
+            if paused:
+                gc.enable()
 
     def _update(self, snap: Snapshot) -> None:
         """The steps of one update, in order (see the module doc)."""
@@ -149,7 +153,7 @@ class SLOEngine(EngineReadout, Restores):
         the bookable (SLO, model) pairs, booked at once (nothing on the first snapshot,
         which only primes the counters), then judged; then when each model was seen."""
         views, booked = self._accounts.book(ts, prev_ts, decoded, self._decoder,
-                                            self._state, self._new_row)
+                                            self._new_row)
         if booked is not None:
             self._add_and_judge(ts, booked)
         self._accounts.saw(ts, views, decoded)
@@ -197,11 +201,6 @@ class SLOEngine(EngineReadout, Restores):
             self._layout.changed()
             self._restored(st, ts)
         return st
-
-    def _state(self, entry: ModelSLO, ts: float) -> SLOModelState | None:
-        """The state of a model's SLO entry, kept there (:meth:`_state_of`)."""
-        entry.state = self._state_of(entry.slo, entry.key[1], ts)
-        return entry.state
 
     def _new_row(self, st: SLOModelState, band: str, ts: float) -> int:
         """The window-store row of a band (or ``all``) booked for the first time, owned

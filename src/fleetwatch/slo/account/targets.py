@@ -28,30 +28,39 @@ from fleetwatch.slo.account.layout import Layout
 from fleetwatch.slo.account.tracked import TrackedStates
 from fleetwatch.slo.arrays import FloatArray
 from fleetwatch.slo.decode.decoder import Decoded, Decoder, concurrency_refused
+from fleetwatch.slo.spec import SLOSpec
 from fleetwatch.slo.state import ModelKey, SLOModelState
 
 __all__ = ["TargetAccounts"]
 
-#: Makes (or refuses: None) the state of a model's SLO entry at a time (the engine's).
-MakeState = Callable[[ModelSLO, float], SLOModelState | None]
+#: The state of a model an SLO selects at a time, made if missing (None: refused; the
+#: engine's, which tells the other stages about a state it makes).
+StateOf = Callable[[SLOSpec, ModelKey, float], SLOModelState | None]
 #: Makes the window-store row of a state's band booked for the first time (the engine's).
 NewRow = Callable[[SLOModelState, str, float], int]
 
 
 class TargetAccounts:
     """Accounts decoded snapshots against ``layout``, ``tracked`` and ``gauges``, marking
-    in ``dirty`` the states to judge (see the module docstring)."""
+    in ``dirty`` the states to judge and making the states the books need with
+    ``state_of`` (see the module docstring)."""
 
     def __init__(self, layout: Layout, tracked: TrackedStates, gauges: ModelGauges,
-                 dirty: set[tuple[str, ModelKey]]) -> None:
+                 dirty: set[tuple[str, ModelKey]], state_of: StateOf) -> None:
         self._layout = layout
         self._tracked = tracked
         self._gauges = gauges
         self._dirty = dirty
+        self._state_of = state_of
+
+    def state(self, entry: ModelSLO, ts: float) -> SLOModelState | None:
+        """The state of a model's SLO entry (made by ``state_of`` if missing; None:
+        refused), kept on the entry."""
+        entry.state = self._state_of(entry.slo, entry.key[1], ts)
+        return entry.state
 
     def book(self, ts: float, prev_ts: float | None, decoded: Decoded, decoder: Decoder,
-             state: MakeState, new_row: NewRow) -> tuple[dict[int, PlanColumns],
-                                                         Bookings | None]:
+             new_row: NewRow) -> tuple[dict[int, PlanColumns], Bookings | None]:
         """The column view of each target of ``decoded`` (by id of its plan; the layout
         keeps only these) and the bookings of the interval since ``prev_ts`` (None on the
         first snapshot: nothing to book)."""
@@ -60,8 +69,7 @@ class TargetAccounts:
         for plan, out, res in decoded.columns:
             view = views[id(plan)] = self._layout.view(plan, decoder)
             if prev_ts is not None:
-                gathered.append(self._gather(ts, prev_ts, view, out, res, decoded.refused,
-                                             state))
+                gathered.append(self._gather(ts, prev_ts, view, out, res, decoded.refused))
         self._layout.keep(views)
         if prev_ts is None:
             return views, None
@@ -74,15 +82,14 @@ class TargetAccounts:
             self._tracked.saw(ts, views[id(plan)], res, decoded.refused)
 
     def _gather(self, ts: float, prev_ts: float, view: PlanColumns, out: FloatArray,
-                res: list[float], refused: set[tuple[ModelKey, str]],
-                state: MakeState) -> Gathered:
+                res: list[float], refused: set[tuple[ModelKey, str]]) -> Gathered:
         """One target's live models into their gauges, and its bookable (SLO, model)
         pairs (:meth:`~fleetwatch.slo.account.book.TargetSLOs.gather`); ``refused`` the
         decoder's refused groups (a model whose concurrency inputs are among them books
         nothing)."""
         live_dt = self._tracked.since_seen(view.models, ts, prev_ts)
         live = live_dt > 0
-        target = self._layout.target(view, live.tolist(), lambda e: state(e, ts))
+        target = self._layout.target(view, live.tolist(), lambda e: self.state(e, ts))
         no_conc = concurrency_refused(view.models, refused)
         concs = update_gauges(self._gauges, self._tracked.in_system, view.models,
                               target.gauges, out, live_dt, live, no_conc)
