@@ -193,8 +193,10 @@ def test_modules_are_one_concept_in_size() -> None:
 #: Modules that only wire the modules their docstrings name, held to these sizes without
 #: the way out of LONG_MARK: what they grow by belongs in the stages they run.
 ORCHESTRATORS: dict[str, int] = {
-    "slo/engine.py": 260,  # the SLO engine's stages (slo/decode, account, judge, …)
+    "slo/engine.py": 230,  # the SLO engine's stages (slo/decode, account, judge, …)
     "exporters/normalize.py": MAX_LINES,  # the normalizer's loop (reading, emit, families, …)
+    # compiling a series (plans, labelblocks, blockmaps, unmapped, owners, entry)
+    "exporters/compile.py": 380,
 }
 
 

@@ -179,7 +179,7 @@ class ItemEngine(SLOEngine):
                     continue
                 conc = self._gauges(mk, dt, iv)
                 for entry in self._layout.entries(mk):
-                    st = entry.state or self._state(entry, ts)
+                    st = entry.state or self._accounts.state(entry, ts)
                     if st is None or entry.traces:
                         continue
                     err = st.error

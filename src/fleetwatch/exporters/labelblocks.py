@@ -37,7 +37,7 @@ class OwnTail(NamedTuple):
     """A block's own ``le``/``quantile`` as the plans that keep them render it: the
     plan's ``tail_fmt`` and ``tail_idx`` it was made for, the block's other values and
     their label names, the tail pairs and the tail rendered (see
-    ``SeriesCompiler._map``)."""
+    :meth:`~.blockmaps.BlockMapper.map`)."""
 
     fmt: str
     idx: tuple[int, ...]

@@ -9,9 +9,9 @@ a :class:`LabelPlan`: each output label a constant or the position of an upstrea
 and the label set's text a ``%`` format with the constants written in — and applying a
 plan to a block (:meth:`LabelMapper.apply`) is a few C-level maps and one format. Blocks
 that differ only by their own ``le``/``quantile`` share the rest (the tail is rendered
-once per block, :meth:`LabelMapper.own_tail`). The compiler (:mod:`.compile`) caches
-plans per table signature: a Triton exposition of 1000 models has 35,000 (rule, block)
-mappings, 19 plans.
+once per block, :meth:`LabelMapper.own_tail`). The compiler (:mod:`.compile`, through
+:mod:`.blockmaps`) caches plans per table signature: a Triton exposition of 1000 models
+has 35,000 (rule, block) mappings, 19 plans.
 """
 
 from __future__ import annotations

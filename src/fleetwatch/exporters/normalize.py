@@ -183,7 +183,8 @@ class Normalizer:
         keep the exposition (:mod:`.lastscrape`) when the state is clean."""
         read = self._read(lines, range(len(lines)))
         for _ in range(self.MAX_REREADS):
-            if read.refused is not None or not misjudged(self._compiler, self._cache, read.fed):
+            if read.refused is not None or not misjudged(self._compiler.owners, self._cache,
+                                                         read.fed):
                 break
             read = self._read(lines, range(len(lines)))  # the rest of the cache is warm
         result = self._assemble(read, text)

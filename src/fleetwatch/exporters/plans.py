@@ -113,7 +113,7 @@ def _plan(table: SourceTable, multi_fed: set[tuple[str, str]], rule: Rule,
 
 def _map_signature(rule: Rule, keep: tuple[str, ...]) -> tuple[object, ...]:
     """What the labels of a series mapped under ``rule`` depend on besides the series'
-    labels (``SeriesCompiler._map_labels``): rules with equal signatures map alike."""
+    labels (``LabelMapper.plan``): rules with equal signatures map alike."""
     tdef = METRICS_BY_NAME[rule.target]
     return (frozenset(allowed_labels(tdef)), tdef.labels, tdef.per_model, rule.match,
             rule.value_map, rule.drop, rule.const, rule.runtime, keep)

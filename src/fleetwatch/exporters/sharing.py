@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from fleetwatch.exporters.compile import SeriesCompiler
 from fleetwatch.exporters.entry import Entry
+from fleetwatch.exporters.owners import Owners
 
 __all__ = ["Sum", "misjudged", "summed"]
 
@@ -61,27 +61,28 @@ def summed(entry: Entry, sums: dict[str, Sum], fed: list[Entry]) -> None:
             cur.canon = None  # an aggregate of several upstream series
 
 
-def misjudged(compiler: SeriesCompiler, cache: dict[str, Entry], fed: list[Entry]) -> bool:
+def misjudged(owners: Owners, cache: dict[str, Entry], fed: list[Entry]) -> bool:
     """Whether an exposition showed series compiled from what earlier ones said, then
     dropped from ``cache`` (raw key → compiled series; the next read compiles them as a
     first read of this exposition does): a series met by another on one normalized series
-    after it was compiled as alone (:attr:`~.compile.SeriesCompiler.stale`), else series
+    after it was compiled as alone (:attr:`~.owners.Owners.stale`), else series
     compiled as meeting others on a normalized series that only one of them fed (``fed``:
     the series with shared slots the read took; the others gone:
-    :meth:`~.compile.SeriesCompiler.unshare`)."""
-    stale = compiler.stale
+    :meth:`~.owners.Owners.unshare`; ``owners``: the compiler's,
+    :attr:`~.compile.SeriesCompiler.owners`)."""
+    stale = owners.stale
     if stale:
         for key in [k for k, e in cache.items() if e.canon in stale]:
             del cache[key]
-        compiler.stale = set()
+        owners.stale = set()
         return True
-    if not compiler.sharing:
+    if not owners.sharing:
         return False
     met: dict[str, set[str]] = {}
     for entry in fed:
         for slot in entry.shared:
             met.setdefault(slot.prefix, set()).add(entry.canon)
-    alone = compiler.unshare(met)
+    alone = owners.unshare(met)
     if not alone:
         return False
     for key in [k for k, e in cache.items()

@@ -18,3 +18,16 @@ def render_labels(pairs: LabelPairs) -> str:
     if not pairs:
         return ""
     return "{" + ",".join(f'{k}="{escape_label_value(v)}"' for k, v in pairs) + "}"
+
+
+def append_rendered(rendered: str, more: str) -> str:
+    """Append rendered label pairs (``a="b",…`` without braces) to a rendered label set
+    (``{…}`` or ``""``)."""
+    return rendered[:-1] + "," + more + "}" if rendered else "{" + more + "}"
+
+
+def append_labels(rendered: str, tail: LabelPairs) -> str:
+    """Append label pairs to an already rendered label set (``{…}`` or ``""``)."""
+    if not tail:
+        return rendered
+    return append_rendered(rendered, render_labels(tail)[1:-1])

@@ -30,18 +30,16 @@ from collections.abc import Iterable
 from fleetwatch.exporters.snapshot import Snapshot
 from fleetwatch.labels.placement import Placement
 from fleetwatch.labels.registry import Registry
-from fleetwatch.slo.account.book import Gathered, ModelSLO, bookings
 from fleetwatch.slo.account.bookings import Bookings
-from fleetwatch.slo.account.columns import PlanColumns
-from fleetwatch.slo.account.gauges import ModelGauges, update_gauges
+from fleetwatch.slo.account.gauges import ModelGauges
 from fleetwatch.slo.account.layout import Layout
 from fleetwatch.slo.account.ledger import Ledger, Selection
 from fleetwatch.slo.account.limits import ModelCap, ModelLimit
+from fleetwatch.slo.account.targets import TargetAccounts
 from fleetwatch.slo.account.trace_book import TraceBook
 from fleetwatch.slo.account.tracked import TrackedStates
-from fleetwatch.slo.arrays import FloatArray
 from fleetwatch.slo.capacity.learner import CapacityLearner
-from fleetwatch.slo.decode.decoder import Decoded, Decoder, concurrency_refused, needed_families
+from fleetwatch.slo.decode.decoder import Decoded, Decoder, needed_families
 from fleetwatch.slo.judge import states as _judge
 from fleetwatch.slo.judge.freshness import Freshness
 from fleetwatch.slo.judge.interference import Attributor
@@ -82,18 +80,12 @@ class SLOEngine(EngineReadout, Restores):
         self.registry = registry or Registry()
         self.attribution = Attributor(slos, placement)
         self.ledger = Ledger(slos, buckets)
-        self.window_lengths = self.ledger.window_lengths
-        self.windows = self.ledger.windows
         limit = ModelLimit(slos.limits.max_models_per_slo)
-        self.models_refused = limit.refused
         self._cap = ModelCap(self.MAX_MODELS)  # the models_evicted counter
         self._tracked = TrackedStates(self.ledger, limit, self._cap)
         self.states = self._tracked.states
         self.in_system = self._tracked.in_system
         self.gauges = ModelGauges()
-        self.concurrency = self.gauges.concurrency
-        self.queue_wait = self.gauges.queue_wait
-        self.kv_usage = self.gauges.kv_usage
         self._capacity = CapacityLearner(slos.capacity)
         self.band_latency = self._capacity.store
         self.cold_starts: dict[str, float] = {}
@@ -105,6 +97,8 @@ class SLOEngine(EngineReadout, Restores):
         self._layout = Layout(slos.slos, self._selects)
         self._traces = TraceBook(self._layout)
         self._marks = Marks()
+        self._accounts = TargetAccounts(self._layout, self._tracked, self.gauges,
+                                        self._marks.dirty, self._state_of)
         self._prev_ts: float | None = None
         #: missing or frozen data per model (signal held, then saturated)
         self.freshness = Freshness(slos.autoscaling)
@@ -154,36 +148,15 @@ class SLOEngine(EngineReadout, Restores):
         return decoded
 
     def _account(self, ts: float, prev_ts: float | None, decoded: Decoded) -> None:
-        """Stage 2 for one decoded snapshot: per target its models' gauges, the states
-        they need made, and the bookable (SLO, model) pairs, booked at once
-        (:func:`~fleetwatch.slo.account.book.bookings`; nothing to book on the first
-        snapshot, which only primes the counters), then judged; then when each model was
-        seen."""
-        views: dict[int, PlanColumns] = {}
-        gathered: list[Gathered] = []
-        for plan, out, res in decoded.columns:
-            view = views[id(plan)] = self._layout.view(plan, self._decoder)
-            if prev_ts is not None:
-                gathered.append(self._gather(ts, prev_ts, view, out, res, decoded.refused))
-        self._layout.keep(views)
-        if prev_ts is not None:
-            self._add_and_judge(ts, bookings(ts, gathered, self._new_row, self._marks.dirty))
-        for plan, _out, res in decoded.columns:
-            self._tracked.saw(ts, views[id(plan)], res, decoded.refused)
-
-    def _gather(self, ts: float, prev_ts: float, view: PlanColumns, out: FloatArray,
-                res: list[float], refused: set[tuple[ModelKey, str]]) -> Gathered:
-        """One target's live models into their gauges, and its bookable (SLO, model)
-        pairs (:meth:`~fleetwatch.slo.account.book.TargetSLOs.gather`); ``refused`` the
-        decoder's refused groups (a model whose concurrency inputs are among them books
-        nothing)."""
-        live_dt = self._tracked.since_seen(view.models, ts, prev_ts)
-        live = live_dt > 0
-        target = self._layout.target(view, live.tolist(), lambda e: self._state(e, ts))
-        no_conc = concurrency_refused(view.models, refused)
-        concs = update_gauges(self.gauges, self._tracked.in_system, view.models,
-                              target.gauges, out, live_dt, live, no_conc)
-        return target.gather(live, concs, view.events(out), res, self._marks.dirty)
+        """Stage 2 for one decoded snapshot (:class:`~fleetwatch.slo.account.targets.
+        TargetAccounts`): per target its models' gauges, the states they need made, and
+        the bookable (SLO, model) pairs, booked at once (nothing on the first snapshot,
+        which only primes the counters), then judged; then when each model was seen."""
+        views, booked = self._accounts.book(ts, prev_ts, decoded, self._decoder,
+                                            self._new_row)
+        if booked is not None:
+            self._add_and_judge(ts, booked)
+        self._accounts.saw(ts, views, decoded)
 
     def _add_and_judge(self, ts: float, booked: Bookings) -> None:
         """Stages 2–4 for an update's bookings: add them to the ledger and the capacity
@@ -228,11 +201,6 @@ class SLOEngine(EngineReadout, Restores):
             self._layout.changed()
             self._restored(st, ts)
         return st
-
-    def _state(self, entry: ModelSLO, ts: float) -> SLOModelState | None:
-        """The state of a model's SLO entry, kept there (:meth:`_state_of`)."""
-        entry.state = self._state_of(entry.slo, entry.key[1], ts)
-        return entry.state
 
     def _new_row(self, st: SLOModelState, band: str, ts: float) -> int:
         """The window-store row of a band (or ``all``) booked for the first time, owned

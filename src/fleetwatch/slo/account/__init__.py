@@ -18,6 +18,9 @@ Terms:
   concurrency, the concurrent-slot limit, queue wait, KV-cache usage);
 * *layout* (:mod:`.layout`): each model's SLO entries and the column views compiled
   for the current states and rows;
+* *target accounts* (:mod:`.targets`): one decoded snapshot accounted target by
+  target — its *live* models' gauges and bookable (SLO, model) pairs, the update's
+  bookings, then when each model was seen;
 * *trace events* (:mod:`.trace_book`): already-judged events of ``sli.source: traces``
   SLOs, booked one at a time;
 * *tracked states* (:mod:`.tracked`): the (SLO, model) states made within the SLO's

@@ -17,6 +17,7 @@ from fleetwatch.slo.account.gauges import ModelGauges
 from fleetwatch.slo.account.ledger import Ledger
 from fleetwatch.slo.account.limits import Held, ModelCap
 from fleetwatch.slo.account.tracked import TrackedStates
+from fleetwatch.slo.account.windows import RollingWindows
 from fleetwatch.slo.arrays import FloatArray
 from fleetwatch.slo.decode.decoder import Decoder
 from fleetwatch.slo.judge import states as _judge
@@ -47,7 +48,6 @@ class EngineReadout:
     states: dict[tuple[str, ModelKey], SLOModelState]
     gauges: ModelGauges
     cold_starts: dict[str, float]
-    models_refused: Counter[str]
     freshness: Freshness
     signal_holds: dict[ModelKey, SignalHold]
     in_system: dict[ModelKey, float]
@@ -55,6 +55,37 @@ class EngineReadout:
     _cap: ModelCap
     _decoder: Decoder
     _tracked: TrackedStates
+
+    @property
+    def window_lengths(self) -> list[float]:
+        """Every window length of the SLO file (its window catalog and capacity window)
+        and every SLO's period, ascending (seconds; the ledger's)."""
+        return self.ledger.window_lengths
+
+    @property
+    def windows(self) -> RollingWindows:
+        """The sliding windows of every row (the ledger's)."""
+        return self.ledger.windows
+
+    @property
+    def models_refused(self) -> Counter[str]:
+        """SLO name → models refused by ``limits.max_models_per_slo``."""
+        return self._tracked.limit.refused
+
+    @property
+    def concurrency(self) -> dict[ModelKey, float]:
+        """Model → requests in the system per replica at its last measured interval."""
+        return self.gauges.concurrency
+
+    @property
+    def queue_wait(self) -> dict[ModelKey, float]:
+        """Model → mean queue wait of its last interval that had one (seconds)."""
+        return self.gauges.queue_wait
+
+    @property
+    def kv_usage(self) -> dict[ModelKey, float]:
+        """Model → KV cache usage at its last snapshot that had it (ratio 0–1)."""
+        return self.gauges.kv_usage
 
     @property
     def gpu_memory_ratio(self) -> float | None:
