@@ -10,9 +10,9 @@ the SLO engine) scrapes it every second, a real Prometheus scrapes the sidecar, 
 test captures Triton's ``/metrics`` every second for the offline comparison.
 
 Before any load, version 3's registry warm-up is required: ``/readyz`` is 503 until
-``fleetwatch warmup`` ran, then 200. Load, one phase after the other: version 1 at
-concurrency 1, version 2 at 1, version 3 at 1, then version 1 again at concurrency 8 (so
-versions 1 and 3 see *different* load). Expected:
+``fleetwatch warmup`` ran, then 200. Load, one phase after the other: versions 1 and 3
+side by side at concurrency 1 each (a canary's split of the traffic), version 2 at 1, then
+version 1 again at concurrency 8 (so versions 1 and 3 see *different* load). Expected:
 
 * version 2 against 1: ``worse``, driven by band ``1`` (both ran there);
 * version 3 against 1: ``same`` band by band, while the naive overall comparison says
@@ -67,7 +67,11 @@ REGISTRY = {"models": [
     {"name": "slo_sim", "team": "ml", "owner": "a@example.com", "oncall": "ml-oncall",
      "warmup": {**WARMUP, "gate": "optional", "count": 2}},
 ]}
-PHASES = (("1", 1), ("2", 1), ("3", 1), ("1", 8))  # (version, concurrency)
+#: (version, concurrency) of the load, phase by phase; the versions of one phase run side
+#: by side. Versions 1 and 3 share a phase as a canary shares the traffic: the same machine
+#: at the same moment, so a busy machine slows both alike (in phases of their own, a
+#: machine busier in one phase than in the other made identical versions differ).
+PHASES = ((("1", 1), ("3", 1)), (("2", 1),), (("1", 8),))
 SECONDS_PER_PHASE = 4.0
 
 
@@ -152,9 +156,8 @@ def rollout(tmp_path_factory):
                                         '"slo_sim",model_version="1",band="1"}'),
                       "Prometheus has version 1's band-1 events")
                 capturer.thread.start()
-                for version, conc in PHASES:
-                    step_load(triton.http_address, "slo_sim", steps=(conc,),
-                              seconds_per_step=SECONDS_PER_PHASE, model_version=version)
+                for phase in PHASES:
+                    _side_by_side(triton.http_address, phase)
                 time.sleep(2.5)  # the last interval reaches the sidecar, then Prometheus
                 capturer.stop.set()
                 capturer.thread.join(5)
@@ -165,6 +168,17 @@ def rollout(tmp_path_factory):
             capturer.stop.set()
             sidecar.stop()
     return out
+
+
+def _side_by_side(address: str, phase: tuple[tuple[str, int], ...]) -> None:
+    """One phase: a closed loop per (version, concurrency), all for `SECONDS_PER_PHASE`."""
+    threads = [threading.Thread(target=step_load, args=(address, "slo_sim"), kwargs={
+        "steps": (conc,), "seconds_per_step": SECONDS_PER_PHASE, "model_version": version})
+        for version, conc in phase]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 def _cli(*args: str):

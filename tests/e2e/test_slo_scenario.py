@@ -138,22 +138,24 @@ def _met(results, concurrency: int) -> float:
 
 
 def test_burn_is_low_in_low_bands_and_high_in_high_ones(scenario):
-    """Low burn in every band whose step the client saw meet the objective with a margin
-    (bands 1 and 2 must: 8 and 16 ms of service time against 40 ms); band 4 (≈ 32 ms) is
-    asserted low only when its step met it — on a starved machine the client sees it miss,
-    and band 4 rightly burns."""
+    """Low burn (< 1) in every band whose step the client saw meet the objective with a
+    margin (the client's latency bounds Triton's own from above, so the converse does not
+    follow: a client-side miss may be the client's own delay), high burn in band 8. The
+    service time sets which bands those are: band 1 (8 ms against 40 ms) meets on any
+    machine less than five times slower than an idle one; bands 2 and 4 meet on an idle
+    machine and may miss on a starved one, where they rightly burn; band 8 (≈ 64 ms)
+    misses on every machine (the model's waits are sleeps, which never shorten)."""
     engine, results = scenario
     v1 = _st(engine, "1")
     burn = v1["burn_rates"]["2m"]
     print({b: burn[b] for b in ("1", "2", "4", "8", "all")}, v1["events"],
           {c: round(_met(results, c), 3) for c in STEPS})
-    for band in ("1", "2", "4"):
+    assert _met(results, 1) >= OBJECTIVE + MARGIN  # a machine the scenario can run on
+    for band in ("1", "2", "4", "8"):
         assert v1["events"].get(band, 0) > 50, (band, v1["events"])
-        if band != "4":
-            assert _met(results, int(band)) >= OBJECTIVE + MARGIN, band  # a usable machine
-        if _met(results, int(band)) >= OBJECTIVE + MARGIN:
-            assert burn[band] < 1, (band, burn)
-    assert v1["events"]["8"] > 50
+        met = _met(results, int(band))
+        if met >= OBJECTIVE + MARGIN:
+            assert burn[band] < 1, (band, met, burn)
     assert burn["8"] > 5, burn
 
 

@@ -187,8 +187,13 @@ url, out, every = sys.argv[1], sys.argv[2], float(sys.argv[3])
 req = urllib.request.Request(url, headers={"Accept": "text/plain; version=0.0.4"})
 n = 0
 while True:
-    with urllib.request.urlopen(req, timeout=5) as r:
-        body = r.read()
+    try:  # a slow answer (a starved machine) is waited for; a failed one is tried again
+        with urllib.request.urlopen(req, timeout=60) as r:
+            body = r.read()
+    except OSError as exc:
+        print(f"sampler: {exc}", file=sys.stderr)
+        time.sleep(every)
+        continue
     with open(f"{out}/{n:05d}.prom", "wb") as f:
         f.write(body)
     n += 1
