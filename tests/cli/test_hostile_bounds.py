@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from tests.support.helpers import wait_until
 from tests.support.hostile import Sidecar, Upstream, strict_json
 
 SMALL = ('# TYPE nv_inference_count counter\n'
@@ -35,9 +36,11 @@ def test_too_many_series_and_a_long_label_value_leave_the_other_targets_served()
                       "labels": {"server": "small"}},
                      {"name": "long", "kind": "triton", "url": longv.url,
                       "labels": {"server": "long"}}]}) as sc:
-        big.wait_requests(2)
-        small.wait_requests(2)
-        time.sleep(0.4)
+        # each target's first scrape done, however long a starved machine takes
+        wait_until(lambda: all(sc.metric("fleetwatch_upstream_up", target=t) is not None
+                               for t in ("big", "small", "long")), "every target scraped", 60)
+        wait_until(lambda: sc.metric("fleetwatch_upstream_scrape_errors_total", target="big",
+                                     reason="too_many_series"), "big refused", 60)
         assert sc.metric("fleetwatch_upstream_up", target="big") == 0
         assert sc.metric("fleetwatch_upstream_scrape_errors_total", target="big",
                          reason="too_many_series") >= 1
@@ -56,10 +59,8 @@ def test_normalization_time_is_bounded():
             {"scrape": {"interval_seconds": 0.5, "timeout_seconds": 0.5,
                         "normalize_timeout_seconds": 0.001},
              "targets": [{"name": "t", "kind": "triton", "url": up.url}]}) as sc:
-        up.wait_requests(2)
-        time.sleep(0.3)
-        assert sc.metric("fleetwatch_upstream_scrape_errors_total", target="t",
-                         reason="normalize_timeout") >= 1
+        wait_until(lambda: sc.metric("fleetwatch_upstream_scrape_errors_total", target="t",
+                                     reason="normalize_timeout"), "a normalize timeout", 60)
         assert sc.metric("fleetwatch_upstream_up", target="t") == 0
         status, _body, _seconds = sc.get("/healthz")  # answers (within get's timeout)
         assert status == 200
