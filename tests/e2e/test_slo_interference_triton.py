@@ -14,12 +14,15 @@ count the polled states, not wall-clock figures.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 import urllib.request
+from dataclasses import dataclass, field
 
 import pytest
 
+from fleetwatch.clients.triton.results import LoadResult
 from fleetwatch.clients.triton.unary import send_requests
 from fleetwatch.demo.load import slo_sim_inputs
 from fleetwatch.demo.triton import TritonServer
@@ -33,12 +36,13 @@ pytestmark = pytest.mark.triton
 A, B = "cotenant_a", "cotenant_b"
 GPU = "GPU-shared-0"
 SLO = "a-latency"
+THRESHOLD = 0.04  # seconds: A's latency SLI
 SLOS = {
     # period 10m, long 20s → burn threshold 0.05 × 600 / 20 = 1.5 (15 % bad requests)
     "windows": [{"long": "20s", "short": "4s", "budget_consumed": 0.05, "severity": "page"}],
     "slos": [{
         "name": SLO, "selector": {"models": [A]},
-        "sli": {"latency": {"metric": "request", "threshold_seconds": 0.04}},
+        "sli": {"latency": {"metric": "request", "threshold_seconds": THRESHOLD}},
         "objectives": [{"target": 0.9}], "timeWindow": [{"duration": "10m"}],
         "concurrency": {"envelope": 4, "bands": [1, 2, 4, 8]},
     }],
@@ -47,10 +51,27 @@ BASELINE_S, CONTENDED_S, REGRESSION_S = 8.0, 12.0, 10.0
 
 
 def _load(server: TritonServer, model: str, version: str, seconds: float, clients: int,
-          stop: threading.Event) -> None:
-    send_requests(server.http_address, model, inputs=slo_sim_inputs, requests=5000,
-                  concurrency=clients, max_duration_s=seconds, model_version=version,
-                  stop_event=stop)
+          stop: threading.Event) -> LoadResult:
+    return send_requests(server.http_address, model, inputs=slo_sim_inputs, requests=5000,
+                         concurrency=clients, max_duration_s=seconds, model_version=version,
+                         stop_event=stop)
+
+
+@dataclass(slots=True)
+class Scenario:
+    """What the scenario saw: A's state per version at each poll of ``/slo`` (monotonic
+    seconds, state by version), when B's load started, A's baseline as the client saw it,
+    and the first ``/slo`` rows (with ``/metrics``) in each state of interest."""
+
+    history: list[tuple[float, dict[str, str]]] = field(default_factory=list)
+    b_started: float = math.inf
+    baseline: LoadResult | None = None
+    evidence: dict[str, object] = field(default_factory=dict)
+
+    def baseline_met(self) -> float:
+        """The share of A's baseline requests the client saw within the threshold."""
+        lat = self.baseline.latencies_s if self.baseline is not None else []
+        return sum(x <= THRESHOLD for x in lat) / len(lat) if lat else 0.0
 
 
 def _get(port: int, path: str) -> bytes:
@@ -67,19 +88,19 @@ def _run(server: TritonServer):
                                      "url": server.metrics_url, "api_url": server.http_url}],
                         "placement": [{"gpu_uuid": GPU, "models": [{"model": A},
                                                                     {"model": B}]}]})
-    history: list[dict[str, str]] = []  # A's state per version, per poll of /slo
-    evidence: dict[str, object] = {}
+    seen = Scenario()
+    evidence = seen.evidence
     stop = threading.Event()
     done = threading.Event()
 
     def load():
         try:
-            a = threading.Thread(target=_load, args=(server, A, "1", BASELINE_S + CONTENDED_S,
-                                                     1, stop))
-            a.start()
-            time.sleep(BASELINE_S)
-            _load(server, B, "1", CONTENDED_S, 4, stop)  # B steps up beside A
-            a.join()
+            seen.baseline = _load(server, A, "1", BASELINE_S, 1, stop)
+            seen.b_started = time.monotonic()
+            b = threading.Thread(target=_load, args=(server, B, "1", CONTENDED_S, 4, stop))
+            b.start()  # B steps up beside A
+            _load(server, A, "1", CONTENDED_S, 1, stop)
+            b.join()
             time.sleep(2.0)  # B idle from here on
             _load(server, A, "2", REGRESSION_S, 1, stop)
         finally:
@@ -96,7 +117,7 @@ def _run(server: TritonServer):
             time.sleep(0.5)
             rows = json.loads(_get(sidecar.port, "/slo"))["slos"]
             now = {s["model_version"]: s for s in rows if s["slo"] == SLO}
-            history.append({v: s["state"] for v, s in now.items()})
+            seen.history.append((time.monotonic(), {v: s["state"] for v, s in now.items()}))
             a1, a2 = now.get("1"), now.get("2")
             if a1 is not None and a1["state"] == "interference" \
                     and "interference" not in evidence:
@@ -108,7 +129,7 @@ def _run(server: TritonServer):
         stop.set()
         thread.join(timeout=30)
         sidecar.stop()
-    return history, evidence
+    return seen
 
 
 @pytest.fixture(scope="module")
@@ -118,12 +139,25 @@ def scenario():
     return on_a_server_that_stays_up(lambda: TritonServer(models=[A, B]), _run)
 
 
+#: A's baseline counts as meeting its objective (0.9) from the client's side when this much
+#: above it (the client's latency bounds Triton's own from above).
+MARGIN = 0.03
+
+
 def test_a_neighbours_load_makes_a_burn_inside_the_envelope_interference(scenario):
-    history, evidence = scenario
-    v1 = [h["1"] for h in history if "1" in h]
-    print(v1)
-    assert v1.count("interference") >= 2, v1
-    assert "regression" not in v1, v1  # never a page to A's owner for B's load
+    """Interference while B's load runs, never a page to A's owner for it. A regression
+    before B starts is right only when A alone was slow: allowed (until the short window
+    has passed B's start) when the client saw A's baseline miss, on a starved machine."""
+    evidence = scenario.evidence
+    v1 = [(t, h["1"]) for t, h in scenario.history if "1" in h]
+    states = [state for _, state in v1]
+    print(states, "baseline met", round(scenario.baseline_met(), 3))
+    assert states.count("interference") >= 2, states
+    short_window_s = 4.0
+    if scenario.baseline_met() >= 0.9 + MARGIN:
+        assert "regression" not in states, states
+    assert not [t for t, state in v1 if state == "regression"
+                and t >= scenario.b_started + short_window_s], states
     st = evidence["interference"]
     att = st["attribution"]
     assert att["kind"] == "interference"
@@ -145,8 +179,8 @@ def test_a_neighbours_load_makes_a_burn_inside_the_envelope_interference(scenari
 
 
 def test_a_slowed_a_with_its_neighbour_idle_is_a_regression(scenario):
-    history, evidence = scenario
-    v2 = [h["2"] for h in history if "2" in h]
+    evidence = scenario.evidence
+    v2 = [h["2"] for _, h in scenario.history if "2" in h]
     print(v2)
     assert v2.count("regression") >= 2, v2
     assert "interference" not in v2, v2
