@@ -93,11 +93,13 @@ def test_demo_on_a_taken_port_says_so_in_one_line_before_starting_anything():
     assert f"127.0.0.1:{port}" in lines[0] and "in use" in lines[0]
 
 
-def _wait_for_log(sc, text: str, timeout_s: float = 30.0) -> None:
-    """Until ``text`` is in the sidecar's log (bounded: a busy machine stretches 0.3 s
-    scrape intervals)."""
+def _wait_for_log(sc, *texts: str, timeout_s: float = 60.0) -> None:
+    """Until one line of the sidecar's log holds every one of ``texts`` (bounded: a busy
+    machine stretches 0.3 s scrape intervals, and may time a scrape out: a line about
+    that must not stand for the line awaited)."""
     deadline = time.monotonic() + timeout_s
-    while text not in sc.log() and time.monotonic() < deadline:
+    while time.monotonic() < deadline and not any(
+            all(t in line for t in texts) for line in sc.log().splitlines()):
         time.sleep(0.1)
 
 
@@ -110,11 +112,11 @@ def test_readiness_unmapped_and_unregistered_are_named_in_the_log():
             registry=registry) as sc:
         up.health_status = 500
         up.wait_requests(3)
-        _wait_for_log(sc, "HTTP 500")
+        _wait_for_log(sc, "not ready", "HTTP 500")
         up.health_status = 200
         _wait_for_log(sc, "ready again")  # one line per change: back to ready first
         up.health_status = None  # hangs: the probe times out
-        _wait_for_log(sc, "timeout")
+        _wait_for_log(sc, "not ready", "timeout")
         log = sc.log()
     not_ready = [line for line in log.splitlines() if "not ready" in line]
     assert any("HTTP 500" in line for line in not_ready), log
