@@ -85,3 +85,15 @@ def test_bad_input_exits_2_naming_the_file(tmp_path: Path) -> None:
     assert code == 2 and "cannot read" in out
     code, out = run(str(TRACE), "--segment", "100000:60")
     assert code == 2 and "no request" in out
+
+
+def test_a_csv_without_a_column_and_missing_captures_are_said_as_such(tmp_path: Path) -> None:
+    short = tmp_path / "short.csv"
+    short.write_text("TIMESTAMP,ContextTokens\n2023-11-16 18:17:03.9,10\n", encoding="utf-8")
+    code, out = run(str(short))
+    assert code == 2 and f"{short}: line 1: header" in out
+    assert "TIMESTAMP,ContextTokens,GeneratedTokens" in out and "JSON" not in out
+    res = CliRunner().invoke(main, ["autoscale", "replay", "--slos", str(SLOS), "--captures",
+                                    str(tmp_path / "nowhere"), str(TRACE)])
+    assert res.exit_code == 2
+    assert f"--captures {tmp_path / 'nowhere'}: no such file or directory" in res.output

@@ -57,15 +57,15 @@ Example, on the trace and the real-vLLM sweep in the repository:
 
 
 def read_trace(path: Path) -> list[Request]:
-    """The requests of an Azure CSV (its header first) or a mooncake JSONL trace;
-    exit 2 naming the file and the line otherwise."""
+    """The requests of a mooncake JSONL trace (its first line a JSON object) or else an
+    Azure CSV (its header first); exit 2 naming the file and the line otherwise."""
     try:
         with path.open(encoding="utf-8") as f:
             first = f.readline()
             f.seek(0)
-            if first.strip().split(",") == list(AZURE_HEADER):
-                return read_azure_csv(f)
-            return read_mooncake_jsonl(f)
+            if first.lstrip().startswith("{"):
+                return read_mooncake_jsonl(f)
+            return read_azure_csv(f)  # names the header it expects if this is not it
     except OSError as exc:
         fail(f"{path}: cannot read: {exc.strerror or exc}")
     except UnicodeDecodeError:
@@ -75,10 +75,13 @@ def read_trace(path: Path) -> list[Request]:
 
 
 def capture_paths(given: Sequence[str]) -> list[Path]:
-    """The capture files: each argument a file or a directory of ``*.prom`` files."""
+    """The capture files: each argument a file or a directory of ``*.prom`` files; exit 2
+    for a path that does not exist or fewer than two captures."""
     out: list[Path] = []
     for g in given:
         p = Path(g)
+        if not p.exists():
+            fail(f"--captures {g}: no such file or directory")
         out.extend(sorted(p.glob("*.prom")) if p.is_dir() else [p])
     if len(out) < 2:
         fail(f"--captures {' '.join(given)}: need at least two captures of a sweep")

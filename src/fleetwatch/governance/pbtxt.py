@@ -41,8 +41,8 @@ def _model_config_class() -> Any:
         module = importlib.import_module("tritonclient.grpc.model_config_pb2")
     except ImportError as exc:
         raise RepositoryError("reading config.pbtxt needs Triton's model_config.proto as "
-                              "compiled in tritonclient (pip install 'fleetwatch[triton]' or "
-                              f"tritonclient[grpc]): {exc}") from None
+                              "compiled in tritonclient (from a clone: pip install '.[triton]', or "
+                              f"pip install 'tritonclient[grpc]'): {exc}") from None
     return module.ModelConfig
 
 
