@@ -30,7 +30,6 @@ import click
 
 from fleetwatch.autoscale.policies import POLICIES, policy
 from fleetwatch.autoscale.trace import (
-    AZURE_HEADER,
     Request,
     TraceError,
     TraceMapping,
