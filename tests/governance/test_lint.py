@@ -48,6 +48,15 @@ def test_latency_tier_without_a_queue_timeout():
     assert _checks([ModelFacts("r", no_timeout, _entry("r", "batch"))]) == []
 
 
+def test_an_interactive_llm_backend_model_gets_one_consistent_fix():
+    """Only 'remove dynamic_batching', never also 'add a queue policy to it': the engine
+    queues in its own scheduler."""
+    cfg = {"backend": "vllm", "dynamic_batching": {}}
+    assert _checks([ModelFacts("llm", cfg, _entry("llm", "interactive"))]) == \
+        [("llm", "dynamic_batching_llm_backend", "error")]
+    assert _checks([ModelFacts("llm", {"backend": "vllm"}, _entry("llm", "interactive"))]) == []
+
+
 def _gpu(*gpus):
     return {"backend": "python", "instance_group": [{"kind": "KIND_GPU", "count": 1,
                                                      "gpus": list(gpus)}],

@@ -12,7 +12,9 @@ by :mod:`fleetwatch.governance.pbtxt`) and its registry entry, and returns
   ``latency_tier`` in :data:`LATENCY_TIERS`) without a queue timeout
   (``dynamic_batching.default_queue_policy.default_timeout_microseconds``): under
   overload its requests wait without bound; ``max_queue_delay_microseconds`` only bounds
-  the wait for a fuller batch, not the queue;
+  the wait for a fuller batch, not the queue. Not for LLM runtimes: their engine queues
+  requests in its own scheduler, and the check above removes the batcher that would hold
+  the policy;
 * ``latency_gpu_shared`` (error) — a latency-tier model with a ``KIND_GPU`` instance group
   on a GPU where a throughput-tier model (:data:`THROUGHPUT_TIERS`) also has one (a group
   without ``gpus`` takes every GPU);
@@ -137,8 +139,8 @@ def _batching(m: ModelFacts) -> list[Finding]:
 
 
 def _queue_timeout(m: ModelFacts) -> list[Finding]:
-    if _tier(m) not in LATENCY_TIERS:
-        return []
+    if _tier(m) not in LATENCY_TIERS or _runtime(m) in LLM_RUNTIMES:
+        return []  # an LLM engine queues in its own scheduler, not in Triton's batcher
     db = m.config.get("dynamic_batching")
     policy = db.get("default_queue_policy") if isinstance(db, dict) else None
     timeout = policy.get("default_timeout_microseconds") if isinstance(policy, dict) else None
