@@ -301,3 +301,18 @@ def test_one_burning_band_is_said_in_the_singular(tmp_path, knee):
     st = replay_final(SWEEP, tmp_path, knee, SLO)["slo"]["slos"][0]
     assert st["state"] == "overload"
     assert st["explanation"].startswith("budget burning only in band 16, above"), st
+
+
+def test_a_capture_cut_in_half_is_replayed_with_a_warning_naming_it(tmp_path, knee):
+    """The lines and samples the normalizer could not use are said, one line per capture;
+    whole captures say nothing."""
+    cut = tmp_path / CAPTURES[1].name
+    text = CAPTURES[1].read_text(encoding="utf-8")
+    cut.write_text(text[:len(text) // 2], encoding="utf-8")
+    slos = str(slo_file(tmp_path, knee, SLO))
+    code, _out, err = replay("--slos", slos, str(CAPTURES[0]), str(cut), str(CAPTURES[2]))
+    assert code == 0
+    warnings = [line for line in err.splitlines() if "replayed without them" in line]
+    assert len(warnings) == 1 and f"fleetwatch: warning: {cut}: " in warnings[0], err
+    code, _out, err = replay("--slos", slos, *map(str, CAPTURES[:3]))
+    assert code == 0 and "replayed without them" not in err

@@ -144,10 +144,26 @@ def replay(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
         del text  # the largest object of a step: not kept while the engine runs
         if other is not None:
             raise ReplayInputError(f"{path}: {other}; replay one server's captures at a time")
+        damaged = damage(path, normalized)
+        if damaged:
+            click.echo(f"fleetwatch: warning: {damaged}", err=True)
         if models is not None:
             models.update(m[0] for m in normalized.models)
         engine.update(Snapshot(times[i], {"replay": normalized}))
         yield path, times[i], engine
+
+
+def damage(path: Path, normalized: Normalized) -> str:
+    """One line saying what of a capture the normalizer could not use (lines it skipped,
+    samples it refused: e.g. a capture cut off mid-histogram), or "" for a whole one. The
+    replay goes on without them, as the sidecar would on that scrape."""
+    skipped, refused = len(normalized.meta.invalid), normalized.invalid_samples.total()
+    if not skipped and not refused:
+        return ""
+    reasons = ", ".join(sorted(normalized.invalid_samples))
+    return (f"{path}: {skipped} line(s) skipped, {refused} sample(s) refused"
+            f"{f' ({reasons})' if reasons else ''}; replayed without them "
+            f"(fleetwatch normalize {path} shows which)")
 
 
 def check_output(path: Path) -> None:
