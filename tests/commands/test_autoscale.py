@@ -48,6 +48,10 @@ def test_table_and_policy_choice_on_a_mooncake_trace(tmp_path: Path) -> None:
     assert code == 0, out
     assert f"{len(reqs)} requests" in out
     assert "fleetwatch" in out and "wva" in out and "production-stack" not in out
+    # blank lines before the first record (read_mooncake_jsonl skips them): still JSONL
+    jsonl.write_text("\n\n" + write_mooncake_jsonl(reqs), encoding="utf-8")
+    code, out = run(str(jsonl), "--policy", "fleetwatch")
+    assert code == 0 and f"{len(reqs)} requests" in out, out
 
 
 def test_help_shows_the_worked_example() -> None:

@@ -56,11 +56,11 @@ Example, on the trace and the real-vLLM sweep in the repository:
 
 
 def read_trace(path: Path) -> list[Request]:
-    """The requests of a mooncake JSONL trace (its first line a JSON object) or else an
-    Azure CSV (its header first); exit 2 naming the file and the line otherwise."""
+    """The requests of a mooncake JSONL trace (its first non-blank line a JSON object) or
+    else an Azure CSV (its header first); exit 2 naming the file and the line otherwise."""
     try:
         with path.open(encoding="utf-8") as f:
-            first = f.readline()
+            first = next((line for line in f if line.strip()), "")
             f.seek(0)
             if first.lstrip().startswith("{"):
                 return read_mooncake_jsonl(f)
