@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 
 from tests.support.helpers import wait_until
 from tests.support.hostile import _MAIN, Sidecar, Upstream, cli
@@ -93,14 +92,12 @@ def test_demo_on_a_taken_port_says_so_in_one_line_before_starting_anything():
     assert f"127.0.0.1:{port}" in lines[0] and "in use" in lines[0]
 
 
-def _wait_for_log(sc, *texts: str, timeout_s: float = 60.0) -> None:
-    """Until one line of the sidecar's log holds every one of ``texts`` (bounded: a busy
+def _wait_for_log(sc, *texts: str) -> None:
+    """Until one line of the sidecar's log holds every one of ``texts`` (up to 60 s: a busy
     machine stretches 0.3 s scrape intervals, and may time a scrape out: a line about
     that must not stand for the line awaited)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and not any(
-            all(t in line for t in texts) for line in sc.log().splitlines()):
-        time.sleep(0.1)
+    wait_until(lambda: any(all(t in line for t in texts) for line in sc.log().splitlines()),
+               f"a log line with {' and '.join(map(repr, texts))}", 60)
 
 
 def test_readiness_unmapped_and_unregistered_are_named_in_the_log():
