@@ -47,4 +47,4 @@ def test_soak_60_seconds(tmp_path, monkeypatch):
     # (a count of lines against scrapes would depend on how many problems the machine's
     # speed adds: a slow scrape is a change too), and never one line per request
     assert result["repeated_log_lines"] == 0, result["log"]
-    assert result["log_lines"] * 4 < result["ok"], result["log"]
+    assert result["log_lines"] < result["ok"], result["log"]  # one per request would not be
