@@ -94,6 +94,8 @@ class FleetController:
     replicas: list[Replica] = field(default_factory=list)
     ready: dict[str, Replica] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
+    cold_starts: list[float] = field(default_factory=list)
+    """Seconds from each replica's start to its sidecar's ``/readyz``."""
     replica_seconds: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
     threads: list[threading.Thread] = field(default_factory=list)
@@ -144,6 +146,8 @@ class FleetController:
                 if replica in self.replicas:
                     self.replicas.remove(replica)
             return
+        if replica.ready_at is not None:
+            self.cold_starts.append(replica.ready_at - replica.started_at)
         with self.lock:
             if replica not in self.replicas:  # removed while starting
                 stop = True
