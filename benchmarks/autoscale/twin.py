@@ -6,7 +6,8 @@ experiment, on the same segment and the same mapping.
 It writes the live run's requests with their mapped tokens at their trace times (a
 mooncake JSONL: the twin's CLI then applies only the run's time compression, with token
 scales of 1 and the run's clamps as no-ops), an SLO file like the sidecars' with the
-headroom window in production seconds (the twin compresses it itself), and runs the
+headroom window in production seconds (the twin compresses it itself) selecting the
+model of the real-vLLM sweep's captures (the twin's replica model), and runs the
 twin with the live fleet's bounds, the static pool's size and the median cold start the
 live replicas took (production seconds). It prints, per policy, both attainments and
 their difference in points, and both replica-seconds over the segment (the live run's
@@ -38,6 +39,8 @@ from fleetwatch.autoscale.trace import TraceMapping, write_mooncake_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "tests" / "data" / "vllm-sweep" / "captures"
+#: The model of `CAPTURES` (the real vLLM the live replica is calibrated on).
+CAPTURES_MODEL = "tiny-llm"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +86,9 @@ def twin_command(live: dict[str, Any], workdir: Path) -> list[str]:
     trace.write_text(write_mooncake_jsonl(
         load_segment(live["segment_start_s"], live["segment_s"], unscaled)))
     slos = workdir / "slos.yaml"
-    slos.write_text(yaml.safe_dump(sidecar_slos(unscaled)))
+    doc = sidecar_slos(unscaled)
+    doc["slos"][0]["selector"] = {"models": [CAPTURES_MODEL]}
+    slos.write_text(yaml.safe_dump(doc))
     colds = [s for t in live["timelines"].values() for s in t.get("cold_starts_s", [])]
     cold_start = statistics.median(colds) * c if colds else 60.0
     static = next(r["peak_replicas"] for r in live["results"] if r["policy"] == "static")
@@ -117,8 +122,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cmd = twin_command(live, Path(tmp))
         print("$ " + " ".join(cmd[:1] + [a if "/" not in a else Path(a).name for a in cmd[1:]]))
-        twin = json.loads(subprocess.run(cmd, check=True, capture_output=True,
-                                         text=True).stdout)
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            sys.exit(f"the twin failed ({done.returncode}): {done.stderr.strip()}")
+        twin = json.loads(done.stdout)
     print("| policy | live TTFT | twin TTFT | points | live replica-s | twin replica-s "
           "| twin ÷ live |\n|---|---|---|---|---|---|---|")
     for a in compare(live, twin):
