@@ -45,6 +45,15 @@ SAMPLE_QUERIES: dict[str, str] = {
 CONTROLLER_METRICS = frozenset({"wva_desired_replicas"})
 
 
+def controller_metric(query: str) -> str | None:
+    """The controller output ``query`` selects (``wva_desired_replicas`` or
+    ``wva_desired_replicas{model="m"}``: a policy names it with its model's selector, as
+    KEDA's query on the controller's series would), or None for a PromQL over the
+    sidecars."""
+    name = query.split("{", 1)[0].strip()
+    return name if name in CONTROLLER_METRICS else None
+
+
 def _scalar(result: list[dict[str, Any]]) -> float:
     values = [float(r["value"][1]) for r in result]
     return sum(values) if values else math.nan
@@ -60,7 +69,7 @@ def measure(policy: Policy, prometheus: Prometheus, current: int, pods: list[str
     metric_query = queries.pop("metric", None)
     if metric_query is None:
         return math.nan
-    if metric_query not in CONTROLLER_METRICS:
+    if controller_metric(metric_query) is None:
         return _scalar(prometheus.query(metric_query))
     columns = {name: _by_pod(prometheus.query(q)) for name, q in SAMPLE_QUERIES.items()}
     columns.update({name: _by_pod(prometheus.query(q)) for name, q in queries.items()})
