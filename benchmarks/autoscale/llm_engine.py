@@ -19,7 +19,11 @@ iteration as vLLM's V1 scheduler runs it:
 
 The engine does no waiting itself: the Triton model (``model_repository/llm_sim``) sleeps
 each step's duration on an asyncio loop, and `simulate_closed_loop` advances a virtual clock,
-so the live replica and its calibration share this one scheduler. ``frontend_s`` is the fixed
+so the live replica and its calibration share this one scheduler. ``stream_interval`` is
+vLLM's ``--stream-interval`` (``chunk_due``): tokens after the first go to the client in
+chunks of that many, which costs the client, the balancer and the server one response per
+chunk instead of one per token and changes no token's time in the engine; the
+calibration streams every token, as the sweep's vLLM did. ``frontend_s`` is the fixed
 time a request spends before the scheduler (vLLM's API server: parse, tokenize, detokenize
 the first chunk); it counts towards the time to first token.
 
@@ -53,6 +57,11 @@ class EngineConfig:
     prefill_per_token_s: float = 0.00005
     frontend_s: float = 0.006
     first_token_per_seq_s: float = 0.0015
+    stream_interval: int = 1
+
+    def __post_init__(self) -> None:
+        if self.stream_interval < 1:
+            raise ValueError(f"stream_interval {self.stream_interval}: must be ≥ 1")
 
     def first_token_delay_s(self, batch: int) -> float:
         """Seconds between the end of a request's first step and its first token reaching
@@ -66,10 +75,23 @@ class EngineConfig:
         return (self.step_base_s + self.step_per_seq_s * batch
                 + self.prefill_per_token_s * prefill_tokens)
 
+    def chunk_due(self, unsent: int, nothing_sent: bool, finished: bool) -> bool:
+        """Whether the ``unsent`` tokens a request holds go to the client now, by vLLM's
+        ``--stream-interval`` rule (``vllm/v1/engine/output_processor.py``,
+        ``RequestState.make_request_output``): at once while nothing of the request has
+        been sent (its first token) and when it has finished, otherwise once
+        ``stream_interval`` tokens have gathered since the last send. With the default of
+        1 every token is its own response."""
+        return unsent > 0 and (nothing_sent or finished or unsent >= self.stream_interval)
+
     def blocks_for(self, tokens: int) -> int:
         """KV blocks that ``tokens`` tokens occupy."""
         return max(1, math.ceil(tokens / self.block_size))
 
+
+#: The text each generated token streams as: one token of the tiny Llama's tokenizer (the
+#: one aiperf counts output tokens with), so the client's output length is the engine's.
+TOKEN_TEXT = " self"
 
 #: The configuration calibrated on ``tests/data/vllm-sweep`` (see the module docstring).
 CALIBRATED = EngineConfig()

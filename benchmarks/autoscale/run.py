@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import signal
 import statistics
 import subprocess
@@ -57,11 +58,13 @@ from fleetwatch.slo.outputs.headroom import HEADROOM_WINDOW_SECONDS
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT / "tests" / "data" / "workloads" / "AzureLLMInferenceTrace_code.csv"
-#: The production code trace onto one calibrated llm_sim replica: 5× faster arrivals;
-#: tokens ÷ 16, prompts clamped to 16–128 tokens (the replica's KV budget holds a few of
-#: them) and outputs to 16–48 (the code trace's outputs are mostly under 16 tokens, which
-#: would leave no decode phase to measure).
-MAPPING = TraceMapping(time_compression=5.0, token_scale=1 / 16, min_input_tokens=16,
+#: The production code trace onto one calibrated llm_sim replica: 2× faster arrivals (the
+#: fastest at which a pool of `Experiment.max_replicas` replicas meets the TTFT objective
+#: in every trace minute of the first 15, by `sizing`); tokens ÷ 16, prompts clamped to
+#: 16–128 tokens (the replica's KV budget holds a few of them) and outputs to 16–48 (the
+#: code trace's outputs are mostly under 16 tokens, which would leave no decode phase to
+#: measure).
+MAPPING = TraceMapping(time_compression=2.0, token_scale=1 / 16, min_input_tokens=16,
                        max_input_tokens=128, min_output_tokens=16, max_output_tokens=48)
 #: The SLOs judged from the client's records (the sidecars' SLO file uses the same TTFT).
 TTFT_SLO_S = 0.1
@@ -71,6 +74,22 @@ OBJECTIVE = 0.99
 TAIL_SLACK_S = 10.0
 #: Width of the windows of the attainment timeline, replay seconds.
 WINDOW_S = 5.0
+#: The niceness the experiment runs at (its servers, sidecars, Prometheus and aiperf
+#: inherit it), when the user may raise priority: on a shared machine, other work
+#: would otherwise take the CPU time the replicas' timed steps need, and the run would
+#: measure the machine rather than the policies. It uses far less than a core.
+NICENESS = -10
+
+
+def raise_priority(niceness: int = NICENESS) -> int:
+    """Run at ``niceness`` if allowed (root or ``CAP_SYS_NICE``); the niceness now."""
+    try:
+        if os.getpriority(os.PRIO_PROCESS, 0) > niceness:
+            os.setpriority(os.PRIO_PROCESS, 0, niceness)
+    except PermissionError:
+        print(f"fleetwatch: cannot raise priority to nice {niceness}: the run shares the "
+              "CPU with the rest of the machine", file=sys.stderr)
+    return os.getpriority(os.PRIO_PROCESS, 0)
 
 
 def sidecar_slos(headroom_window_s: float) -> dict[str, Any]:
@@ -90,13 +109,15 @@ def sidecar_slos(headroom_window_s: float) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """One sync period of the scaler: replay time (s), replicas, ready, metric, desired."""
+    """One sync period of the scaler: replay time (s), replicas, ready, metric, desired,
+    and the machine's 1-minute load average then (the result says how busy it was)."""
 
     t_s: float
     replicas: int
     ready: int
     metric: float
     desired: int
+    load1: float = math.nan
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,9 +144,18 @@ def _attained(record: ClientRecord) -> bool:
     return record.error is None and record.ttft_s is not None and record.ttft_s <= TTFT_SLO_S
 
 
+def mean_itl(record: ClientRecord) -> float:
+    """A request's mean inter-token latency (s) as aiperf defines it, ``(request latency −
+    TTFT) / (output tokens − 1)``: per token whether the server streams every token or
+    chunks of them (``--stream-interval``), where the gaps between chunks would not be;
+    0 for a request of one token."""
+    if record.output_tokens < 2 or record.latency_s is None or record.ttft_s is None:
+        return 0.0
+    return (record.latency_s - record.ttft_s) / (record.output_tokens - 1)
+
+
 def _good(record: ClientRecord) -> bool:
-    mean_itl = sum(record.itl_s) / len(record.itl_s) if record.itl_s else 0.0
-    return _attained(record) and mean_itl <= ITL_SLO_S
+    return _attained(record) and mean_itl(record) <= ITL_SLO_S
 
 
 def attainment_windows(records: list[ClientRecord], t0: float) -> list[tuple[float, int, float]]:
@@ -217,14 +247,19 @@ class Experiment:
 @dataclass(frozen=True, slots=True)
 class PolicyRun:
     """One policy's raw outcome: aiperf's records, the scaler's samples, replica-seconds,
-    the run's length and the mean cold start of its replicas, from a replica's start to
-    its joining HAProxy (replay seconds)."""
+    the run's length and each replica's cold start, from its start to its joining
+    HAProxy (replay seconds)."""
 
     records: list[ClientRecord]
     samples: list[Sample]
     replica_seconds: float
     duration_s: float
-    cold_start_s: float
+    cold_starts_s: tuple[float, ...]
+
+    @property
+    def cold_start_s(self) -> float:
+        """The replicas' mean cold start (replay seconds; 0 without a replica started)."""
+        return statistics.fmean(self.cold_starts_s) if self.cold_starts_s else 0.0
 
 
 def run_policy(name: str, exp: Experiment, workdir: Path) -> PolicyRun:
@@ -264,7 +299,7 @@ def run_policy(name: str, exp: Experiment, workdir: Path) -> PolicyRun:
             current, pods = fleet.current, fleet.ready_names()
             metric = measure(policy, prometheus, current, pods) if hpa else math.nan
             desired = hpa.step(now, current, len(pods), metric) if hpa else current
-            samples.append(Sample(now, current, len(pods), metric, desired))
+            samples.append(Sample(now, current, len(pods), metric, desired, os.getloadavg()[0]))
             fleet.scale_to(desired)
         fleet.account()
         duration = time.monotonic() - t0
@@ -272,7 +307,7 @@ def run_policy(name: str, exp: Experiment, workdir: Path) -> PolicyRun:
             raise RuntimeError(f"aiperf exited {client.returncode} without records: "
                                f"see {workdir}/aiperf.log")
         return PolicyRun(read_records(workdir / "aiperf"), samples, fleet.replica_seconds,
-                         duration, statistics.fmean(fleet.cold_starts))
+                         duration, tuple(fleet.cold_starts))
     finally:
         if client is not None:
             stop_process(client)
@@ -312,7 +347,7 @@ def run_experiment(exp: Experiment, names: list[str], workdir: Path) -> dict[str
         t0 = min((r.start_s for r in run.records), default=0.0)
         timelines[name] = {"samples": [asdict(s) for s in run.samples],
                            "attainment": attainment_windows(run.records, t0),
-                           "cold_start_s": run.cold_start_s}
+                           "cold_starts_s": list(run.cold_starts_s)}
         twins.append(twin.row(twin.compare(exp, twin.LiveRun(
             name, run.duration_s, run.cold_start_s, results[-1].ttft_attainment,
             run.replica_seconds), twin.SLO(TTFT_SLO_S, ITL_SLO_S, OBJECTIVE))))
@@ -326,19 +361,27 @@ def run_experiment(exp: Experiment, names: list[str], workdir: Path) -> dict[str
             "results": [asdict(r) for r in results], "timelines": timelines, "twin": twins}
 
 
+def load_range(samples: list[dict[str, Any]]) -> str:
+    """The 1-minute load average's range over a policy's samples, ``"min–max"``."""
+    loads = [s["load1"] for s in samples if not math.isnan(s.get("load1", math.nan))]
+    return f"{min(loads):.1f}–{max(loads):.1f}" if loads else "—"
+
+
 def markdown_table(doc: dict[str, Any]) -> str:
-    """The result document's table, as in docs/autoscaling.md."""
+    """The result document's table, as in docs/autoscaling.md, with the machine's load
+    during each policy's run."""
     head = ("| policy | TTFT attainment | TTFT+ITL goodput | replica-s | ÷ static | peak | "
-            "scale events | reversals | back under SLO (s) | errors | dropped |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|\n")
+            "scale events | reversals | back under SLO (s) | errors | dropped | load |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     rows = []
     for r in doc["results"]:
         ratio = "—" if r["ratio_to_static"] is None else f"{r['ratio_to_static']:.2f}"
         back = "never" if r["recovery_s"] is None else f"{r['recovery_s']:.0f}"
+        load = load_range(doc["timelines"].get(r["policy"], {}).get("samples", []))
         rows.append(f"| {r['policy']} | {r['ttft_attainment']:.1%} | {r['goodput']:.1%} | "
                     f"{r['replica_seconds']:.0f} | {ratio} | {r['peak_replicas']} | "
                     f"{r['scale_events']} | {r['reversals']} | {back} | {r['errors']} | "
-                    f"{r['dropped']} |")
+                    f"{r['dropped']} | {load} |")
     return head + "\n".join(rows) + "\n"
 
 
@@ -373,8 +416,10 @@ def main(argv: list[str] | None = None) -> int:
                      args.max_replicas, args.static_replicas, args.scale_down_window,
                      args.headroom_window)
     names = args.policy or ["static", "fleetwatch", "production-stack", "wva", "hpa-utilization"]
+    niceness = raise_priority()
     doc = run_experiment(exp, names, args.workdir)
     doc["segment_start_s"] = start
+    doc["niceness"] = niceness
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(doc, indent=1))
     args.out.with_suffix(".svg").write_text(timeline_svg(doc["timelines"], OBJECTIVE))

@@ -105,6 +105,7 @@ class FleetController:
     ready: dict[str, Replica] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     replica_seconds: float = 0.0
+    #: Seconds from each replica's start to its joining HAProxy (its sidecar ready).
     cold_starts: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     threads: list[threading.Thread] = field(default_factory=list)

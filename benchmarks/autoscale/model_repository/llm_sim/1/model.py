@@ -45,6 +45,7 @@ DEFAULT_MAX_TOKENS = 16
 MAX_TOKENS_LIMIT = 4096
 #: Bytes of prompt text per token when the client does not say how many tokens it sent.
 BYTES_PER_TOKEN = 4
+TOKEN_TEXT = llm_engine.TOKEN_TEXT.encode()
 LATENCY_BUCKETS = [
     0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
     0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
@@ -67,6 +68,7 @@ class _Live:
         self.sender = sender
         self.sent_s = sent_s
         self.last_token_s = None
+        self.tokens = 0
         self.pending = 0
 
 
@@ -170,34 +172,40 @@ class TritonPythonModel:
                     self._emit(request, False)
 
     def _emit(self, request, first):
-        """Stream the token ``request`` got; tokens of a request whose first token is still
-        being delivered wait for it, so the client sees them in order."""
+        """Account the token ``request`` got and stream what is due (``chunk_due``: the
+        first token alone, then chunks of ``stream_interval`` tokens, the rest at the
+        end). Tokens of a request whose first token is still being delivered wait for
+        it, so the client sees them in order, and go with it. The request is done when
+        all its tokens are accounted here (the engine marks it finished when its last
+        step begins, which may be before its delayed first token is out)."""
         live = self.live.get(request.request_id)
         if live is None:
             return
-        now = time.monotonic()
+        live.tokens += 1
+        live.pending += 1
         if not first and live.last_token_s is None:
-            live.pending += 1
             return
-        count = 1 + live.pending if first else 1
-        live.pending = 0
+        now = time.monotonic()
         if first:
             self.m_ttft.observe(now - live.sent_s)
         else:
             self.m_itl.observe(now - live.last_token_s)
         live.last_token_s = now
-        done = request.finished_s is not None
+        done = live.tokens >= request.output_tokens
         if done:  # counted before the final flag: a client that saw it sees them
             del self.live[request.request_id]
             self.m_e2e.observe(now - live.sent_s)
             self.m_req_prompt.observe(request.prompt_tokens)
-            self.m_req_gen.observe(request.generated)
+            self.m_req_gen.observe(live.tokens)
             self.m_prompt.increment(request.prompt_tokens)
-            self.m_gen.increment(request.generated)
-        token = pb_utils.Tensor("text_output", np.array([b" tok"], dtype=np.object_))
+            self.m_gen.increment(live.tokens)
+        if not self.config.chunk_due(live.pending, first, done):
+            return
+        text = np.array([TOKEN_TEXT * live.pending], dtype=np.object_)
+        live.pending = 0
         try:
-            for _ in range(count):
-                live.sender.send(pb_utils.InferenceResponse(output_tensors=[token]))
+            live.sender.send(pb_utils.InferenceResponse(
+                output_tensors=[pb_utils.Tensor("text_output", text)]))
             if done:
                 live.sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         except Exception:  # the client went away: the request still runs to its end
