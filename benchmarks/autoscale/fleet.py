@@ -4,7 +4,10 @@ sidecar, behind HAProxy, scraped by Prometheus.
 * `Replica`: one real ``tritonserver`` (nvidia-pytriton's) serving ``llm_sim`` and one
   ``fleetwatch serve`` reading its ``/metrics`` as a vLLM engine (``kind: vllm``: the
   model exposes vLLM's family names) with Triton's model-ready endpoint as its health.
-  Its cold start is Triton's start and model load plus the sidecar's ``/readyz``.
+  The sidecar starts with Triton, as a sidecar container starts with its pod, so it
+  measures the replica's cold start (``fleetwatch_model_cold_start_seconds``: from the
+  model seen not ready to ready) and holds the model's signal through it; the replica's
+  cold start here is from its start to the sidecar's ``/readyz``.
 * `HAProxy`: Debian's haproxy, one backend with ``balance leastconn`` and one server slot
   per possible replica, all in maintenance at start; a replica is added with the runtime
   API (``set server llm/rN addr … port …``, ``set server llm/rN state ready``) once ready,
@@ -34,6 +37,7 @@ from typing import Any
 
 import yaml
 
+from fleetwatch.demo.procs import free_ports
 from fleetwatch.demo.triton import TritonServer
 
 MODEL = "llm_sim"
@@ -47,10 +51,7 @@ DRAIN_TIMEOUT_S = 60.0
 
 def free_port() -> int:
     """A free loopback TCP port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    return free_ports(1)[0]
 
 
 def http_get(url: str, timeout: float = 5.0) -> bytes:
@@ -141,20 +142,22 @@ class Replica:
 
     def _start(self) -> None:
         self.started_at = time.monotonic()
-        server = TritonServer([MODEL], MODEL_REPOSITORY, start_timeout_s=START_TIMEOUT_S)
-        server.start()
+        http, grpc, metrics, self.sidecar_port = free_ports(4)
+        server = TritonServer([MODEL], MODEL_REPOSITORY, start_timeout_s=START_TIMEOUT_S,
+                              ports=(http, grpc, metrics))
         self.server = server
-        self.sidecar_port = free_port()
         config = {"listen": {"address": "127.0.0.1", "port": self.sidecar_port},
                   "scrape": {"interval_seconds": 1, "timeout_seconds": 1},
                   "registry": str(self.files.registry),
                   "targets": [{"name": "llm", "kind": "vllm", "url": server.metrics_url,
-                               "health_url": f"{server.http_url}/v2/models/{MODEL}/ready"}]}
+                               "health_url": f"{server.http_url}/v2/models/{MODEL}/ready",
+                               "models": [MODEL]}]}  # not ready while Triton is down
         path = self.files.workdir / f"sidecar-{self.name}.yaml"
         path.write_text(yaml.safe_dump(config))
         self.sidecar = start_process(
             [FLEETWATCH, "serve", "--config", str(path), "--slos", str(self.files.slos),
              "--log-level", "warning"], self.files.workdir / f"sidecar-{self.name}.log")
+        server.start()
         wait_http(f"http://127.0.0.1:{self.sidecar_port}/readyz", f"sidecar {self.name}",
                   START_TIMEOUT_S, self.sidecar)
         self.ready_at = time.monotonic()

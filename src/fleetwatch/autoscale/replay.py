@@ -109,7 +109,7 @@ class ReplayResult:
     results: tuple[PolicyResult, ...]
 
 
-def _fleet_config(cfg: ReplayConfig, model: ReplicaModel, initial: int,
+def fleet_config(cfg: ReplayConfig, model: ReplicaModel, initial: int,
                   signal: bool = False) -> FleetConfig:
     """The simulation's settings in replay seconds; the sidecar's signal is computed
     only with ``signal`` (a policy that reads it)."""
@@ -140,14 +140,14 @@ def run_policy(requests: Sequence[Request], model: ReplicaModel, cfg: ReplayConf
         def fixed(now: float, samples: Sequence[ReplicaSample], current: int,
                   ready: int) -> int:
             return static_replicas
-        return simulate(requests, model, _fleet_config(cfg, model, static_replicas), fixed,
+        return simulate(requests, model, fleet_config(cfg, model, static_replicas), fixed,
                         cfg.horizon)
     hpa = _hpa_controller(policy, cfg)
 
     def decide(now: float, samples: Sequence[ReplicaSample], current: int, ready: int) -> int:
         return hpa.step(now, current, ready, policy.metric(samples, current))
     start = initial_replicas(requests, model, cfg)
-    return simulate(requests, model, _fleet_config(cfg, model, start, policy.reads_signal),
+    return simulate(requests, model, fleet_config(cfg, model, start, policy.reads_signal),
                     decide, cfg.horizon)
 
 

@@ -123,6 +123,9 @@ class TritonServer(ServerProcess):
         exit_timeout_s: ``--exit-timeout-secs``: how long tritonserver itself waits for
             in-flight requests on shutdown, in seconds.
         extra_args: more ``tritonserver`` arguments, appended as given.
+        ports: the HTTP, gRPC and metrics ports; None (default): free ones, chosen again
+            on a clash. Given ports let a client be configured before the server starts
+            (a sidecar that watches it come up); a clash is then a start error.
         start_timeout_s, stop_timeout_s, workdir, keep_workdir: as in `ServerProcess` (the
             working directory holds the backend directory and the log).
     """
@@ -146,12 +149,13 @@ class TritonServer(ServerProcess):
         workdir: str | os.PathLike[str] | None = None,
         keep_workdir: bool = False,
         extra_args: Sequence[str] = (),
+        ports: tuple[int, int, int] | None = None,
     ) -> None:
         """A tritonserver for ``models`` (not started). Many parameters: each a
         ``tritonserver`` option or a harness bound, keyword-only with a default."""
         if isinstance(models, str):
             raise TypeError("models must be a sequence of model names, not a string")
-        super().__init__(ports=None, start_timeout_s=start_timeout_s,
+        super().__init__(ports=ports, start_timeout_s=start_timeout_s,
                          stop_timeout_s=stop_timeout_s, workdir=workdir,
                          keep_workdir=keep_workdir)
         self.models: tuple[str, ...] = tuple(models)
