@@ -248,13 +248,14 @@ class Experiment:
 class PolicyRun:
     """One policy's raw outcome: aiperf's records, the scaler's samples, replica-seconds,
     the run's length and each replica's cold start, from its start to its joining
-    HAProxy (replay seconds)."""
+    HAProxy, and the longest cold start the sidecars measured (replay seconds)."""
 
     records: list[ClientRecord]
     samples: list[Sample]
     replica_seconds: float
     duration_s: float
     cold_starts_s: tuple[float, ...]
+    sidecar_cold_start_s: float
 
     @property
     def cold_start_s(self) -> float:
@@ -307,7 +308,7 @@ def run_policy(name: str, exp: Experiment, workdir: Path) -> PolicyRun:
             raise RuntimeError(f"aiperf exited {client.returncode} without records: "
                                f"see {workdir}/aiperf.log")
         return PolicyRun(read_records(workdir / "aiperf"), samples, fleet.replica_seconds,
-                         duration, tuple(fleet.cold_starts))
+                         duration, tuple(fleet.cold_starts), hold)
     finally:
         if client is not None:
             stop_process(client)
@@ -347,7 +348,8 @@ def run_experiment(exp: Experiment, names: list[str], workdir: Path) -> dict[str
         t0 = min((r.start_s for r in run.records), default=0.0)
         timelines[name] = {"samples": [asdict(s) for s in run.samples],
                            "attainment": attainment_windows(run.records, t0),
-                           "cold_starts_s": list(run.cold_starts_s)}
+                           "cold_starts_s": list(run.cold_starts_s),
+                           "sidecar_cold_start_s": run.sidecar_cold_start_s}
         twins.append(twin.row(twin.compare(exp, twin.LiveRun(
             name, run.duration_s, run.cold_start_s, results[-1].ttft_attainment,
             run.replica_seconds), twin.SLO(TTFT_SLO_S, ITL_SLO_S, OBJECTIVE))))

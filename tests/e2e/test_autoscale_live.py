@@ -131,6 +131,17 @@ def test_fleetwatch_scales_out_in_the_burst_and_in_after_it(
     assert fleetwatch["scale_events"] >= 2
 
 
+def test_each_sidecar_measures_its_replicas_cold_start(
+        experiment: tuple[dict, Path]) -> None:
+    """A sidecar starts with its Triton, as in a pod, so the cold start its signal holds
+    for is the replica's: more than nothing, and no longer than the harness measured
+    from the replica's start to the sidecar's ``/readyz``."""
+    doc, _ = experiment
+    for name, timeline in doc["timelines"].items():
+        measured, starts = timeline["sidecar_cold_start_s"], timeline["cold_starts_s"]
+        assert 0.0 < measured <= max(starts), (name, measured, starts)
+
+
 def test_replica_reports_at_least_the_calibrated_ttft() -> None:
     """One replica at 4 concurrent requests of the sweep's size."""
     concurrency, per_client = 4, 15
