@@ -15,7 +15,6 @@ version at low concurrency.
 from __future__ import annotations
 
 import asyncio
-import math
 import threading
 
 import pytest
@@ -160,23 +159,30 @@ def test_burn_is_low_in_low_bands_and_high_in_high_ones(scenario):
 
 
 def test_capacity_within_one_band_of_the_measured_knee(scenario):
+    """The knee is where the client's steps stop meeting the objective. A step whose
+    share is within MARGIN of the objective may fall on either side of it for Triton
+    (the client's latency bounds Triton's from above) and may have too few events for
+    the engine to trust on a starved machine, so the knee lies between the highest step
+    the client saw meet with the margin and the lowest it saw miss by it: capacity is
+    within one band below the first and not above the second. On an idle machine those
+    are steps 4 and 8, the bounds [2, 8] of "within one band of the knee (4)"."""
     engine, results = scenario
-    # the knee: the highest step whose measured latencies meet the objective
-    knee = max(r.concurrency for r in results["v1"]
-               if sum(lat <= THRESHOLD for lat in r.latencies_s) / len(r.latencies_s)
-               >= OBJECTIVE)
+    met = {c: _met(results, c) for c in STEPS}
+    good = [c for c in STEPS if met[c] >= OBJECTIVE + MARGIN]
+    bad = [c for c in STEPS if met[c] < OBJECTIVE - MARGIN]
+    assert good and bad, f"no clear step on each side of the objective: {met}"
+    low, high = max(good) / 2, min(bad)
     capacity = _st(engine, "1")["capacity"]
     wide = _st(engine, "1", WIDE)["capacity"]
-    print("knee", knee, "capacity", capacity, _evidence(engine, "1"),
+    print("met", met, "capacity", capacity, _evidence(engine, "1"),
           "wide", wide, _evidence(engine, "1", WIDE))
-    # capacity is continuous (issue 10): within one band (a factor of 2) of the knee
-    assert abs(math.log2(capacity) - math.log2(knee)) <= 1, (capacity, knee)
-    # learned from burn (band edge or the capacity model), not the envelope
-    assert _evidence(engine, "1") in ("bands", "model")
-    # envelope 16 is two bands above the knee (4): never learning would leave 16 here
-    assert BANDS.index(16) - BANDS.index(knee) > 1
-    assert abs(math.log2(wide) - math.log2(knee)) <= 1, (wide, knee)
-    assert _evidence(engine, "1", WIDE) in ("bands", "model")
+    # capacity is continuous (issue 10), learned from burn (band edge or the capacity
+    # model), not the envelope: 16 is two bands above the idle knee (4), and never
+    # learning would leave 16 here
+    for slo, value in ((SLO, capacity), (WIDE, wide)):
+        assert low <= value <= high, (slo, value, met)
+        assert _evidence(engine, "1", slo) in ("bands", "model")
+    assert high < 16
 
 
 def test_overload_above_the_envelope_and_autoscaling_follows(scenario):

@@ -89,5 +89,21 @@ def send_requests(
                     run.success(time.perf_counter() - started)
         finally:
             client.close()
+            if protocol == "http":
+                release_thread_hub()
 
     return run_workers(run, concurrency, worker)
+
+
+def release_thread_hub() -> None:
+    """Destroy the calling thread's gevent hub (call when the thread is done with
+    ``tritonclient.http``).
+
+    ``tritonclient.http`` runs on gevent (``geventhttpclient``), which gives each thread
+    that uses it a hub — a libev loop holding an epoll and an eventfd descriptor, and a
+    resolver thread — that outlives the thread. A load that starts its workers anew each
+    round (the demo's, for hours) would otherwise hold two more descriptors and one more
+    thread per worker and round, without bound."""
+    import gevent
+
+    gevent.get_hub().destroy(destroy_loop=True)
