@@ -3,23 +3,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-
 import numpy as np
 
 from fleetwatch.clients.triton.unary import send_requests
 from fleetwatch.demo.procs import free_ports
-from tests.support.helpers import wait_until
-
-
-def _held() -> tuple[int, int]:
-    """This process's epoll descriptors and threads."""
-    epolls = 0
-    for fd in os.listdir("/proc/self/fd"):
-        with contextlib.suppress(OSError):  # the listing's own descriptor, closed since
-            epolls += "eventpoll" in os.readlink(f"/proc/self/fd/{fd}")
-    return epolls, len(os.listdir("/proc/self/task"))
+from tests.support.helpers import held, settles_back
 
 
 def _inputs(index: int) -> dict[str, np.ndarray]:
@@ -28,7 +16,8 @@ def _inputs(index: int) -> dict[str, np.ndarray]:
 
 def test_rounds_of_http_workers_hold_no_more_descriptors_or_threads() -> None:
     """Each round's workers are new threads; tritonclient.http gives each a gevent hub
-    (an epoll, an eventfd and a thread) that would outlive it unless released."""
+    (an epoll, an eventfd and a thread) that would outlive it unless released (5 rounds
+    of 4 workers held 20 more of each without it)."""
     (port,) = free_ports(1)
     address = f"127.0.0.1:{port}"
 
@@ -38,10 +27,7 @@ def test_rounds_of_http_workers_hold_no_more_descriptors_or_threads() -> None:
         assert result.failed == 4  # nothing listens: each request fails, none hangs
 
     round_()  # imports, the resolver's first use
-    before = _held()
+    before = held()
     for _ in range(5):
         round_()
-    # a worker's thread may still be exiting when the round returns: wait for it (a
-    # leak never settles; without the release 5 rounds held 20 more of each here)
-    wait_until(lambda: _held() == before, f"back to the {before} epolls and threads of before",
-               seconds=10)
+    settles_back(before, "5 rounds of HTTP workers")

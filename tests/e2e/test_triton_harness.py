@@ -24,6 +24,7 @@ from fleetwatch.demo.load import (
     streamer_inputs,
 )
 from fleetwatch.demo.triton import TritonServer, TritonStartError
+from tests.support.helpers import held, settles_back
 
 pytestmark = pytest.mark.triton
 
@@ -233,6 +234,25 @@ def test_demo_load_is_bounded_and_reaches_every_model(triton_server: TritonServe
             assert_clean(result)
     faulty = results["faulty http"]
     assert faulty.failed == sum(faulty_is_negative(i, 0.1) for i in range(faulty.sent))
+
+
+def test_rounds_of_load_hold_no_more_threads_or_descriptors(
+        triton_server: TritonServer) -> None:
+    """The demo sends rounds for hours, each on new worker threads: every protocol's
+    clients give back what they held, also a stream whose requests timed out (cancelled:
+    tritonclient then leaves gRPC's request thread waiting unless its stream is ended)."""
+    stop = threading.Event()
+
+    def rounds(n: int) -> None:
+        for _ in range(n):
+            run_demo_load(triton_server, stop, max_duration_s=1.0, pause_s=0.0)
+            stream_requests(triton_server.grpc_address, "streamer",
+                            inputs=streamer_inputs(4), requests=2, timeout_s=0.001)
+
+    rounds(1)  # imports, the clients' first channels
+    before = held()
+    rounds(3)
+    settles_back(before, "3 rounds of the demo's load and of cancelled streams")
 
 
 def test_load_refuses_non_loopback_targets() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import threading
@@ -11,6 +12,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -280,6 +282,26 @@ def wait_until(pred, what: str, seconds: float = 30.0):  # type: ignore[no-untyp
             return got
         time.sleep(0.25)
     pytest.fail(f"{what}: not within {seconds:g} s")
+
+
+class Held(NamedTuple):
+    """What this process holds: threads (the kernel's, native ones included) and open
+    file descriptors."""
+
+    threads: int
+    descriptors: int
+
+
+def held() -> Held:
+    """This process's threads and descriptors now (Linux ``/proc``)."""
+    return Held(len(os.listdir("/proc/self/task")), len(os.listdir("/proc/self/fd")))
+
+
+def settles_back(before: Held, what: str, seconds: float = 10.0) -> None:
+    """Wait until this process holds what it held ``before`` (a worker may still be
+    exiting when a call returns); fail naming ``what`` if it never does (a leak never
+    settles)."""
+    wait_until(lambda: held() == before, f"{what}: back to {before}", seconds)
 
 
 def tool(name: str) -> str:

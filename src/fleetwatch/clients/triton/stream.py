@@ -88,14 +88,29 @@ def stream_requests(
                 run.failure(error, first_s, count)
                 # A broken or stuck stream: cancel what is in flight and open a new one. If the
                 # server is gone this raises, which ends the worker (and the run) with the error.
-                client.stop_stream(cancel_requests=True)
+                cancel_stream(client)
                 responses = queue.Queue()
                 client.start_stream(callback=functools.partial(_enqueue, responses))
         finally:
-            client.stop_stream(cancel_requests=True)
+            cancel_stream(client)
             client.close()
 
     return run_workers(run, concurrency, worker)
+
+
+def cancel_stream(client: Any) -> None:
+    """Cancel the requests in flight on ``client``'s stream and stop it.
+
+    ``tritonclient.grpc`` ends its request stream only on a graceful stop: after
+    ``stop_stream(cancel_requests=True)`` gRPC's thread that feeds the stream waits for
+    the next request for ever, one thread more per cancelled stream. Its end marker
+    (``None`` on the stream's request queue, a private attribute of tritonclient 2.x)
+    is put there as the graceful stop would; without that attribute, nothing is."""
+    stream = getattr(client, "_stream", None)
+    client.stop_stream(cancel_requests=True)
+    requests = getattr(stream, "_request_queue", None)
+    if requests is not None:
+        requests.put(None)
 
 
 def _enqueue(sink: queue.Queue[tuple[Any, Any]], result: Any, error: Any) -> None:
