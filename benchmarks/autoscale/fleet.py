@@ -31,6 +31,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,19 +62,28 @@ def http_get(url: str, timeout: float = 5.0) -> bytes:
         return body
 
 
-def wait_http(url: str, what: str, timeout: float, proc: subprocess.Popen[bytes] | None = None
-              ) -> None:
-    """Wait until ``url`` answers 2xx; ``TimeoutError`` after ``timeout`` seconds."""
+def wait_for(ready: Callable[[], bool], what: str, timeout: float,
+             proc: subprocess.Popen[bytes] | None = None) -> None:
+    """Poll ``ready()`` until true (an ``OSError`` counts as not yet); ``TimeoutError``
+    naming ``what`` after ``timeout`` seconds, ``RuntimeError`` if ``proc`` exits."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with {proc.returncode}")
+            raise RuntimeError(f"{what}: the process exited with {proc.returncode}")
         try:
-            http_get(url, timeout=2.0)
-            return
+            if ready():
+                return
         except OSError:
-            time.sleep(0.2)
-    raise TimeoutError(f"{what} not ready at {url} after {timeout:.0f} s")
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"{what}: not after {timeout:.0f} s")
+
+
+def wait_http(url: str, what: str, timeout: float, proc: subprocess.Popen[bytes] | None = None
+              ) -> None:
+    """Wait until ``url`` answers 2xx (see `wait_for`)."""
+    wait_for(lambda: http_get(url, timeout=2.0) is not None, f"{what} ready at {url}",
+             timeout, proc)
 
 
 def start_process(cmd: list[str], log: Path) -> subprocess.Popen[bytes]:
@@ -157,6 +167,14 @@ class Replica:
         self.sidecar = start_process(
             [FLEETWATCH, "serve", "--config", str(path), "--slos", str(self.files.slos),
              "--log-level", "warning"], self.files.workdir / f"sidecar-{self.name}.log")
+        # as in a pod whose model server loads for minutes, the sidecar has seen it not
+        # ready before it starts (here Triton starts in seconds, a busy machine's sidecar
+        # may take as long to import)
+        wait_http(f"http://127.0.0.1:{self.sidecar_port}/healthz", f"sidecar {self.name}",
+                  START_TIMEOUT_S, self.sidecar)
+        wait_for(lambda: 'fleetwatch_upstream_up{target="llm"} 0' in http_get(
+            f"http://127.0.0.1:{self.sidecar_port}/metrics").decode(),
+            f"sidecar {self.name}'s first scrape", START_TIMEOUT_S, self.sidecar)
         server.start()
         wait_http(f"http://127.0.0.1:{self.sidecar_port}/readyz", f"sidecar {self.name}",
                   START_TIMEOUT_S, self.sidecar)
