@@ -7,7 +7,7 @@ import numpy as np
 
 from fleetwatch.clients.triton.unary import send_requests
 from fleetwatch.demo.procs import free_ports
-from tests.support.helpers import held, settles_back
+from tests.support.helpers import held_at_rest, settles_back
 
 
 def _inputs(index: int) -> dict[str, np.ndarray]:
@@ -27,7 +27,7 @@ def test_rounds_of_http_workers_hold_no_more_descriptors_or_threads() -> None:
         assert result.failed == 4  # nothing listens: each request fails, none hangs
 
     round_()  # imports, the resolver's first use
-    before = held()
+    before = held_at_rest()
     for _ in range(5):
         round_()
     settles_back(before, "5 rounds of HTTP workers")

@@ -24,7 +24,7 @@ from fleetwatch.demo.load import (
     streamer_inputs,
 )
 from fleetwatch.demo.triton import TritonServer, TritonStartError
-from tests.support.helpers import held, settles_back
+from tests.support.helpers import held_at_rest, settles_back
 
 pytestmark = pytest.mark.triton
 
@@ -250,7 +250,7 @@ def test_rounds_of_load_hold_no_more_threads_or_descriptors(
                             inputs=streamer_inputs(4), requests=2, timeout_s=0.001)
 
     rounds(1)  # imports, the clients' first channels
-    before = held()
+    before = held_at_rest()
     rounds(3)
     settles_back(before, "3 rounds of the demo's load and of cancelled streams")
 

@@ -297,11 +297,26 @@ def held() -> Held:
     return Held(len(os.listdir("/proc/self/task")), len(os.listdir("/proc/self/fd")))
 
 
-def settles_back(before: Held, what: str, seconds: float = 10.0) -> None:
-    """Wait until this process holds what it held ``before`` (a worker may still be
-    exiting when a call returns); fail naming ``what`` if it never does (a leak never
-    settles)."""
-    wait_until(lambda: held() == before, f"{what}: back to {before}", seconds)
+def held_at_rest(seconds: float = 15.0) -> Held:
+    """What this process holds once it stopped changing (the same two readings a second
+    apart; at most ``seconds``): gRPC starts and ends threads of its own as it goes."""
+    last, deadline = held(), time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        now = held()
+        if now == last:
+            return now
+        last = now
+    return last
+
+
+def settles_back(before: Held, what: str, seconds: float = 15.0) -> None:
+    """Wait until this process holds no more than it held ``before`` (take it with
+    :func:`held_at_rest`; a worker may still be exiting when a call returns); fail naming
+    ``what`` if it never does (a leak never settles)."""
+    wait_until(lambda: held().threads <= before.threads
+               and held().descriptors <= before.descriptors,
+               f"{what}: back to {before}", seconds)
 
 
 def tool(name: str) -> str:
