@@ -451,17 +451,22 @@ def test_fleet_wide_rules_equal_the_per_sidecar_arithmetic(fleet):
 def test_victoriametrics_and_vmalert_agree_with_prometheus(fleet):
     window = "20s"
 
-    def both(expr):
-        return fleet.prom.values(expr), fleet.vm.values(expr)
+    def both(expr, at=None):
+        return fleet.prom.values(expr, at), fleet.vm.values(expr, at)
 
     def ready():
         p, v = both(f'avg_over_time({BURN}{{band="all"}}[{window}])')
         return (p.get(("faulty",), 0) > 0 and v.get(("faulty",), 0) > 0) or None
     _until(ready, 60, "vmalert's recorded burn rate in VictoriaMetrics")
     time.sleep(5)
-    p_burn, v_burn = both(f'avg_over_time({BURN}{{band="all", model="faulty"}}[{window}])')
-    p_sig, v_sig = both(f'avg_over_time({SIGNAL}{{model="ranker"}}[{window}])')
-    p_rate, v_rate = both('sum by (model) (model:modelserver_requests:rate5m{model="ranker"})')
+    # every query at one evaluation time, a little in the past: queried one after the
+    # other, the two engines would otherwise average windows that end seconds apart (a
+    # starved machine's queries take that long) over series that move
+    at = time.time() - 2
+    p_burn, v_burn = both(f'avg_over_time({BURN}{{band="all", model="faulty"}}[{window}])', at)
+    p_sig, v_sig = both(f'avg_over_time({SIGNAL}{{model="ranker"}}[{window}])', at)
+    p_rate, v_rate = both('sum by (model) (model:modelserver_requests:rate5m{model="ranker"})',
+                          at)
     report = {"burn_faulty": (p_burn, v_burn), "signal_ranker": (p_sig, v_sig),
               "requests_rate5m_ranker": (p_rate, v_rate)}
     (fleet.workdir / "engines.json").write_text(json.dumps(
