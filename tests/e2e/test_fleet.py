@@ -74,6 +74,9 @@ COMMIT_SLACK = 0.1
 #: sample at different instants of the sidecars' 1 s updates.
 BURN_TOLERANCE = 0.05
 SIGNAL_TOLERANCE = 0.25
+#: ... or this far apart in replicas, where the signal is small (0.11 against 0.08 for an
+#: idle model beside the demo's load: the sampling instants' difference, not a scale).
+SIGNAL_ABSOLUTE = 0.05
 SLOS = {
     "windows": [{"long": "1m", "short": BURN_WINDOW, "budget_consumed": 0.1}],
     "capacity": {"window": "1m", "min_events": 10, "hysteresis_updates": 1},
@@ -473,7 +476,8 @@ def test_victoriametrics_and_vmalert_agree_with_prometheus(fleet):
         {k: [list(a.values()), list(b.values())] for k, (a, b) in report.items()}))
     print("prometheus vs victoriametrics:", report)
     assert _rel(p_burn[("faulty",)], v_burn[("faulty",)]) <= BURN_TOLERANCE, report
-    assert _rel(p_sig[("ranker",)], v_sig[("ranker",)]) <= SIGNAL_TOLERANCE, report
+    assert (_rel(p_sig[("ranker",)], v_sig[("ranker",)]) <= SIGNAL_TOLERANCE
+            or abs(p_sig[("ranker",)] - v_sig[("ranker",)]) <= SIGNAL_ABSOLUTE), report
     # rate() over a window longer than the series' life: Prometheus extrapolates the
     # increase over the window only as far as the samples reach (≈ increase ÷ 5 min),
     # VictoriaMetrics divides by the time the samples cover: VM's is the larger
