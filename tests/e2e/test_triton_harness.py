@@ -6,9 +6,12 @@ Every count is checked as a before/after difference because the server (the modu
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -24,9 +27,9 @@ from fleetwatch.demo.load import (
     streamer_inputs,
 )
 from fleetwatch.demo.triton import TritonServer, TritonStartError
-from tests.support.helpers import held_at_rest, settles_back
 
 pytestmark = pytest.mark.triton
+ROOT = Path(__file__).resolve().parents[2]
 
 Labels = frozenset[tuple[str, str]]
 
@@ -236,23 +239,42 @@ def test_demo_load_is_bounded_and_reaches_every_model(triton_server: TritonServe
     assert faulty.failed == sum(faulty_is_negative(i, 0.1) for i in range(faulty.sent))
 
 
+#: Runs in a fresh interpreter against the module's Triton (its addresses in argv), so
+#: that no other test's threads or descriptors move the counts: a round, the counts at
+#: rest, 3 rounds, then whether the process settles back to them.
+ROUNDS = """
+import sys, threading, types
+from fleetwatch.clients.triton.stream import stream_requests
+from fleetwatch.demo.load import run_demo_load, streamer_inputs
+from tests.support.helpers import held, held_at_rest, settles_back
+
+server = types.SimpleNamespace(http_address=sys.argv[1], grpc_address=sys.argv[2],
+                               running=True)
+
+def rounds(n):
+    for _ in range(n):
+        run_demo_load(server, threading.Event(), max_duration_s=1.0, pause_s=0.0)
+        stream_requests(server.grpc_address, "streamer", inputs=streamer_inputs(4),
+                        requests=2, timeout_s=0.001)
+
+rounds(1)  # imports, the clients' first channels
+before = held_at_rest()
+rounds(3)
+settles_back(before, "3 rounds of the demo's load and of cancelled streams")
+print("held", before, held())
+"""
+
+
 def test_rounds_of_load_hold_no_more_threads_or_descriptors(
         triton_server: TritonServer) -> None:
     """The demo sends rounds for hours, each on new worker threads: every protocol's
     clients give back what they held, also a stream whose requests timed out (cancelled:
     tritonclient then leaves gRPC's request thread waiting unless its stream is ended)."""
-    stop = threading.Event()
-
-    def rounds(n: int) -> None:
-        for _ in range(n):
-            run_demo_load(triton_server, stop, max_duration_s=1.0, pause_s=0.0)
-            stream_requests(triton_server.grpc_address, "streamer",
-                            inputs=streamer_inputs(4), requests=2, timeout_s=0.001)
-
-    rounds(1)  # imports, the clients' first channels
-    before = held_at_rest()
-    rounds(3)
-    settles_back(before, "3 rounds of the demo's load and of cancelled streams")
+    done = subprocess.run([sys.executable, "-c", ROUNDS, triton_server.http_address,
+                           triton_server.grpc_address], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("held "), done.stdout
 
 
 def test_load_refuses_non_loopback_targets() -> None:
