@@ -162,6 +162,21 @@ def test_the_summary_names_the_neighbour_an_interference_blames():
                                          "(neighbour tiny-llm), burn 100 over 30s, capacity 8")
 
 
+def test_the_summary_explains_a_state_that_is_not_ok():
+    """A regression's burn over all bands may be below every threshold while one band
+    burns: the engine's explanation, which names it, follows the line."""
+    why = "budget burning in band 2, inside the envelope (≤ 8): page the owner"
+    slo = {"slos": [{"slo": "llm-ttft", "model": "tiny-llm", "state": "regression",
+                     "burn_rates": {"2m": {"all": 0.405}}, "capacity": 8.0,
+                     "explanation": why},
+                    {"slo": "availability", "model": "ranker", "state": "ok",
+                     "burn_rates": {}, "capacity": 8.0, "explanation": "within budget"}]}
+    lines = summary_lines(slo, {})
+    assert lines[1:4] == ["  llm-ttft on tiny-llm: regression, burn 0.405 over 2m, capacity 8",
+                          f"    why: {why}",
+                          "  availability on ranker: ok, no burn rate yet, capacity 8"]
+
+
 def test_every_demo_model_shares_one_device_and_the_llm_joins_later():
     triton = SimpleNamespace(metrics_url="http://127.0.0.1:1/metrics",
                              http_url="http://127.0.0.1:2", models=DEMO_MODELS)

@@ -255,11 +255,17 @@ async def _final_slo(port: int) -> dict[str, Any]:
         return {}
 
 
+#: States the summary needs no explanation for (the others get the engine's, which
+#: names the band that burns: the burn the line shows is over all bands).
+QUIET_STATES = ("ok", "no_data")
+
+
 def summary_lines(slo: dict[str, Any], servers: dict[str, ServerProcess],
                   exits: Sequence[Exit] = ()) -> list[str]:
     """The demo's closing summary: a line per SLO of the ``/slo`` document ``slo`` (its
     final state — with the neighbours an ``interference`` blames —, its burn rate over
-    each of its windows, shortest first, and capacity at SLO in requests),
+    each of its windows, shortest first, and capacity at SLO in requests; then, for a
+    state not in `QUIET_STATES`, the engine's explanation),
     then a line saying which of ``servers`` ran to the end and which were restarted
     (``exits``: the supervisor's records, by server name)."""
     lines = ["fleetwatch demo: done. Final SLO states (/slo):"]
@@ -273,6 +279,8 @@ def summary_lines(slo: dict[str, Any], servers: dict[str, ServerProcess],
         lines.append(f"  {e.get('slo')} on {e.get('model')}{version}: {e.get('state')}"
                      f"{_blamed(e.get('attribution'))}, {burn}, "
                      f"capacity {_num(e.get('capacity'))}")
+        if e.get("state") not in QUIET_STATES and e.get("explanation"):
+            lines.append(f"    why: {e['explanation']}")  # the burn shown is all bands'
     if not entries:
         lines.append("  (none: the sidecar did not answer /slo)")
     ran = [n for n, s in servers.items() if s.running]
