@@ -204,3 +204,12 @@ def test_normalize_with_another_source_than_the_capture_is_exit_2_naming_the_rig
         in clean_failure(res, 2)
     ok = run("normalize", "--source", "vllm", str(VLLM_CAPTURE))
     assert ok.returncode == 0 and "modelserver_requests_active" in ok.stdout
+
+
+def test_receivers_without_default_name_their_file(tmp_path):
+    receivers = tmp_path / "receivers.yaml"
+    receivers.write_text("teams: {}\n")
+    res = run("alertmanager", "--registry", f"{EXAMPLES}/models.yaml", "--receivers",
+              str(receivers))
+    (line,) = clean_failure(res, 2).splitlines()
+    assert line.startswith(f"fleetwatch: error: {receivers}: ") and "'default:" in line, line

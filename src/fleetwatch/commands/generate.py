@@ -103,8 +103,10 @@ def alertmanager(registry_path: str, receivers_path: str, slos_path: str | None,
         registry, slos, cfg = load_inputs(registry_path, slos_path, receivers_path)
         text, am = build_alertmanager_file(
             registry, cfg, slos, source_names(registry_path, slos_path, receivers_path))
-    except (InputError, AlertmanagerConfigError) as exc:
+    except InputError as exc:
         fail(str(exc))
+    except AlertmanagerConfigError as exc:  # the receivers file lacks what it must hold
+        fail(f"{receivers_path}: {exc}")
     for warning in am.warnings:
         click.echo(f"fleetwatch: warning: {warning}", err=True)
     if out_file == "-":
