@@ -84,6 +84,18 @@ class EngineConfig:
         1 every token is its own response."""
         return unsent > 0 and (nothing_sent or finished or unsent >= self.stream_interval)
 
+    def chunk_sizes(self, output_tokens: int) -> list[int]:
+        """The sizes of the responses a request of ``output_tokens`` tokens streams in,
+        by `chunk_due` (e.g. 20 tokens at an interval of 8: ``[1, 8, 8, 3]``)."""
+        chunks: list[int] = []
+        unsent = 0
+        for generated in range(1, output_tokens + 1):
+            unsent += 1
+            if self.chunk_due(unsent, not chunks, generated == output_tokens):
+                chunks.append(unsent)
+                unsent = 0
+        return chunks
+
     def blocks_for(self, tokens: int) -> int:
         """KV blocks that ``tokens`` tokens occupy."""
         return max(1, math.ceil(tokens / self.block_size))

@@ -72,21 +72,9 @@ def test_batch_and_kv_budget_are_never_exceeded_and_every_token_is_delivered(see
     assert any(r.preemptions for r in requests)  # the small budget forced preemptions
 
 
-def _chunks(config: EngineConfig, output_tokens: int) -> list[int]:
-    """The chunk sizes a request of ``output_tokens`` tokens is streamed in."""
-    chunks: list[int] = []
-    unsent = 0
-    for generated in range(1, output_tokens + 1):
-        unsent += 1
-        if config.chunk_due(unsent, not chunks, generated == output_tokens):
-            chunks.append(unsent)
-            unsent = 0
-    return chunks
-
-
 def test_every_token_is_its_own_response_by_default() -> None:
     assert CALIBRATED.stream_interval == 1
-    assert _chunks(CALIBRATED, 5) == [1, 1, 1, 1, 1]
+    assert CALIBRATED.chunk_sizes(5) == [1, 1, 1, 1, 1]
 
 
 @pytest.mark.parametrize(("interval", "tokens", "chunks"), [
@@ -97,7 +85,7 @@ def test_stream_interval_sends_the_first_token_alone_then_chunks_and_the_rest_at
     """vLLM's --stream-interval rule: first token at once, then every `interval` tokens,
     the remainder when the request finishes; no token lost or sent twice."""
     config = replace(CALIBRATED, stream_interval=interval)
-    assert _chunks(config, tokens) == chunks
+    assert config.chunk_sizes(tokens) == chunks
     assert sum(chunks) == tokens
 
 

@@ -54,17 +54,6 @@ def _stream(server: TritonServer, max_tokens: int) -> list[str]:
     return texts
 
 
-def _expected_chunks(config: EngineConfig, tokens: int) -> list[int]:
-    chunks: list[int] = []
-    unsent = 0
-    for generated in range(1, tokens + 1):
-        unsent += 1
-        if config.chunk_due(unsent, not chunks, generated == tokens):
-            chunks.append(unsent)
-            unsent = 0
-    return chunks
-
-
 def _generation_tokens(server: TritonServer) -> float:
     with urllib.request.urlopen(server.metrics_url, timeout=10) as response:
         lines = response.read().decode().splitlines()
@@ -86,5 +75,5 @@ def test_every_token_arrives_once_in_stream_interval_chunks(server: TritonServer
     texts = _stream(server, tokens)
     sizes = [text.count(TOKEN_TEXT) for text in texts]
     assert "".join(texts) == TOKEN_TEXT * tokens
-    assert sizes == _expected_chunks(config, tokens)
+    assert sizes == config.chunk_sizes(tokens)
     assert _generation_tokens(server) - before == tokens

@@ -314,8 +314,11 @@ def settles_back(before: Held, what: str, seconds: float = 15.0) -> None:
     """Wait until this process holds no more than it held ``before`` (take it with
     :func:`held_at_rest`; a worker may still be exiting when a call returns); fail naming
     ``what`` if it never does (a leak never settles)."""
-    wait_until(lambda: held().threads <= before.threads
-               and held().descriptors <= before.descriptors,
+    def back() -> bool:
+        now = held()
+        return now.threads <= before.threads and now.descriptors <= before.descriptors
+
+    wait_until(back,
                f"{what}: back to {before}", seconds)
 
 
