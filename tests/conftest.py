@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fleetwatch.demo.triton import TritonServer
 from fleetwatch.demo.vllm import VLLMServer
-from tests.support import unit_mode
+from tests.support import scheduling, unit_mode
 from tests.support.helpers import require_vllm
 
 # -- The fast unit mode (tests/support/unit_mode.py) ------------------------------------------
@@ -35,6 +36,18 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.config.getoption("unit"):
         unit_mode.check_markers(item)
+
+
+# -- Two workers (pytest-xdist: ``./dev test`` runs ``-n 2 --dist loadgroup``) ---------------
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent without the plugin
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` puts every test of ``tests/e2e/`` in one group
+    (`scheduling.EnginesOnOneWorker`); other modes are xdist's own."""
+    if config.getvalue("dist") == "loadgroup":
+        return scheduling.EnginesOnOneWorker(config, log)
+    return None
 
 
 # -- Real Triton Inference Server (fleetwatch.demo.triton) -----------------------------------
@@ -71,3 +84,4 @@ def vllm_server() -> Iterator[VLLMServer]:
                     num_gpu_blocks_override=VLLM_KV_BLOCKS) as server:
         print(f"\nvLLM started in {server.start_seconds:.1f} s")
         yield server
+
