@@ -213,3 +213,18 @@ def test_receivers_without_default_name_their_file(tmp_path):
               str(receivers))
     (line,) = clean_failure(res, 2).splitlines()
     assert line.startswith(f"fleetwatch: error: {receivers}: ") and "'default:" in line, line
+
+
+@pytest.mark.parametrize("command", ["rules", "alertmanager"])
+def test_an_empty_receivers_file_is_exit_2_naming_it(tmp_path, command):
+    receivers = tmp_path / "receivers.yaml"
+    receivers.write_text("# nothing yet\n")
+    args = {"rules": ["--slos", f"{EXAMPLES}/slos.yaml", "--out", str(tmp_path / "rules")],
+            "alertmanager": []}
+    res = run(command, "--registry", f"{EXAMPLES}/models.yaml", "--receivers", str(receivers),
+              *args[command])
+    (line,) = clean_failure(res, 2).splitlines()
+    assert line == (f"fleetwatch: error: {receivers}: empty: an alerting configuration names "
+                    "the receivers (default:, teams:, …; examples/receivers.yaml, "
+                    "docs/alerts.md)"), line
+    assert not (tmp_path / "rules").exists()

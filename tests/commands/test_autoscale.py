@@ -101,3 +101,10 @@ def test_a_csv_without_a_column_and_missing_captures_are_said_as_such(tmp_path: 
                                     str(tmp_path / "nowhere"), str(TRACE)])
     assert res.exit_code == 2
     assert f"--captures {tmp_path / 'nowhere'}: no such file or directory" in res.output
+
+
+def test_a_model_not_in_the_captures_is_blamed_on_model() -> None:
+    code, out = run(str(TRACE), "--segment", "0:60", "--model", "nosuch")
+    assert code == 2
+    assert out.strip() == ("fleetwatch: error: --model nosuch: no SLO judged a model of that "
+                           "name in the captures (the SLOs judged tiny-llm)"), out

@@ -303,6 +303,12 @@ def test_one_burning_band_is_said_in_the_singular(tmp_path, knee):
     assert st["explanation"].startswith("budget burning only in band 16, above"), st
 
 
+def test_the_json_keeps_the_explanations_characters_as_written(tmp_path, knee):
+    code, out, err = replay("--slos", str(slo_file(tmp_path, knee, SLO)), *map(str, CAPTURES))
+    assert code == 0, err
+    assert "above the envelope (≤ 8)" in out and "\\u" not in out
+
+
 def test_a_capture_cut_in_half_is_replayed_with_a_warning_naming_it(tmp_path, knee):
     """The lines and samples the normalizer could not use are said, one line per capture;
     whole captures say nothing."""

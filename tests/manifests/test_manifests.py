@@ -533,3 +533,20 @@ def test_the_pod_spec_matches_the_sidecars_shutdown_and_state(tmp_path):
         env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"]
                for e in spec["containers"][0]["env"]}
         assert env["POD_NAME"] == "metadata.name"
+
+
+def test_a_missing_quota_file_names_the_configuration_and_its_field(tmp_path):
+    for name in ("sidecar.yaml", "sidecar-vllm.yaml", "sidecar-vllm-prefill.yaml",
+                 "sidecar-vllm-decode.yaml", "models.yaml", "slos.yaml"):
+        shutil.copy(EX / name, tmp_path / name)
+    config = tmp_path / "sidecar-vllm.yaml"
+    config.write_text(config.read_text().replace("quotas: quotas.yaml", "quotas: gone.yaml"))
+    configs = [arg for c in CONFIGS for arg in ("--config", str(tmp_path / Path(c).name))]
+    result = CliRunner().invoke(main, ["manifests", *configs,
+                                       "--registry", str(tmp_path / "models.yaml"),
+                                       "--slos", str(tmp_path / "slos.yaml"),
+                                       "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert (f"{config.name}: field 'quotas': {tmp_path / 'gone.yaml'}: cannot read: "
+            "No such file or directory") in result.output
+    assert not (tmp_path / "out").exists()

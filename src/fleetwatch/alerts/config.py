@@ -314,6 +314,12 @@ def parse_alerting_config(data: object, source: str = "<memory>") -> AlertingCon
 
 
 def load_alerting_config(path: str | Path) -> AlertingConfig:
-    """Read and validate an alerting configuration file; raises :class:`AlertingConfigError`."""
-    return parse_alerting_config(read_yaml(path, AlertingConfigError, "alerting config"),
-                                 str(Path(path)))
+    """Read and validate an alerting configuration file; raises :class:`AlertingConfigError`,
+    also for an empty file: a file named on the command line that holds nothing is a
+    mistake (Alertmanager's own check refuses one too), not a request for the defaults."""
+    data = read_yaml(path, AlertingConfigError, "alerting config")
+    if data is None:
+        raise AlertingConfigError(
+            f"{Path(path)}: empty: an alerting configuration names the receivers "
+            "(default:, teams:, …; examples/receivers.yaml, docs/alerts.md)")
+    return parse_alerting_config(data, str(Path(path)))

@@ -145,10 +145,13 @@ def fit(slos: SLOFile, registry: Registry | None, paths: Sequence[Path], model: 
     doc, sums = _final(slos, registry, paths, interval)
     rows = [r for r in doc.get("slos", []) if isinstance(r, dict)]  # type: ignore[attr-defined]
     names = sorted({str(r.get("model")) for r in rows})
+    if not names:
+        fail("--captures: no SLO of --slos selects a model of the captures (a 'teams' "
+             "or 'latency_tiers' selector needs --registry)")
+    if model is not None and model not in names:
+        fail(f"--model {model}: no SLO judged a model of that name in the captures (the "
+             f"SLOs judged {', '.join(names)})")
     if model is None:
-        if not names:
-            fail("--captures: no SLO of --slos selects a model of the captures (a 'teams' "
-                 "or 'latency_tiers' selector needs --registry)")
         if len(names) != 1:
             fail(f"--captures: give --model (the SLOs judged {', '.join(names)})")
         model = names[0]

@@ -227,12 +227,13 @@ def run(slos: SLOFile, registry: Registry | None, paths: Sequence[Path],
         record(history, engine)
         if each:
             line = {"capture": str(path), "timestamp": ts, **document(engine)}
-            out(json.dumps(strict_json(line), allow_nan=False, sort_keys=True))
+            out(json.dumps(strict_json(line), allow_nan=False, sort_keys=True,
+                           ensure_ascii=False))
     if last is not None and not last.states:
         click.echo(f"fleetwatch: warning: {empty_warning(slos, registry, len(paths), seen, last)}",
                    err=True)
     if not each and last is not None:
         out(json.dumps(strict_json(document(last)), allow_nan=False, indent=2,
-                       sort_keys=True))
+                       sort_keys=True, ensure_ascii=False))  # "≤" as written, not "\u2264"
     if html is not None and last is not None:
         write_replay_page(html, last, history, registry, sorted(paths))

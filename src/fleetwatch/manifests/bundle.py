@@ -92,12 +92,14 @@ class Inputs:
     receivers_source: str | None
 
 
-def _read(path: str | Path) -> str:
+def _read(path: str | Path, named_by: str = "") -> str:
+    """The text of ``path``; `ManifestError` naming it (after ``named_by``, the file and
+    field that name it, when given) when it cannot be read."""
     try:
         return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}"
-                            ) from None
+        raise ManifestError(f"{named_by}{path}: cannot read: "
+                            f"{getattr(exc, 'strerror', None) or exc}") from None
 
 
 def load_inputs(config_paths: list[str], registry_path: str, slos_path: str,
@@ -144,7 +146,7 @@ def sidecar_spec(f: SidecarFile) -> SidecarSpec:
     data["registry"] = "models.yaml"
     quotas_text = None
     if f.config.quotas:  # load_config resolved it against the file's folder
-        quotas_text = _read(f.config.quotas)
+        quotas_text = _read(f.config.quotas, f"{f.source}: field 'quotas': ")
         data["quotas"] = "quotas.yaml"
     otlp_port, auth_dir = _otlp_exposure(f)
     if otlp_port is not None:  # authenticated: reached through the pod's port
