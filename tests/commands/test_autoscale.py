@@ -108,3 +108,19 @@ def test_a_model_not_in_the_captures_is_blamed_on_model() -> None:
     assert code == 2
     assert out.strip() == ("fleetwatch: error: --model nosuch: no SLO judged a model of that "
                            "name in the captures (the SLOs judged tiny-llm)"), out
+
+
+def test_an_empty_file_and_a_json_array_are_said_as_such(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.csv"
+    empty.write_text("", encoding="utf-8")
+    code, out = run(str(empty))
+    assert code == 2 and out.strip() == (
+        f"fleetwatch: error: {empty}: empty: neither an Azure trace CSV (header "
+        "TIMESTAMP,ContextTokens,GeneratedTokens) nor a mooncake JSONL"), out
+    array = tmp_path / "trace.json"
+    array.write_text('[{"timestamp": 0, "input_length": 1, "output_length": 1}]\n',
+                     encoding="utf-8")
+    code, out = run(str(array))
+    assert code == 2 and out.strip() == (
+        f"fleetwatch: error: {array}: line 1: a JSON array; a mooncake trace is JSONL, one "
+        "object per line"), out

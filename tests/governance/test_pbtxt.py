@@ -28,3 +28,16 @@ def test_a_bad_configuration_names_the_file_and_the_place():
 def test_not_a_directory(tmp_path):
     with pytest.raises(RepositoryError, match="not a directory"):
         read_repository(tmp_path / "missing")
+
+
+def test_an_unreadable_configuration_is_said_in_words(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "config.pbtxt").mkdir()  # a folder where the file should be
+    with pytest.raises(RepositoryError) as exc:
+        read_repository(tmp_path)
+    assert str(exc.value) == f"{tmp_path / 'a' / 'config.pbtxt'}: cannot read: Is a directory"
+    (tmp_path / "a" / "config.pbtxt").rmdir()
+    (tmp_path / "a" / "config.pbtxt").write_bytes(b'name: "a"\n\xff\n')
+    with pytest.raises(RepositoryError) as exc:
+        read_repository(tmp_path)
+    assert str(exc.value) == f"{tmp_path / 'a' / 'config.pbtxt'}: not UTF-8 text (byte 10)"

@@ -28,8 +28,8 @@ SLOS = {"autoscaling": {"stale_hold": HOLD, "stale_signal": SATURATED,
                   "concurrency": {"envelope": 8}}]}
 
 
-def _config(url: str, timeout: float = 0.5) -> dict[str, Any]:
-    return {"scrape": {"interval_seconds": 0.5, "timeout_seconds": timeout},
+def _config(url: str, interval: float, timeout: float) -> dict[str, Any]:
+    return {"scrape": {"interval_seconds": interval, "timeout_seconds": timeout},
             "targets": [{"name": "vllm", "kind": "vllm", "url": url}]}
 
 
@@ -71,7 +71,9 @@ def _recovers(sc: Sidecar) -> None:
 
 
 def test_a_frozen_engine_holds_then_saturates_and_recovers():
-    with FrozenEngineDouble() as up, Sidecar(_config(up.url), SLOS) as sc:
+    # scrapes 2 s apart, each allowed 2 s: a starved machine slows the double's answers,
+    # and a scrape past its timeout would be the other reason (scrape_timeout), not this one
+    with FrozenEngineDouble() as up, Sidecar(_config(up.url, 2.0, 2.0), SLOS) as sc:
         wait_until(lambda: (o := _model(sc)) and o["freshness"]["state"] == "fresh",
                    f"{MODEL} fresh", 60)
         up.frozen = True
@@ -83,7 +85,7 @@ def test_a_frozen_engine_holds_then_saturates_and_recovers():
 
 
 def test_a_scrape_timeout_holds_then_saturates_and_recovers():
-    with SlowUpstreamDouble() as up, Sidecar(_config(up.url, timeout=0.5), SLOS) as sc:
+    with SlowUpstreamDouble() as up, Sidecar(_config(up.url, 0.5, 0.5), SLOS) as sc:
         wait_until(lambda: (o := _model(sc)) and o["freshness"]["state"] == "fresh",
                    f"{MODEL} fresh", 60)
         up.delay = 3.0  # well past the 0.5 s scrape timeout

@@ -331,8 +331,11 @@ def test_receiver_answers_otlp_and_forwards_every_span_unchanged() -> None:
             chunked = _post(rt.url, iter([b"\0" * (1 << 19)] * 4), "application/x-protobuf")
             assert chunked[0] == 413  # no Content-Length: refused while read, at 1 MiB
             assert _post(rt.url, RANKER, "text/plain")[0] == 415
-            deadline = time.time() + 10
-            while len(downstream.received) < 2 and time.time() < deadline:
+            # the collector holds a body before the forwarder records its answer: wait for both
+            deadline = time.time() + 30
+            while ((len(downstream.received) < 2
+                    or sum(dict(rt.receiver.forwarder.results).values()) < 2)
+                   and time.time() < deadline):
                 time.sleep(0.05)
             refused = dict(rt.receiver.refused)
             results = dict(rt.receiver.forwarder.results)
@@ -525,6 +528,11 @@ def test_cli_json_and_metrics(tmp_path) -> None:
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr.startswith(f"fleetwatch: error: {bad}: not an OTLP trace export")
     assert len(r.stderr.splitlines()) == 1
+    empty = tmp_path / "empty.pb"
+    empty.write_bytes(b"")
+    r = CliRunner().invoke(main, ["traces", str(empty)])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr == f"fleetwatch: error: {empty}: empty: not an OTLP trace export\n"
     text = tmp_path / "notes.txt"
     text.write_text("these are notes, not spans\n")
     r = CliRunner().invoke(main, ["traces", str(text)])

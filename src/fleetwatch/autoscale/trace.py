@@ -87,7 +87,10 @@ def read_azure_csv(lines: Iterable[str]) -> list[Request]:
     Raises :class:`TraceError` for a wrong header, a bad timestamp or token count."""
     reader = csv.reader(lines)
     header = next(reader, None)
-    if header is None or tuple(h.strip() for h in header) != AZURE_HEADER:
+    if header is None:
+        raise TraceError("empty: neither an Azure trace CSV (header "
+                         f"{','.join(AZURE_HEADER)}) nor a mooncake JSONL")
+    if tuple(h.strip() for h in header) != AZURE_HEADER:
         raise TraceError(f"line 1: header {header!r} is not {','.join(AZURE_HEADER)}")
     rows: list[tuple[float, int, int]] = []
     for n, row in enumerate(reader, start=2):

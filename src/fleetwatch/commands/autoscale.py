@@ -64,6 +64,9 @@ def read_trace(path: Path) -> list[Request]:
             f.seek(0)
             if first.lstrip().startswith("{"):
                 return read_mooncake_jsonl(f)
+            if first.lstrip().startswith("["):
+                fail(f"{path}: line 1: a JSON array; a mooncake trace is JSONL, one object "
+                     "per line")
             return read_azure_csv(f)  # names the header it expects if this is not it
     except OSError as exc:
         fail(f"{path}: cannot read: {exc.strerror or exc}")

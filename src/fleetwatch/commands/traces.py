@@ -90,6 +90,8 @@ def read_facts(files: Sequence[str], vllm_model: str = "vllm",
             body = Path(name).read_bytes()
         except OSError as exc:
             raise TracesInputError(f"{name}: cannot read: {exc.strerror or exc}") from None
+        if not body.strip():  # valid protobuf (no spans), but a file given by hand: a mistake
+            raise TracesInputError(f"{name}: empty: not an OTLP trace export")
         try:
             facts += joiner.add(decode_spans(body), float(i))
         except OTLPDecodeError as exc:

@@ -71,8 +71,10 @@ def read_repository(root: Path) -> list[RepositoryModel]:
             raise RepositoryError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes")
         try:
             text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise RepositoryError(f"{path}: cannot read: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise RepositoryError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        except OSError as exc:
+            raise RepositoryError(f"{path}: cannot read: {exc.strerror or exc}") from None
         doc = parse_config(text, str(path))
         out.append(RepositoryModel(str(doc.get("name") or path.parent.name), doc, path))
     if not out:
