@@ -36,6 +36,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.config.getoption("unit"):
         unit_mode.check_markers(item)
+    scheduling.yield_to_engines(item.path)
 
 
 # -- Two workers (pytest-xdist: ``./dev test`` runs ``-n 2 --dist loadgroup``) ---------------
