@@ -187,18 +187,30 @@ def _load(loader_class: type[yaml.SafeLoader], text: str, limit: int) -> object:
         loader.dispose()
 
 
-def read_yaml(path: str | Path, error: type[Exception], what: str) -> object:
-    """Parsed YAML of ``path`` (:func:`load_yaml`); raises ``error`` (e.g.
-    ``ConfigError``) naming the file when it cannot be read, is not UTF-8, is not YAML or
-    expands past :data:`MAX_NODES`. ``what`` names the file's role in messages
-    ("configuration", "registry", …)."""
+def read_text(path: str | Path, error: type[Exception], what: str = "") -> str:
+    """The UTF-8 text of ``path``; raises ``error`` naming the file, in words rather than
+    Python's exception text, when it cannot be read (``FILE: cannot read WHAT: No such
+    file or directory``) or is not UTF-8 (``FILE: not UTF-8 text (byte N): cannot read
+    WHAT``). ``what`` names the file's role ("registry", …); without it the messages end
+    at ``cannot read:`` and ``(byte N)``."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise error(f"{p}: not UTF-8 text (byte {exc.start}): cannot read {what}") from None
+        role = f": cannot read {what}" if what else ""
+        raise error(f"{p}: not UTF-8 text (byte {exc.start}){role}") from None
     except OSError as exc:
-        raise error(f"{p}: cannot read {what}: {exc.strerror or exc}") from None
+        role = f" {what}" if what else ""
+        raise error(f"{p}: cannot read{role}: {exc.strerror or exc}") from None
+
+
+def read_yaml(path: str | Path, error: type[Exception], what: str) -> object:
+    """Parsed YAML of ``path`` (:func:`load_yaml`); raises ``error`` (e.g.
+    ``ConfigError``) naming the file when it cannot be read, is not UTF-8
+    (:func:`read_text`), is not YAML or expands past :data:`MAX_NODES`. ``what`` names the
+    file's role in messages ("configuration", "registry", …)."""
+    p = Path(path)
+    text = read_text(p, error, what)
     try:
         return load_yaml(text)
     except _AliasBomb as exc:

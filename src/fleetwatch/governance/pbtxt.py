@@ -16,6 +16,8 @@ from typing import Any
 
 from google.protobuf import json_format, text_format
 
+from fleetwatch.specfile import read_text
+
 #: Model directories read at most from one repository.
 MAX_MODELS = 10_000
 #: A ``config.pbtxt`` larger than this is refused (bytes).
@@ -69,13 +71,7 @@ def read_repository(root: Path) -> list[RepositoryModel]:
     for path in sorted(root.glob("*/config.pbtxt"))[:MAX_MODELS]:
         if path.stat().st_size > MAX_CONFIG_BYTES:
             raise RepositoryError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise RepositoryError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-        except OSError as exc:
-            raise RepositoryError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        doc = parse_config(text, str(path))
+        doc = parse_config(read_text(path, RepositoryError), str(path))
         out.append(RepositoryModel(str(doc.get("name") or path.parent.name), doc, path))
     if not out:
         raise RepositoryError(f"{root}: no <model>/config.pbtxt in it (expected a Triton "

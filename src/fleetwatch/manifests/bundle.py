@@ -62,7 +62,7 @@ from fleetwatch.manifests.common import (
 )
 from fleetwatch.sidecar.config import ConfigError, SidecarConfig, load_config
 from fleetwatch.slo.spec import SLOFile
-from fleetwatch.specfile import load_yaml
+from fleetwatch.specfile import load_yaml, read_text
 
 DASHBOARDS_FILE = "kubernetes/grafana-dashboards-configmaps.yaml"
 
@@ -96,10 +96,9 @@ def _read(path: str | Path, named_by: str = "") -> str:
     """The text of ``path``; `ManifestError` naming it (after ``named_by``, the file and
     field that name it, when given) when it cannot be read."""
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"{named_by}{path}: cannot read: "
-                            f"{getattr(exc, 'strerror', None) or exc}") from None
+        return read_text(path, ManifestError)
+    except ManifestError as exc:
+        raise ManifestError(f"{named_by}{exc}") from None
 
 
 def load_inputs(config_paths: list[str], registry_path: str, slos_path: str,
