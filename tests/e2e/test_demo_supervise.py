@@ -112,7 +112,20 @@ def test_the_crash_excerpt_starts_at_the_last_crash_report():
     assert crash_excerpt("\n".join(errors), lines=3).splitlines() == errors[-3:]
 
 
-@pytest.mark.parametrize("kwargs", [{"max_restarts": -1}, {"backoff_s": -1}, {"poll_s": 0}])
+def test_a_server_that_stayed_up_long_enough_starts_a_new_row_of_restarts():
+    server = ExitedServerDouble()
+    supervisor = Supervisor({"x": server}, max_restarts=2, backoff_s=0,  # type: ignore[dict-item]
+                            reset_after_s=0.2)
+    assert [e.restarted for e in supervisor.poll() + supervisor.poll()] == [True, True]
+    time.sleep(0.3)  # up for longer than reset_after_s since the last restart
+    assert [e.restarted for e in supervisor.poll() + supervisor.poll()] == [True, True]
+    (third,) = supervisor.poll()  # the third exit in a row is one too many
+    assert third.error == "restarted 2 times already (the limit)"
+    assert server.restarts == 4 and supervisor.given_up() == ["x"]
+
+
+@pytest.mark.parametrize("kwargs", [{"max_restarts": -1}, {"backoff_s": -1}, {"poll_s": 0},
+                                    {"reset_after_s": 0}])
 def test_bad_bounds_are_a_value_error(kwargs):
     with pytest.raises(ValueError, match="must be"):
         Supervisor({}, **kwargs)

@@ -37,13 +37,14 @@ from click.testing import CliRunner
 
 from fleetwatch.cli import main
 from fleetwatch.commands.warmup import Plan, triton_latencies
-from fleetwatch.demo.load import step_load
+from fleetwatch.demo.load import StepResult, step_load
 from fleetwatch.demo.triton import DEFAULT_MODEL_REPOSITORY, TritonServer
 from fleetwatch.labels.registry import parse_registry
 from fleetwatch.labels.warmup import WarmupSpec
 from fleetwatch.sidecar.config import parse_config
 from fleetwatch.slo.spec import parse_slo_file
 from tests.e2e.test_dashboards_prometheus import SidecarThread
+from tests.support.disturbance import shortfalls, slo_sim_step, until_undisturbed
 from tests.support.helpers import PrometheusProcess, wait_until
 
 pytestmark = pytest.mark.triton
@@ -120,10 +121,20 @@ class Capturer:
 
 @pytest.fixture(scope="module")
 def rollout(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("rollout")
+    """What the tests check, from a run the machine did not disturb
+    (tests/support/disturbance.py), each on a new Triton, sidecar and Prometheus."""
+    return until_undisturbed(
+        lambda: _rollout_once(tmp_path_factory.mktemp("rollout")),
+        lambda out: shortfalls(slo_sim_step(version, step, THRESHOLD,
+                                            out["tmp"] / "models" / "slo_sim")
+                               for version, step in out["steps"]),
+        "the rollout scenario")
+
+
+def _rollout_once(tmp: Path) -> dict:
     (tmp / "slos.yaml").write_text(yaml.safe_dump(SLOS))
     (tmp / "registry.yaml").write_text(yaml.safe_dump(REGISTRY))
-    out = {"tmp": tmp}
+    out: dict = {"tmp": tmp, "steps": []}
     with TritonServer(models=["slo_sim"], model_repository=_repository(tmp)) as triton:
         cfg = {"listen": {"address": "127.0.0.1", "port": 0},
                "scrape": {"interval_seconds": 1, "timeout_seconds": 1},
@@ -157,7 +168,7 @@ def rollout(tmp_path_factory):
                       "Prometheus has version 1's band-1 events")
                 capturer.thread.start()
                 for phase in PHASES:
-                    _side_by_side(triton.http_address, phase)
+                    out["steps"] += _side_by_side(triton.http_address, phase)
                 time.sleep(2.5)  # the last interval reaches the sidecar, then Prometheus
                 capturer.stop.set()
                 capturer.thread.join(5)
@@ -170,15 +181,23 @@ def rollout(tmp_path_factory):
     return out
 
 
-def _side_by_side(address: str, phase: tuple[tuple[str, int], ...]) -> None:
-    """One phase: a closed loop per (version, concurrency), all for `SECONDS_PER_PHASE`."""
-    threads = [threading.Thread(target=step_load, args=(address, "slo_sim"), kwargs={
-        "steps": (conc,), "seconds_per_step": SECONDS_PER_PHASE, "model_version": version})
-        for version, conc in phase]
+def _side_by_side(address: str,
+                  phase: tuple[tuple[str, int], ...]) -> list[tuple[str, StepResult]]:
+    """One phase: a closed loop per (version, concurrency), all for `SECONDS_PER_PHASE`;
+    each version's step."""
+    results: list[tuple[str, StepResult]] = []
+
+    def load(version: str, concurrency: int) -> None:
+        steps = step_load(address, "slo_sim", steps=(concurrency,),
+                          seconds_per_step=SECONDS_PER_PHASE, model_version=version)
+        results.extend((version, step) for step in steps)
+
+    threads = [threading.Thread(target=load, args=pair) for pair in phase]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    return results
 
 
 def _cli(*args: str):

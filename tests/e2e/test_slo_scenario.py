@@ -25,6 +25,7 @@ from fleetwatch.sidecar.config import parse_config
 from fleetwatch.sidecar.scraper import Scraper
 from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import parse_slo_file
+from tests.support.disturbance import Delivery, shortfalls, slo_sim_step, until_undisturbed
 
 pytestmark = pytest.mark.triton
 
@@ -98,8 +99,7 @@ def _run(server: TritonServer):
     return engine, results
 
 
-@pytest.fixture(scope="module")
-def scenario():
+def _run_on_a_new_server():
     with TritonServer(models=["slo_sim"]) as server:
         engine, results = _run(server)
         # Mostly failed requests mean Triton stopped serving (e.g. its Python-backend stub
@@ -110,7 +110,20 @@ def scenario():
             pytest.fail(f"Triton failed requests during the scenario "
                         f"({[(r.concurrency, r.failed, r.errors[:2]) for r in failed]}); "
                         f"Triton log:\n{server.log_tail()}")
-        yield engine, results
+    return engine, results
+
+
+def _disturbed(run) -> list[Delivery]:
+    _, results = run
+    return shortfalls(slo_sim_step(version, r, THRESHOLD)
+                      for version in ("1", "2") for r in results[f"v{version}"])
+
+
+@pytest.fixture(scope="module")
+def scenario():
+    """The scenario's engine and client results, from a run the machine did not disturb
+    (tests/support/disturbance.py), each on a new Triton."""
+    return until_undisturbed(_run_on_a_new_server, _disturbed, "the SLO scenario")
 
 
 def _st(engine, version, slo=SLO):

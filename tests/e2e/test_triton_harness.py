@@ -286,8 +286,16 @@ def test_load_refuses_non_loopback_targets() -> None:
         send_requests("127.0.0.1:8000", "ranker", inputs=ranker_inputs, concurrency=0)
 
 
-def test_unload_and_reload(triton_server: TritonServer) -> None:
-    """Seen on Triton 2.51: a reload restarts the success counter but not the failure counter."""
+def test_unload_and_reload() -> None:
+    """Seen on Triton 2.51: a reload restarts the success counter but not the failure counter.
+
+    On a server of its own, so that nothing the module's other tests sent (cancelled
+    streams, timed-out clients) is still held by the server whose model it unloads."""
+    with TritonServer(models=["faulty"]) as server:
+        _unload_and_reload(server)
+
+
+def _unload_and_reload(triton_server: TritonServer) -> None:
     labels = {"model": "faulty", "version": "1"}
     result = send_requests(
         triton_server.http_address, "faulty", inputs=faulty_inputs(0.5), requests=4

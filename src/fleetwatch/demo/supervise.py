@@ -10,8 +10,11 @@ reset as a restart. `Supervisor` does the same for the demo: it polls each
 records an `Exit` (its exit code, when, the last lines of its log), waits
 ``backoff_s × 2^(n−1)`` seconds before the n-th restart of that server (the kubelet's
 doubling back-off, scaled to a demo of minutes) and restarts it on the same ports, at
-most ``max_restarts`` times per server. It never raises: a restart that fails is
-recorded with its error and that server is given up on.
+most ``max_restarts`` times in a row. As the kubelet resets its back-off after a container
+ran 10 minutes without a problem, a server that stayed up ``reset_after_s`` seconds since
+its last restart starts a new row: a demo that runs for hours survives one crash an hour.
+It never raises: a restart that fails is recorded with its error and that server is given
+up on.
 """
 
 from __future__ import annotations
@@ -95,27 +98,33 @@ class Supervisor:
 
     Args:
         servers: the servers to watch, by the name used in messages.
-        max_restarts: restarts per server before giving up on it (≥ 0).
+        max_restarts: restarts in a row per server before giving up on it (≥ 0).
         backoff_s: seconds before a server's first restart; doubled for each next one.
+        reset_after_s: seconds a server must stay up after a restart for its next exit
+            to count as the first of a new row (the back-off starts over).
         poll_s: seconds between checks.
         on_exit: called with each `Exit` (from the supervisor's thread) once it is known
             whether the restart worked.
 
     Raises:
-        ValueError: a negative ``max_restarts``, ``backoff_s`` or a ``poll_s`` ≤ 0.
+        ValueError: a negative ``max_restarts`` or ``backoff_s``, or a ``poll_s`` or
+            ``reset_after_s`` ≤ 0.
     """
 
     def __init__(self, servers: Mapping[str, ServerProcess], *, max_restarts: int = 3,
-                 backoff_s: float = 2.0, poll_s: float = 1.0,
+                 backoff_s: float = 2.0, poll_s: float = 1.0, reset_after_s: float = 600.0,
                  on_exit: Callable[[Exit], None] | None = None) -> None:
-        if max_restarts < 0 or backoff_s < 0 or poll_s <= 0:
-            raise ValueError("max_restarts and backoff_s must be ≥ 0 and poll_s > 0, not "
-                             f"{max_restarts}, {backoff_s}, {poll_s}")
+        if max_restarts < 0 or backoff_s < 0 or poll_s <= 0 or reset_after_s <= 0:
+            raise ValueError("max_restarts and backoff_s must be ≥ 0, poll_s and "
+                             f"reset_after_s > 0, not {max_restarts}, {backoff_s}, {poll_s}, "
+                             f"{reset_after_s}")
         self.servers = dict(servers)
         self.max_restarts = max_restarts
         self.backoff_s = backoff_s
         self.poll_s = poll_s
+        self.reset_after_s = reset_after_s
         self.on_exit = on_exit
+        self._row: dict[str, tuple[int, float]] = {}  # name → (exits in a row, last back at)
         self.exits: list[Exit] = []
         self._given_up: set[str] = set()
         self._stopping = threading.Event()
@@ -143,7 +152,8 @@ class Supervisor:
     def _handle(self, name: str, server: ServerProcess) -> Exit:
         at = time.monotonic() - self._t0
         code, tail = server.returncode, crash_excerpt(server.log_text())
-        n = sum(1 for e in self.exits if e.server == name) + 1
+        row, back_at = self._row.get(name, (0, -self.reset_after_s))
+        n = 1 if at - back_at >= self.reset_after_s else row + 1
         error: str | None = None
         if n > self.max_restarts:
             error = f"restarted {n - 1} times already (the limit)"
@@ -163,6 +173,7 @@ class Supervisor:
             log.warning("fleetwatch demo: %s is not restarted: %s", name, error)
         else:
             log.warning("fleetwatch demo: %s is back (restart %d)", name, n)
+            self._row[name] = (n, time.monotonic() - self._t0)
         record = Exit(name, round(at, 1), code, tail, error is None, error)
         self.exits.append(record)
         if self.on_exit is not None:

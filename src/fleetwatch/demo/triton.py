@@ -364,13 +364,13 @@ class TritonServer(ServerProcess):
                 f"unloading {name!r} failed (HTTP {status}): {_error_text(body)}"
             )
         busy = {"READY", "LOADING", "UNLOADING"}
-        while any(
-            entry.get("state") in busy
-            for entry in self.repository_index()
-            if entry.get("name") == name
-        ):
+        while entries := [entry for entry in self.repository_index()
+                          if entry.get("name") == name and entry.get("state") in busy]:
             if time.monotonic() >= deadline:
-                raise TritonStartError(f"{name!r} still not unloaded {timeout_s:g} s after unload")
+                raise TritonStartError(
+                    f"{name!r} still not unloaded {timeout_s:g} s after unload: {entries}\n"
+                    f"{self.log_tail()}"
+                )
             time.sleep(self.poll_interval_s)
 
     def repository_index(self) -> list[dict[str, str]]:
