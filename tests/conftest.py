@@ -33,10 +33,22 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None  # pytest's own rules decide
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items[:] = scheduling.latency_last(items)  # the latency-judging engine tests last
+
+
+_latency_lock = scheduling.LatencyLock()
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.config.getoption("unit"):
         unit_mode.check_markers(item)
     scheduling.yield_to_engines(item.path)
+    _latency_lock.before(item)
+
+
+def pytest_sessionfinish() -> None:
+    _latency_lock.release()
 
 
 # -- Two workers (pytest-xdist: ``./dev test`` runs ``-n 2 --dist loadgroup``) ---------------

@@ -41,7 +41,7 @@ from benchmarks.autoscale.load import aiperf_binary, default_tokenizer
 
 from fleetwatch.demo.triton import TritonServer
 
-pytestmark = pytest.mark.triton
+pytestmark = [pytest.mark.triton, pytest.mark.latency]
 
 #: A burst of the code trace (minutes 2.5–5: idle, then 531 arrivals in a minute).
 SEGMENT = (150.0, 150.0)

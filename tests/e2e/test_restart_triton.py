@@ -47,7 +47,7 @@ from fleetwatch.slo.recover.prometheus import FLEET_CAPACITY
 from fleetwatch.slo.spec import parse_slo_file
 from tests.support.helpers import tool
 
-pytestmark = pytest.mark.triton
+pytestmark = [pytest.mark.triton, pytest.mark.latency]
 
 FLEETWATCH = str(Path(sys.executable).parent / "fleetwatch")
 ENVELOPE = 0.5  # below any load the replica serves: good load raises the capacity

@@ -47,7 +47,7 @@ from tests.e2e.test_dashboards_prometheus import SidecarThread
 from tests.support.disturbance import shortfalls, slo_sim_step, until_undisturbed
 from tests.support.helpers import PrometheusProcess, wait_until
 
-pytestmark = pytest.mark.triton
+pytestmark = [pytest.mark.triton, pytest.mark.latency]
 
 THRESHOLD = 0.04  # seconds: a bucket boundary of slo_sim's histogram
 SLOS = {

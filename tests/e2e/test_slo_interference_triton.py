@@ -38,7 +38,7 @@ from tests.support.disturbance import (
 from tests.support.helpers import SidecarThread
 from tests.support.upstream_crash import on_a_server_that_stays_up
 
-pytestmark = pytest.mark.triton
+pytestmark = [pytest.mark.triton, pytest.mark.latency]
 
 A, B = "cotenant_a", "cotenant_b"
 GPU = "GPU-shared-0"

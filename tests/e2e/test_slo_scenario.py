@@ -27,7 +27,7 @@ from fleetwatch.slo.engine import SLOEngine
 from fleetwatch.slo.spec import parse_slo_file
 from tests.support.disturbance import Delivery, shortfalls, slo_sim_step, until_undisturbed
 
-pytestmark = pytest.mark.triton
+pytestmark = [pytest.mark.triton, pytest.mark.latency]
 
 THRESHOLD = 0.04  # seconds: a bucket boundary of slo_sim's histogram
 OBJECTIVE = 0.9

@@ -21,6 +21,8 @@ from fleetwatch.demo.load import MAX_STEPS, StepResult, slo_sim_inputs, step_loa
 from fleetwatch.demo.triton import DEFAULT_MODEL_REPOSITORY, TritonServer
 from tests.support.disturbance import shortfalls, slo_sim_step, until_undisturbed
 
+pytestmark = pytest.mark.latency
+
 E2E = "vllm:e2e_request_latency_seconds"
 TTFT = "vllm:time_to_first_token_seconds"
 STEPS = (1, 2, 4, 8)

@@ -7,8 +7,12 @@ the other worker runs every other test (the unit set, which needs no engine and 
 few minutes alone). The whole suite then takes about as long as its engine tests.
 
 The worker of the unit tests lowers its CPU priority (`yield_to_engines`): the engine
-tests' servers, which judge latency, get the cores first, and the unit tests, whose
-verdicts do not depend on time, take what is left.
+tests' servers get the cores first, and the unit tests, whose verdicts do not depend on
+time, take what is left. The engine tests marked ``latency`` judge latency a few
+milliseconds from a threshold, which even a niced neighbour moves on two cores: they run
+last among the engine tests (`latency_last`), and while they run the worker of the unit
+tests waits before each test (`LatencyLock`), so that on an idle machine they run after
+the unit tests are done and on a busy one they at least do not compete with them.
 
 xdist's own ``loadgroup`` mode would do this from an ``xdist_group`` mark, but with
 pytest 9 its group never reaches the scheduler (it renames the test's node id through an
@@ -17,9 +21,14 @@ attribute pytest 9 no longer reads), so the unit is chosen here, by place.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import IO
 
+import pytest
 from xdist.scheduler import LoadScopeScheduling
 
 from tests.support import unit_mode
@@ -54,3 +63,49 @@ def yield_to_engines(path: Path) -> None:
         return
     os.nice(UNIT_NICENESS)
     _yielded = True
+
+
+#: The marker of the engine tests that judge latency against a threshold.
+LATENCY = "latency"
+
+
+def latency_last(items: Sequence[pytest.Item]) -> list[pytest.Item]:
+    """``items`` with the ``latency``-marked ones moved to the end, each part in its order
+    (the same on every worker, as xdist requires)."""
+    return ([i for i in items if i.get_closest_marker(LATENCY) is None]
+            + [i for i in items if i.get_closest_marker(LATENCY) is not None])
+
+
+class LatencyLock:
+    """A file lock between the two workers of one run (its path holds xdist's run id):
+    the engines' worker holds it exclusively from its first ``latency`` test to its end;
+    the unit tests' worker takes and drops it, shared, before each test, so it waits
+    while the other holds it. Outside xdist it does nothing."""
+
+    def __init__(self) -> None:
+        run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+        self.path = (Path(tempfile.gettempdir()) / f"fleetwatch-latency-{run}.lock"
+                     if run and "PYTEST_XDIST_WORKER" in os.environ else None)
+        self._held: IO[bytes] | None = None
+
+    def before(self, item: pytest.Item) -> None:
+        """Hold the lock before a ``latency`` engine test, or wait for it before a unit
+        test."""
+        if self.path is None or self._held is not None:
+            return
+        if unit_mode.in_e2e(item.path):
+            if item.get_closest_marker(LATENCY) is not None:
+                self._held = self.path.open("ab")
+                fcntl.flock(self._held, fcntl.LOCK_EX)
+            return
+        with self.path.open("ab") as lock:
+            fcntl.flock(lock, fcntl.LOCK_SH)  # blocks while the engines' worker holds it
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def release(self) -> None:
+        """Drop the lock (at the end of the worker's session) and remove its file."""
+        if self._held is not None:
+            self._held.close()
+            self._held = None
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
