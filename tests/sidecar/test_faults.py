@@ -129,8 +129,11 @@ class FaultServer:
 
 
 def _config(urls: dict[str, str], **scrape):
+    # a 2 s timeout: a scrape of a good local body must not time out on a busy machine (a
+    # 0.5 s one did, with the unit tests' worker niced beside the engine tests); the
+    # "slow" upstream answers after 5 s
     return parse_config({
-        "scrape": {"interval_seconds": 1.0, "timeout_seconds": 0.5, **scrape},
+        "scrape": {"interval_seconds": 3.0, "timeout_seconds": 2.0, **scrape},
         "targets": [{"name": n, "url": u, "labels": {"server": n}} for n, u in urls.items()],
     })
 
