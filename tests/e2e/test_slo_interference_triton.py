@@ -28,13 +28,7 @@ from fleetwatch.demo.load import slo_sim_inputs
 from fleetwatch.demo.triton import TritonServer
 from fleetwatch.sidecar.config import parse_config
 from fleetwatch.slo.spec import parse_slo_file
-from tests.support.disturbance import (
-    MIN_DELIVERED,
-    SLOW_MIN_DELIVERED,
-    Delivery,
-    shortfalls,
-    until_undisturbed,
-)
+from tests.support.disturbance import Delivery, min_share, shortfalls, until_undisturbed
 from tests.support.helpers import SidecarThread
 from tests.support.upstream_crash import on_a_server_that_stays_up
 
@@ -152,8 +146,7 @@ def _disturbed(seen: Scenario) -> list[Delivery]:
     capacity: the machine, not B, slowed them (tests/support/disturbance.py)."""
     return shortfalls(
         Delivery(f"{A} version {version} alone", run.succeeded, run.duration_s,
-                 1.0 / A_SERVICE_S[version],
-                 MIN_DELIVERED if A_SERVICE_S[version] < THRESHOLD else SLOW_MIN_DELIVERED)
+                 1.0 / A_SERVICE_S[version], min_share(A_SERVICE_S[version], THRESHOLD))
         for version, run in (("1", seen.baseline), ("2", seen.regression)) if run is not None)
 
 

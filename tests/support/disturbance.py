@@ -77,14 +77,24 @@ class Delivery:
     min_share: float = MIN_DELIVERED
 
     @property
+    def rate(self) -> float:
+        """Requests completed a second (0 for a loop of no time)."""
+        return self.requests / self.seconds if self.seconds > 0 else 0.0
+
+    @property
     def short(self) -> bool:
         """Fewer than ``min_share`` of the capacity."""
-        rate = self.requests / self.seconds if self.seconds > 0 else 0.0
-        return rate < self.min_share * self.capacity_rps
+        return self.rate < self.min_share * self.capacity_rps
 
     def __str__(self) -> str:
-        rate = self.requests / self.seconds if self.seconds > 0 else 0.0
-        return f"{self.what}: {rate:.0f} requests/s of the model's {self.capacity_rps:.0f}"
+        return f"{self.what}: {self.rate:.0f} requests/s of the model's {self.capacity_rps:.0f}"
+
+
+def min_share(service_s: float, threshold_s: float) -> float:
+    """The share of its capacity a loop on a model of ``service_s`` seconds per request must
+    deliver under an SLO at ``threshold_s`` seconds: :data:`MIN_DELIVERED`, or
+    :data:`SLOW_MIN_DELIVERED` for a model slower than the threshold."""
+    return MIN_DELIVERED if service_s < threshold_s else SLOW_MIN_DELIVERED
 
 
 def slo_sim_step(version: str, step: StepResult, threshold_s: float,
@@ -94,7 +104,7 @@ def slo_sim_step(version: str, step: StepResult, threshold_s: float,
     service_s = service_time_s(version, model_dir)
     return Delivery(f"version {version} at concurrency {step.concurrency}", step.requests,
                     step.t_end - step.t_start, 1.0 / service_s,
-                    MIN_DELIVERED if service_s < threshold_s else SLOW_MIN_DELIVERED)
+                    min_share(service_s, threshold_s))
 
 
 def shortfalls(deliveries: Iterable[Delivery]) -> list[Delivery]:
