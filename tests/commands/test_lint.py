@@ -71,6 +71,16 @@ def test_a_clean_repository_exits_0(tmp_path):
     assert "1 model checked, 0 findings" in r.stderr
 
 
+def test_an_empty_config_pbtxt_is_a_finding_not_a_pass(tmp_path):
+    root = tmp_path / "repo"
+    (root / "m" / "1").mkdir(parents=True)
+    (root / "m" / "config.pbtxt").write_text("# completed by Triton at load\n")
+    r = cli("lint", "--model-repository", str(root))
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.startswith("model m: [warning] config_without_backend: ")
+    assert "--config" in r.stdout
+
+
 def test_bad_input_exit_2_naming_the_file(tmp_path):
     root = tmp_path / "repo"
     (root / "m").mkdir(parents=True)

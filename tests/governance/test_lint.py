@@ -7,6 +7,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from fleetwatch.alerts.config import parse_alerting_config
 from fleetwatch.governance.lint import (
+    CHECKS,
     ModelFacts,
     default_not_ready_allowance,
     exposition,
@@ -14,6 +15,7 @@ from fleetwatch.governance.lint import (
     not_ready_allowance,
 )
 from fleetwatch.labels.registry import ModelEntry
+from fleetwatch.labels.schema_labels import LABELS
 
 
 def _entry(name, tier="standard", startup=None):
@@ -102,6 +104,20 @@ def test_decoupled_model_without_first_response_histograms():
     assert _checks([ModelFacts("s", {"backend": "python"}, None, False)]) == []
 
 
+def test_a_configuration_without_backend_or_platform_is_not_a_pass():
+    """An empty ``config.pbtxt`` parses to ``{}``: Triton auto-completes it at load, so
+    there is nothing here for the other checks to read."""
+    assert _checks([ModelFacts("m", {}, _entry("m", "interactive"))]) == \
+        [("m", "config_without_backend", "warning"),
+         ("m", "latency_no_queue_timeout", "warning")]  # no timeout declared either
+    assert _checks([ModelFacts("m", {"max_batch_size": 8}, None)]) == \
+        [("m", "config_without_backend", "warning")]
+    assert _checks([ModelFacts("m", {"platform": "onnxruntime_onnx"}, None)]) == []
+    assert _checks([ModelFacts("m", {"backend": "onnxruntime"}, None)]) == []
+    # an engine without a model configuration is not a Triton model
+    assert _checks([ModelFacts("llm", {}, None, runtime="vllm")]) == []
+
+
 def test_findings_line_and_exposition():
     facts = [ModelFacts("llm", {"backend": "vllm", "dynamic_batching": {}}, None)]
     (f,) = lint(facts)
@@ -110,3 +126,9 @@ def test_findings_line_and_exposition():
     (s,) = fams["fleetwatch_model_config_findings"].samples
     assert s.labels == {"model": "llm", "check": "dynamic_batching_llm_backend",
                         "severity": "error"} and s.value == 1
+
+
+def test_the_check_label_lists_every_check():
+    """``fleetwatch_model_config_findings{check}``'s documented values are the checks."""
+    (label,) = [lab for lab in LABELS if lab.name == "check"]
+    assert label.values == CHECKS

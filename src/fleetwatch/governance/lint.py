@@ -22,6 +22,11 @@ by :mod:`fleetwatch.governance.pbtxt`) and its registry entry, and returns
   standalone vLLM or SGLang) whose not-ready alert allowance (alerting
   ``model_not_ready.startup_allowance`` of its tier) is below the registry's
   ``deployment.startup_seconds``: the alert pages while the pod is still allowed to start;
+* ``config_without_backend`` (warning) — a configuration that names neither ``backend``
+  nor ``platform`` (an empty ``config.pbtxt``, say): Triton completes it from the model
+  files when it loads the model (auto-complete), so what the other checks read
+  (batching, instance groups, the backend) is not in the file to check; not for an engine
+  without a model configuration (a standalone vLLM or SGLang);
 * ``decoupled_no_first_response_histogram`` (warning) — a decoupled model
   (``model_transaction_policy.decoupled``) on a server that does not export
   ``nv_inference_first_response_histogram_ms``: no time-to-first-response SLI; start
@@ -52,8 +57,9 @@ THROUGHPUT_TIERS = frozenset({"batch"})
 #: TensorRT-LLM backends, standalone vLLM and SGLang).
 LLM_RUNTIMES = frozenset({"vllm", "tensorrt_llm", "sglang"})
 #: The check names, in report order.
-CHECKS = ("dynamic_batching_llm_backend", "latency_no_queue_timeout", "latency_gpu_shared",
-          "llm_readiness_below_startup", "decoupled_no_first_response_histogram")
+CHECKS = ("config_without_backend", "dynamic_batching_llm_backend", "latency_no_queue_timeout",
+          "latency_gpu_shared", "llm_readiness_below_startup",
+          "decoupled_no_first_response_histogram")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +101,7 @@ def lint(models: Sequence[ModelFacts],
     out: list[Finding] = []
     gpu_use = _throughput_gpus(models)
     for m in models:
+        out += _without_backend(m)
         out += _batching(m)
         out += _queue_timeout(m)
         out += _gpu_shared(m, gpu_use)
@@ -126,6 +133,17 @@ def _tier(m: ModelFacts) -> str:
 
 def _runtime(m: ModelFacts) -> str:
     return m.runtime or runtime_from_model_config(dict(m.config))
+
+
+def _without_backend(m: ModelFacts) -> list[Finding]:
+    if m.runtime is not None or m.config.get("backend") or m.config.get("platform"):
+        return []
+    return [Finding(m.model, "config_without_backend", "warning",
+                    "the configuration names neither backend nor platform: Triton completes "
+                    "it from the model files at load, so its batching and instance groups "
+                    "cannot be checked here: declare backend (and max_batch_size, "
+                    "instance_group) in config.pbtxt, or lint the loaded configuration with "
+                    "--config")]
 
 
 def _batching(m: ModelFacts) -> list[Finding]:
