@@ -120,6 +120,22 @@ def test_quota_usage_without_a_quota_file_says_what_is_missing(tmp_path) -> None
     assert "usage only, no limits" in r.stderr
 
 
+def test_quota_usage_with_nothing_to_count_says_why_the_usage_is_zero() -> None:
+    """A quota file but no placement and no captures: the limits, every usage 0, and one
+    line on stderr saying that nothing was counted (not a silent table of zeros)."""
+    r = CliRunner().invoke(main, ["quota", "usage", "--quotas", str(DATA / "quotas.yaml"),
+                                  "--registry", str(DATA / "registry.yaml")])
+    assert r.exit_code == 0, r.output
+    rows = [line.split() for line in r.stdout.splitlines()[1:]]
+    assert rows and all(row[-2] == "0" for row in rows), r.stdout
+    assert r.stderr == ("fleetwatch: no usage counted: no model is on a GPU in the "
+                        "--config's placement: and no --captures were given, so every usage "
+                        "is 0 (limits only)\n")
+    r = CliRunner().invoke(main, ["quota", "usage", "--config", str(DATA / "sidecar.yaml"),
+                                  *[x for c in CAPTURES for x in ("--captures", c)]])
+    assert "no usage counted" not in r.stderr
+
+
 def test_unknown_footprint_splits_the_gpu_by_instances() -> None:
     reg = load_registry(DATA / "registry.yaml")
     placement = Placement([GPUPlacement(gpu_uuid="G", models=[

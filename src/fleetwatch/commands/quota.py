@@ -48,8 +48,8 @@ def usage(config_path: str | None, registry_path: str | None, captures: tuple[st
     when there is neither a quota file nor a model to count)."""
     a = load_assessment(config_path, registry_path, captures, triton_configs, triton_stats,
                         quotas_path, served_only)
-    if a.quotas is None and not (a.usage.teams or a.placement.gpus or a.feet
-                                 or a.usage.unowned):
+    counted_nothing = not (a.usage.teams or a.placement.gpus or a.feet or a.usage.unowned)
+    if a.quotas is None and counted_nothing:
         fail("quota usage: nothing to report: no quota file (give --quotas FILE, or a "
              "--config whose quotas: names one) and no usage (no model on a GPU in the "
              "--config's placement: or in the --captures)")
@@ -57,6 +57,10 @@ def usage(config_path: str | None, registry_path: str | None, captures: tuple[st
     if a.quotas is None:
         click.echo("fleetwatch: no quota file (the configuration has no quotas: and no "
                    "--quotas was given): usage only, no limits", err=True)
+    elif counted_nothing:
+        click.echo("fleetwatch: no usage counted: no model is on a GPU in the --config's "
+                   "placement: and no --captures were given, so every usage is 0 (limits "
+                   "only)", err=True)
     if over_quota(a):
         raise SystemExit(1)
 
