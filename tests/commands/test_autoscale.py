@@ -54,6 +54,27 @@ def test_table_and_policy_choice_on_a_mooncake_trace(tmp_path: Path) -> None:
     assert code == 0 and f"{len(reqs)} requests" in out, out
 
 
+def test_a_trace_shorter_than_a_decision_keeps_its_figures(tmp_path: Path) -> None:
+    """Four requests within 0.14 trace seconds: no decision is taken, yet the fleet ran
+    on its initial replica, and the table says so (replica-seconds not rounded to 0, peak
+    1), in 80 columns."""
+    lines = TRACE.read_text(encoding="utf-8").splitlines()[:5]  # the header and 4 rows
+    short = tmp_path / "short.csv"
+    short.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out = run(str(short), "--json")
+    assert code == 0, out
+    doc = json.loads(out)
+    assert all(r["peak_replicas"] == 1 and r["replica_seconds"] > 0 for r in doc["results"])
+    code, out = run(str(short))
+    assert code == 0, out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()
+            if line.split() and line.split()[0] in {p.name for p in POLICIES}}
+    assert set(rows) == {p.name for p in POLICIES}
+    rs = doc["results"][0]["replica_seconds"]
+    assert all(row[3] == f"{rs:.3g}" and row[-1] == "1" for row in rows.values()), out
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+
+
 def test_help_shows_the_worked_example() -> None:
     res = CliRunner().invoke(main, ["autoscale", "replay", "--help"])
     assert res.exit_code == 0

@@ -100,7 +100,9 @@ class FleetRun:
     """One simulation: per request (trace order) ``ttft`` and ``itl`` (seconds; NaN for
     a dropped request), ``dropped``; ``timeline`` at each decision; ``events``;
     ``replica_seconds`` (every replica from creation until gone); ``end`` (the last
-    completion, or the horizon)."""
+    completion, or the horizon); ``peak_replicas`` (the most replicas desired at once,
+    the initial ones included: a trace shorter than one decision interval still ran on
+    them)."""
 
     ttft: list[float]
     itl: list[float]
@@ -109,6 +111,7 @@ class FleetRun:
     events: list[ScaleEvent]
     replica_seconds: float
     end: float
+    peak_replicas: int
 
 
 @dataclass(slots=True)
@@ -295,7 +298,8 @@ def simulate(requests: Sequence[Request], model: ReplicaModel, cfg: FleetConfig,
                dropped=[False] * n,
                tokens=[float(r.input_tokens + r.output_tokens) for r in requests],
                holder=[None] * n)
-    for _ in range(max(1, cfg.initial_replicas)):
+    initial = max(1, cfg.initial_replicas)
+    for _ in range(initial):
         sim.add_replica(0.0, ready=True)
     sim.push(cfg.interval_seconds, _TICK, 0)
     scrape = cfg.scrape_seconds or 0.0
@@ -339,5 +343,6 @@ def simulate(requests: Sequence[Request], model: ReplicaModel, cfg: FleetConfig,
             sim.push(t + cfg.interval_seconds, _TICK, 0)
     end = max(end, horizon, requests[-1].arrival if n else 0.0)
     rs = sim.retired_seconds + sum(end - r.created for r in sim.reps)
-    return FleetRun(sim.ttft, sim.itl, sim.dropped, timeline, events, rs, end)
+    peak = max([initial, *(p.replicas for p in timeline)])
+    return FleetRun(sim.ttft, sim.itl, sim.dropped, timeline, events, rs, end, peak)
 

@@ -245,7 +245,7 @@ def summarize(requests: Sequence[Request], run: FleetRun, cfg: ReplayConfig, pol
         scale_events=len(run.events), reversals=_reversals(run.events, window),
         recovery_seconds=_recovery(_minutes(requests, run, cfg), cfg.mapping.seconds(60.0),
                                    cfg.objective),
-        dropped=sum(run.dropped), peak_replicas=max((p.replicas for p in run.timeline), default=0),
+        dropped=sum(run.dropped), peak_replicas=run.peak_replicas,
         timeline=tuple(run.timeline))
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,7 +42,9 @@ from fleetwatch.commands.autoscale_trace import trace_command
 from fleetwatch.commands.common import fail, registry_or_fail, slo_file_or_fail
 
 if TYPE_CHECKING:  # the twin needs numpy (the SLO engine); the CLI imports this module
-    from fleetwatch.autoscale.replay import ReplayResult
+    from rich.console import Console
+
+    from fleetwatch.autoscale.replay import PolicyResult, ReplayResult
     from fleetwatch.autoscale.replica import ReplicaModel
     from fleetwatch.labels.registry import Registry
     from fleetwatch.slo.spec import SLOFile, SLOSpec
@@ -194,24 +196,49 @@ def result_json(result: ReplayResult) -> str:
     return json.dumps(clean(dataclasses.asdict(result)), allow_nan=False, indent=1)
 
 
-def print_table(result: ReplayResult) -> None:
-    """The result as a rich table on stdout."""
+def _seconds(v: float) -> str:
+    """Seconds for the table: whole seconds from 100 s up, else 3 significant digits (a
+    short trace's replica-seconds are not 0)."""
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+#: The table's columns: (header, cell of a :class:`PolicyResult`); laid out to fit 80
+#: columns (``--json`` has every field, the timeline included).
+_COLUMNS: tuple[tuple[str, Callable[[PolicyResult], str]], ...] = (
+    ("policy", lambda r: r.policy),
+    ("TTFT\nmet", lambda r: f"{r.ttft_attainment:.1%}"),
+    ("good-\nput", lambda r: f"{r.goodput:.1%}"),
+    ("replica\nseconds", lambda r: _seconds(r.replica_seconds)),
+    ("vs\nstatic", lambda r: f"{r.cost_ratio:.2f}"),
+    ("scale\nevents", lambda r: str(r.scale_events)),
+    ("rever-\nsals", lambda r: str(r.reversals)),
+    ("recov-\nery (s)",
+     lambda r: "never" if r.recovery_seconds is None else f"{r.recovery_seconds:.0f}"),
+    ("drop-\nped", lambda r: str(r.dropped)),
+    ("peak", lambda r: str(r.peak_replicas)),
+)
+
+
+def print_table(result: ReplayResult, console: Console | None = None) -> None:
+    """The result as a table on stdout (or ``console``): a legend line, then one row per
+    policy."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
+    console = console or Console()
     m = result.mapping
-    table = Table(title=f"{result.requests} requests over {result.span_seconds:.0f} s "
-                        f"(time compression {m.time_compression:g}); static pool "
-                        f"{result.static_replicas} replicas")
-    for col in ("policy", "TTFT attainment", "goodput", "replica-s", "vs static",
-                "scale events", "reversals", "back under SLO (s)", "dropped", "peak"):
-        table.add_column(col, justify="left" if col == "policy" else "right")
+    console.print(f"{result.requests} requests over {_seconds(result.span_seconds)} s "
+                  f"(time compression {m.time_compression:g}); static pool "
+                  f"{result.static_replicas} replicas")
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=0)
+    for header, _cell in _COLUMNS:
+        table.add_column(header, justify="left" if header == "policy" else "right",
+                         no_wrap=True)
     for r in result.results:
-        rec = "never" if r.recovery_seconds is None else f"{r.recovery_seconds:.0f}"
-        table.add_row(r.policy, f"{r.ttft_attainment:.2%}", f"{r.goodput:.2%}",
-                      f"{r.replica_seconds:.0f}", f"{r.cost_ratio:.2f}", str(r.scale_events),
-                      str(r.reversals), rec, str(r.dropped), str(r.peak_replicas))
-    Console(width=140).print(table)
+        table.add_row(*(Text(cell(r)) for _header, cell in _COLUMNS))
+    console.print(table)
 
 
 @click.group()
