@@ -22,6 +22,7 @@ from fleetwatch.demo.run import (
     DEMO_LLM,
     LLM_DELAY_MAX_S,
     SLO_POLL_SECONDS,
+    HostLoad,
     demo_config,
     llm_delay,
     summary_lines,
@@ -175,6 +176,23 @@ def test_the_summary_explains_a_state_that_is_not_ok():
     assert lines[1:4] == ["  llm-ttft on tiny-llm: regression, burn 0.405 over 2m, capacity 8",
                           f"    why: {why}",
                           "  availability on ranker: ok, no burn rate yet, capacity 8"]
+    assert not any("note:" in line for line in lines)  # the host's load is not known
+
+
+def test_a_regression_is_followed_by_the_hosts_load():
+    """Every demo model shares the host's CPUs: with a regression the summary gives the
+    load average, since work outside the demo reads as a regression too."""
+    slo = {"slos": [{"slo": "ranker-p99", "model": "ranker", "state": "regression",
+                     "burn_rates": {}, "capacity": 8.0}]}
+    host = HostLoad(avg_1m=5.25, avg_15m=3.0, cpus=2)
+    assert summary_lines(slo, {}, (), host)[2] == (
+        "  note: every demo model shares this host's 2 CPUs (load average 5.2 now, 3.0 over "
+        "15 min); work outside the demo slows them too, is no neighbour the engine can see, "
+        "and reads as a regression")
+    slo["slos"][0]["state"] = "interference"
+    assert not any("note:" in line for line in summary_lines(slo, {}, (), host))
+    now = HostLoad.now()
+    assert now is not None and now.cpus >= 1 and now.avg_15m >= 0
 
 
 def test_every_demo_model_shares_one_device_and_the_llm_joins_later():

@@ -43,7 +43,7 @@ import socket
 import threading
 from collections.abc import Callable, Sequence
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 import aiohttp
 
@@ -169,7 +169,8 @@ def run_demo(duration: float = 600.0, port: int = 9810) -> None:
             for load in loads:
                 load.join(timeout=15)
         supervisor.stop()
-        for line in summary_lines(final, {"Triton": triton, "vLLM": vllm}, supervisor.exits):
+        for line in summary_lines(final, {"Triton": triton, "vLLM": vllm}, supervisor.exits,
+                                  HostLoad.now()):
             print(line, flush=True)
         died = [f"{name} exited (code {server.returncode}) during the demo and was not "
                 f"restarted; its log ends:\n{server.log_tail()}"
@@ -255,19 +256,39 @@ async def _final_slo(port: int) -> dict[str, Any]:
         return {}
 
 
+class HostLoad(NamedTuple):
+    """The host's load average (runnable tasks, ``os.getloadavg``) over 1 and 15 minutes
+    and its CPU count, for the summary's note on a ``regression``."""
+
+    avg_1m: float
+    avg_15m: float
+    cpus: int
+
+    @classmethod
+    def now(cls) -> HostLoad | None:
+        """The load now; None where the platform has no load average."""
+        try:
+            one, _five, fifteen = os.getloadavg()
+        except OSError:
+            return None
+        return cls(one, fifteen, os.cpu_count() or 1)
+
+
 #: States the summary needs no explanation for (the others get the engine's, which
 #: names the band that burns: the burn the line shows is over all bands).
 QUIET_STATES = ("ok", "no_data")
 
 
 def summary_lines(slo: dict[str, Any], servers: dict[str, ServerProcess],
-                  exits: Sequence[Exit] = ()) -> list[str]:
+                  exits: Sequence[Exit] = (), host: HostLoad | None = None) -> list[str]:
     """The demo's closing summary: a line per SLO of the ``/slo`` document ``slo`` (its
     final state — with the neighbours an ``interference`` blames —, its burn rate over
     each of its windows, shortest first, and capacity at SLO in requests; then, for a
-    state not in `QUIET_STATES`, the engine's explanation),
-    then a line saying which of ``servers`` ran to the end and which were restarted
-    (``exits``: the supervisor's records, by server name)."""
+    state not in `QUIET_STATES`, the engine's explanation); when an SLO reads
+    ``regression`` and ``host`` is known, a note with the host's load (every demo model
+    shares its CPUs: work outside the demo slows them too, and is no neighbour the engine
+    can see); then a line saying which of ``servers`` ran to the end and which were
+    restarted (``exits``: the supervisor's records, by server name)."""
     lines = ["fleetwatch demo: done. Final SLO states (/slo):"]
     entries: Sequence[dict[str, Any]] = slo.get("slos") or []
     for e in entries:
@@ -283,6 +304,11 @@ def summary_lines(slo: dict[str, Any], servers: dict[str, ServerProcess],
             lines.append(f"    why: {e['explanation']}")  # the burn shown is all bands'
     if not entries:
         lines.append("  (none: the sidecar did not answer /slo)")
+    if host is not None and any(e.get("state") == "regression" for e in entries):
+        lines.append(f"  note: every demo model shares this host's {host.cpus} CPUs (load "
+                     f"average {host.avg_1m:.1f} now, {host.avg_15m:.1f} over 15 min); work "
+                     "outside the demo slows them too, is no neighbour the engine can see, "
+                     "and reads as a regression")
     ran = [n for n, s in servers.items() if s.running]
     dead = [n for n, s in servers.items() if not s.running]
     lines.append("  servers: " + ", ".join([f"{n} ran to the end{_restarts(n, exits)}"
