@@ -182,9 +182,13 @@ def test_the_summary_explains_a_state_that_is_not_ok():
 def test_a_regression_is_followed_by_the_hosts_load():
     """Every demo model shares the host's CPUs: with a regression the summary gives the
     load average, since work outside the demo reads as a regression too."""
-    slo = {"slos": [{"slo": "ranker-p99", "model": "ranker", "state": "regression",
-                     "burn_rates": {}, "capacity": 8.0}]}
+    slo = {"slos": [{"slo": "availability", "model": "faulty", "sli": "availability",
+                     "state": "regression", "burn_rates": {}, "capacity": 8.0}]}
     host = HostLoad(avg_1m=5.25, avg_15m=3.0, cpus=2)
+    # faulty fails by design: a slow host does not fail requests
+    assert not any("note:" in line for line in summary_lines(slo, {}, (), host))
+    slo = {"slos": [{"slo": "ranker-p99", "model": "ranker", "sli": "latency",
+                     "state": "regression", "burn_rates": {}, "capacity": 8.0}]}
     assert summary_lines(slo, {}, (), host)[2] == (
         "  note: every demo model shares this host's 2 CPUs (load average 5.2 now, 3.0 over "
         "15 min); work outside the demo slows them too, is no neighbour the engine can see, "

@@ -284,11 +284,12 @@ def summary_lines(slo: dict[str, Any], servers: dict[str, ServerProcess],
     """The demo's closing summary: a line per SLO of the ``/slo`` document ``slo`` (its
     final state — with the neighbours an ``interference`` blames —, its burn rate over
     each of its windows, shortest first, and capacity at SLO in requests; then, for a
-    state not in `QUIET_STATES`, the engine's explanation); when an SLO reads
+    state not in `QUIET_STATES`, the engine's explanation); when a latency SLO reads
     ``regression`` and ``host`` is known, a note with the host's load (every demo model
     shares its CPUs: work outside the demo slows them too, and is no neighbour the engine
-    can see); then a line saying which of ``servers`` ran to the end and which were
-    restarted (``exits``: the supervisor's records, by server name)."""
+    can see; ``faulty``'s availability regression is by design and gets no note); then a
+    line saying which of ``servers`` ran to the end and which were restarted (``exits``:
+    the supervisor's records, by server name)."""
     lines = ["fleetwatch demo: done. Final SLO states (/slo):"]
     entries: Sequence[dict[str, Any]] = slo.get("slos") or []
     for e in entries:
@@ -304,7 +305,8 @@ def summary_lines(slo: dict[str, Any], servers: dict[str, ServerProcess],
             lines.append(f"    why: {e['explanation']}")  # the burn shown is all bands'
     if not entries:
         lines.append("  (none: the sidecar did not answer /slo)")
-    if host is not None and any(e.get("state") == "regression" for e in entries):
+    if host is not None and any(e.get("state") == "regression" and e.get("sli") == "latency"
+                                for e in entries):
         lines.append(f"  note: every demo model shares this host's {host.cpus} CPUs (load "
                      f"average {host.avg_1m:.1f} now, {host.avg_15m:.1f} over 15 min); work "
                      "outside the demo slows them too, is no neighbour the engine can see, "
