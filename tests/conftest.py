@@ -15,6 +15,9 @@ from tests.support.helpers import require_vllm
 
 # -- The fast unit mode (tests/support/unit_mode.py) ------------------------------------------
 
+#: This process's `scheduling.LatencyLock`, made at configure time from xdist's worker input.
+_LATENCY_LOCK = pytest.StashKey[scheduling.LatencyLock]()
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--unit", action="store_true",
@@ -25,6 +28,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("unit"):
         unit_mode.activate()
+    config.stash[_LATENCY_LOCK] = scheduling.LatencyLock.of(config)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -37,18 +41,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items[:] = scheduling.latency_last(items)  # the latency-judging engine tests last
 
 
-_latency_lock = scheduling.LatencyLock()
-
-
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.config.getoption("unit"):
         unit_mode.check_markers(item)
     scheduling.yield_to_engines(item.path)
-    _latency_lock.before(item)
+    item.config.stash[_LATENCY_LOCK].before(item)
 
 
-def pytest_sessionfinish() -> None:
-    _latency_lock.release()
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    session.config.stash[_LATENCY_LOCK].release()
 
 
 # -- Two workers (pytest-xdist: ``./dev test`` runs ``-n 2 --dist loadgroup``) ---------------

@@ -82,11 +82,21 @@ class LatencyLock:
     the unit tests' worker takes and drops it, shared, before each test, so it waits
     while the other holds it. Outside xdist it does nothing."""
 
-    def __init__(self) -> None:
-        run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    def __init__(self, run: str | None) -> None:
+        """``run``: xdist's run id on one of its workers, None elsewhere (see :meth:`of`)."""
         self.path = (Path(tempfile.gettempdir()) / f"fleetwatch-latency-{run}.lock"
-                     if run and "PYTEST_XDIST_WORKER" in os.environ else None)
+                     if run else None)
         self._held: IO[bytes] | None = None
+
+    @classmethod
+    def of(cls, config: pytest.Config) -> LatencyLock:
+        """The lock of the process ``config`` belongs to: a worker's knows the run id from
+        xdist's ``config.workerinput``. Not from the environment: a pytest that a test
+        starts inherits its worker's ``PYTEST_XDIST_*`` variables but is no worker, and
+        would wait for the lock its own parent holds."""
+        workerinput = getattr(config, "workerinput", None)
+        run = workerinput.get("testrunuid") if isinstance(workerinput, dict) else None
+        return cls(str(run) if run else None)
 
     def before(self, item: pytest.Item) -> None:
         """Hold the lock before a ``latency`` engine test, or wait for it before a unit

@@ -32,10 +32,11 @@ def test_latency_tests_go_last_each_part_in_its_order() -> None:
 
 def test_the_unit_worker_waits_while_the_engines_worker_judges_latency(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", f"test-{time.monotonic_ns()}")
-    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
     monkeypatch.setattr(scheduling.tempfile, "gettempdir", lambda: str(tmp_path))
-    engines, units = scheduling.LatencyLock(), scheduling.LatencyLock()
+    run = f"test-{time.monotonic_ns()}"
+    worker = SimpleNamespace(workerinput={"testrunuid": run, "workerid": "gw0"})
+    engines = scheduling.LatencyLock.of(worker)  # type: ignore[arg-type]
+    units = scheduling.LatencyLock(run)
     engines.before(_item("tests/e2e/test_plain.py", False))  # type: ignore[arg-type]
     units.before(_item("tests/slo/test_x.py", False))  # not held yet: no wait
     engines.before(_item("tests/e2e/test_slo.py", True))  # type: ignore[arg-type]
@@ -53,8 +54,12 @@ def test_the_unit_worker_waits_while_the_engines_worker_judges_latency(
 
 
 def test_outside_xdist_nothing_is_locked(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
-    lock = scheduling.LatencyLock()
+    # a pytest started by a test on a worker inherits the worker's environment, but its
+    # configuration has no workerinput: it is no worker and must not wait for the lock
+    # its parent holds
+    monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", "a-run")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    lock = scheduling.LatencyLock.of(SimpleNamespace())  # type: ignore[arg-type]
     assert lock.path is None
     lock.before(_item("tests/e2e/test_slo.py", True))  # type: ignore[arg-type]
     lock.release()
