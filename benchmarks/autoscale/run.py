@@ -238,10 +238,24 @@ class Experiment:
 
     @property
     def run_s(self) -> float:
-        """Replay seconds each policy runs."""
+        """Replay seconds each policy runs when the fleet answers the segment's last
+        request within it (see :meth:`ends_s`)."""
+        return self.mapping.seconds(self.segment_s) + self.tail_s
+
+    @property
+    def tail_s(self) -> float:
+        """Replay seconds of the tail: one stabilization window, one headroom window and
+        `TAIL_SLACK_S`."""
         seconds = self.mapping.seconds
-        return (seconds(self.segment_s) + seconds(self.scale_down_window_s)
-                + seconds(self.headroom_window_s) + TAIL_SLACK_S)
+        return (seconds(self.scale_down_window_s) + seconds(self.headroom_window_s)
+                + TAIL_SLACK_S)
+
+    def ends_s(self, drained_s: float) -> float:
+        """When a run ends (replay seconds) whose client had every answer at
+        ``drained_s``: the tail follows the later of the segment's end and the last
+        answer, so that a fleet still working off a backlog (a slow or busy machine)
+        has the whole tail to scale in."""
+        return max(self.mapping.seconds(self.segment_s), drained_s) + self.tail_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,8 +278,9 @@ class PolicyRun:
 
 
 def run_policy(name: str, exp: Experiment, workdir: Path) -> PolicyRun:
-    """Replay ``exp.requests`` against a fleet scaled by policy ``name`` for ``exp.run_s``
-    replay seconds (and until aiperf has every answer)."""
+    """Replay ``exp.requests`` against a fleet scaled by policy ``name`` until
+    ``exp.ends_s`` of the moment aiperf had every answer (``exp.run_s`` replay seconds
+    when that was within the segment)."""
     policy = get_policy(name)
     workdir.mkdir(parents=True, exist_ok=True)
     files = write_fleet_files(workdir, sidecar_slos(exp.mapping.seconds(exp.headroom_window_s)))
@@ -293,9 +308,12 @@ def run_policy(name: str, exp: Experiment, workdir: Path) -> PolicyRun:
         fleet.replica_seconds = 0.0
         t0 = time.monotonic()
         hold = 0.0  # fleetwatch's signal holds its peak for one measured cold start
-        while client.poll() is None or time.monotonic() - t0 < exp.run_s + hold:
+        drained: float | None = None  # when aiperf had every answer (replay seconds)
+        while drained is None or time.monotonic() - t0 < exp.ends_s(drained) + hold:
             time.sleep(period)
             now = time.monotonic() - t0
+            if drained is None and client.poll() is not None:
+                drained = now
             hold = max(hold, measured_cold_start(prometheus))
             current, pods = fleet.current, fleet.ready_names()
             metric = measure(policy, prometheus, current, pods) if hpa else math.nan

@@ -93,5 +93,9 @@ def test_the_windows_are_parameters_of_the_run() -> None:
     assert short.behavior.scale_up == DEFAULT_BEHAVIOR.scale_up
     c = MAPPING.time_compression
     assert full.run_s - short.run_s == pytest.approx((300.0 - 60.0) / c + (300.0 - 30.0) / c)
+    # the tail follows the last answer when a busy fleet answered after the segment
+    segment = 150.0 / c
+    assert short.ends_s(segment / 2) == pytest.approx(short.run_s)
+    assert short.ends_s(segment + 20.0) == pytest.approx(short.run_s + 20.0)
     settings = parse_slo_file(sidecar_slos(30.0 / c)).autoscaling
     assert settings.headroom_window == pytest.approx(30.0 / c)

@@ -51,8 +51,9 @@ MAPPING = replace(run.MAPPING, time_compression=5.0)
 #: trace seconds: a fifth of the full experiment's (Kubernetes' 300 s and the headroom's
 #: 300 s default), so 12 s of replay each. The checks need the fleet to scale in
 #: after the burst within the run, not the full windows' length: each window only delays
-#: the scale-in by its length, and the run's tail (`run.Experiment.run_s`) is as long
-#: as both together, so the module fits CI's budget for the short version.
+#: the scale-in by its length, and the run's tail (`run.Experiment.tail_s`, after the
+#: segment or after the last answer, whichever is later: a busy machine's backlog) is as
+#: long as both together, so the module fits CI's budget for the short version.
 SCALE_DOWN_WINDOW_S = 60.0
 HEADROOM_WINDOW_S = 60.0
 #: The replica's reported TTFT may exceed the calibrated prediction by this factor on a
