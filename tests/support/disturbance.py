@@ -20,6 +20,10 @@ itself, independently of the engine under test, from the client's side:
 first run that passes that check, so that the verdicts are taken from a run the machine
 did not disturb; when every run was disturbed it returns the last one and the test's
 assertions decide (a disturbed run often still meets them), with the reasons printed.
+A test whose verdict is timing itself (how many snapshots a loop takes to converge)
+judges inside :func:`inconclusive_when_disturbed`: an assertion that fails on a disturbed
+run skips the test as inconclusive, naming the disturbance and the assertion, instead of
+failing it for the machine's sake; on an undisturbed run it fails as any assertion.
 This is the live counterpart of the gate the committed vLLM sweeps pass
 (``tests/support/sweep_checks.py``).
 """
@@ -28,10 +32,13 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
+
+import pytest
 
 from fleetwatch.demo.load import StepResult
 from fleetwatch.demo.triton import DEFAULT_MODEL_REPOSITORY
@@ -125,3 +132,18 @@ def until_undisturbed(run: Callable[[], T], problems: Callable[[T], Sequence[obj
         print(f"\n{what}: run {attempt} of {attempts} was disturbed (the machine was busy): "
               + "; ".join(map(str, found)), file=sys.stderr)
     return result
+
+
+@contextmanager
+def inconclusive_when_disturbed(problems: Sequence[object], what: str) -> Iterator[None]:
+    """Judge a run inside this block: with ``problems`` (the judged run's disturbances, as
+    :func:`until_undisturbed`'s ``problems`` gives them) an :class:`AssertionError` skips
+    the test as inconclusive (``pytest.skip``, its reason naming the disturbances and the
+    assertion); without, the error propagates (the test fails)."""
+    try:
+        yield
+    except AssertionError as exc:
+        if not problems:
+            raise
+        pytest.skip(f"{what}: inconclusive, every run was disturbed (the machine was busy: "
+                    f"{'; '.join(map(str, problems))}); on that run: {exc!r}"[:2000])
