@@ -128,9 +128,9 @@ def test_quota_usage_with_nothing_to_count_says_why_the_usage_is_zero() -> None:
     assert r.exit_code == 0, r.output
     rows = [line.split() for line in r.stdout.splitlines()[1:]]
     assert rows and all(row[-2] == "0" for row in rows), r.stdout
-    assert r.stderr == ("fleetwatch: no usage counted: no model is on a GPU in the "
-                        "--config's placement: and no --captures were given, so every usage "
-                        "is 0 (limits only)\n")
+    assert r.stderr == ("fleetwatch: no usage counted: no model is on a GPU in a "
+                        "--config's placement: or in the --captures, so every usage is 0 "
+                        "(limits only)\n")
     r = CliRunner().invoke(main, ["quota", "usage", "--config", str(DATA / "sidecar.yaml"),
                                   *[x for c in CAPTURES for x in ("--captures", c)]])
     assert "no usage counted" not in r.stderr

@@ -58,9 +58,9 @@ def usage(config_path: str | None, registry_path: str | None, captures: tuple[st
         click.echo("fleetwatch: no quota file (the configuration has no quotas: and no "
                    "--quotas was given): usage only, no limits", err=True)
     elif counted_nothing:
-        click.echo("fleetwatch: no usage counted: no model is on a GPU in the --config's "
-                   "placement: and no --captures were given, so every usage is 0 (limits "
-                   "only)", err=True)
+        click.echo("fleetwatch: no usage counted: no model is on a GPU in a --config's "
+                   "placement: or in the --captures, so every usage is 0 (limits only)",
+                   err=True)
     if over_quota(a):
         raise SystemExit(1)
 
