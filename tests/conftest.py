@@ -44,7 +44,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.config.getoption("unit"):
         unit_mode.check_markers(item)
-    scheduling.yield_to_engines(item.path)
+    scheduling.yield_to_engines(item)
     item.config.stash[_LATENCY_LOCK].before(item)
 
 

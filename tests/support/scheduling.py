@@ -53,13 +53,23 @@ UNIT_NICENESS = 10
 _yielded = False
 
 
-def yield_to_engines(path: Path) -> None:
+def xdist_run(config: pytest.Config) -> str | None:
+    """xdist's run id when ``config`` is one of its workers', else None. From xdist's
+    ``config.workerinput``, not from the environment: a pytest that a test starts
+    inherits its worker's ``PYTEST_XDIST_*`` variables but is no worker (it would wait
+    for the lock its own parent holds)."""
+    workerinput = getattr(config, "workerinput", None)
+    run = workerinput.get("testrunuid") if isinstance(workerinput, dict) else None
+    return str(run) if run else None
+
+
+def yield_to_engines(item: pytest.Item) -> None:
     """Before a test outside ``tests/e2e/`` on an xdist worker: lower this worker's CPU
     priority, once (a process may always lower its own). The engines' worker keeps its
     priority until it has run every engine test, since xdist hands it the engines' unit
     first."""
     global _yielded
-    if _yielded or "PYTEST_XDIST_WORKER" not in os.environ or unit_mode.in_e2e(path):
+    if _yielded or xdist_run(item.config) is None or unit_mode.in_e2e(item.path):
         return
     os.nice(UNIT_NICENESS)
     _yielded = True
@@ -90,13 +100,8 @@ class LatencyLock:
 
     @classmethod
     def of(cls, config: pytest.Config) -> LatencyLock:
-        """The lock of the process ``config`` belongs to: a worker's knows the run id from
-        xdist's ``config.workerinput``. Not from the environment: a pytest that a test
-        starts inherits its worker's ``PYTEST_XDIST_*`` variables but is no worker, and
-        would wait for the lock its own parent holds."""
-        workerinput = getattr(config, "workerinput", None)
-        run = workerinput.get("testrunuid") if isinstance(workerinput, dict) else None
-        return cls(str(run) if run else None)
+        """The lock of the process ``config`` belongs to (`xdist_run`)."""
+        return cls(xdist_run(config))
 
     def before(self, item: pytest.Item) -> None:
         """Hold the lock before a ``latency`` engine test, or wait for it before a unit
