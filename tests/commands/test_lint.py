@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 
 import yaml
 
@@ -104,3 +106,17 @@ def test_a_repository_that_is_not_one_exits_2_naming_it(tmp_path):
         assert (r.returncode, r.stdout) == (2, ""), r.stderr
         assert r.stderr == (f"fleetwatch: error: {path}: {why} (expected a Triton model "
                             "repository)\n")
+
+
+def test_without_tritonclient_it_exits_1_with_the_extra_to_install(tmp_path):
+    """A plain ``pip install .`` has no ``config.pbtxt`` parser: that is the installation's
+    fault, not the repository's (exit 1, not 2), said in one line naming the extra."""
+    hide = ("import sys; sys.modules['tritonclient'] = None; from fleetwatch.cli import main; "
+            "main()")
+    res = subprocess.run([sys.executable, "-c", hide, "lint", "--model-repository",
+                          str(_repo(tmp_path))], capture_output=True, text=True, timeout=60)
+    assert (res.returncode, res.stdout) == (1, ""), res.stderr
+    line, = res.stderr.splitlines()
+    assert line.startswith("fleetwatch: error: reading config.pbtxt needs tritonclient (")
+    assert line.endswith("install the 'triton' extra (pip install '.[triton]' from a clone) "
+                         "or pip install 'tritonclient[grpc]'")

@@ -29,8 +29,9 @@ import click
 
 from fleetwatch.alerts.config import AlertingConfig, AlertingConfigError, load_alerting_config
 from fleetwatch.commands.common import EXIT_RUNTIME, fail, registry_or_fail
+from fleetwatch.exporters.sources import OPENAI_SERVER_KINDS
 from fleetwatch.governance.lint import Finding, ModelFacts, lint, not_ready_allowance
-from fleetwatch.governance.pbtxt import RepositoryError, read_repository
+from fleetwatch.governance.pbtxt import ParserMissingError, RepositoryError, read_repository
 from fleetwatch.labels.registry import Registry
 from fleetwatch.sidecar.config import ConfigError, SidecarConfig, Target, load_config
 from fleetwatch.sidecar.config_watch import FIRST_RESPONSE_FAMILY
@@ -115,7 +116,7 @@ def _config_facts(cfg: SidecarConfig, registry: Registry) -> list[ModelFacts]:
         try:
             if t.kind == "triton" and t.api_url is not None:
                 facts += server_facts(t, registry, cfg.scrape.timeout_seconds)
-            elif t.kind in ("vllm", "sglang"):
+            elif t.kind in OPENAI_SERVER_KINDS:
                 facts += engine_facts(t, registry, cfg.scrape.timeout_seconds)
         except ServerReadError as exc:
             problems.append(f"target {t.name}: cannot read its model configurations: {exc}")
@@ -166,6 +167,8 @@ def lint_command(config_path: str | None, repository: str | None, registry_path:
             models = read_repository(Path(str(repository)))
         except RepositoryError as exc:
             fail(str(exc))
+        except ParserMissingError as exc:
+            fail(str(exc), code=EXIT_RUNTIME)
         facts = [ModelFacts(m.name, m.config, registry.lookup(m.name), histogram_latencies)
                  for m in models]
     report(lint(facts, allowance), len(facts))

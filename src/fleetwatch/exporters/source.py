@@ -85,7 +85,11 @@ class Source:
     * ``readiness``, ``runtime_probe``, ``identity`` — what the sidecar probes (``None``:
       nothing);
     * ``default_port`` — where the server serves ``/metrics`` by default;
-    * ``runtimes`` — the ``runtime`` label values its series can carry;
+    * ``runtimes`` — the ``runtime`` label values its series can carry; ``llm_runtimes``
+      — those of them whose models are LLMs (engines with their own scheduler);
+    * ``openai_server`` — an LLM engine with an OpenAI-compatible API (vLLM, SGLang): its
+      models are listed at ``/v1/models``, it has no per-model configuration, and the GPUs
+      of its pod are its model's;
     * ``not_mapped`` — ``(upstream family, why)`` for families deliberately left unmapped.
     """
 
@@ -99,6 +103,8 @@ class Source:
     runtime_probe: RuntimeProbe | None = None
     identity: IdentityProbe | None = None
     runtimes: tuple[str, ...] = ()
+    llm_runtimes: tuple[str, ...] = ()
+    openai_server: bool = False
     components: tuple[SourceTable, ...] = ()
     component_names: tuple[tuple[str, str], ...] = ()
     not_mapped: tuple[tuple[str, str], ...] = ()

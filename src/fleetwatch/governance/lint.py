@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fleetwatch.alerts.config import AlertingConfig
+from fleetwatch.exporters.sources import LLM_RUNTIMES
 from fleetwatch.exporters.sources.triton import runtime_from_model_config
 from fleetwatch.governance.running import InstanceGroup, instance_groups
 from fleetwatch.labels.registry import ModelEntry
@@ -53,9 +54,6 @@ Severity = Literal["error", "warning"]
 LATENCY_TIERS = frozenset({"interactive"})
 #: Registry latency tiers whose models are throughput-bound.
 THROUGHPUT_TIERS = frozenset({"batch"})
-#: ``runtime`` labels of LLM engines with their own scheduler (Triton's vLLM and
-#: TensorRT-LLM backends, standalone vLLM and SGLang).
-LLM_RUNTIMES = frozenset({"vllm", "tensorrt_llm", "sglang"})
 #: The check names, in report order.
 CHECKS = ("config_without_backend", "dynamic_batching_llm_backend", "latency_no_queue_timeout",
           "latency_gpu_shared", "llm_readiness_below_startup",

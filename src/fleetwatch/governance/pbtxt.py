@@ -28,6 +28,11 @@ class RepositoryError(ValueError):
     """A model repository or configuration that cannot be read; the message names the file."""
 
 
+class ParserMissingError(RuntimeError):
+    """The installation lacks Triton's ``ModelConfig`` parser (tritonclient, the ``triton``
+    extra): nothing is wrong with the repository."""
+
+
 @dataclass(frozen=True, slots=True)
 class RepositoryModel:
     """One model directory: its ``name`` (the configuration's ``name``, else the
@@ -42,9 +47,10 @@ def _model_config_class() -> Any:
     try:
         module = importlib.import_module("tritonclient.grpc.model_config_pb2")
     except ImportError as exc:
-        raise RepositoryError("reading config.pbtxt needs Triton's model_config.proto as "
-                              "compiled in tritonclient (from a clone: pip install '.[triton]', or "
-                              f"pip install 'tritonclient[grpc]'): {exc}") from None
+        raise ParserMissingError(
+            f"reading config.pbtxt needs tritonclient ({exc}); install the 'triton' extra "
+            "(pip install '.[triton]' from a clone) or pip install 'tritonclient[grpc]'"
+        ) from None
     return module.ModelConfig
 
 
@@ -64,7 +70,7 @@ def read_repository(root: Path) -> list[RepositoryModel]:
     """Every ``<model>/config.pbtxt`` under ``root``, sorted by directory; raises
     :class:`RepositoryError` for a path that is not a directory, a directory without any
     ``*/config.pbtxt`` (nothing to check is not a pass), a file too large or one that does
-    not parse."""
+    not parse; :class:`ParserMissingError` without tritonclient."""
     if not root.is_dir():
         raise RepositoryError(f"{root}: not a directory (expected a Triton model repository)")
     out = []

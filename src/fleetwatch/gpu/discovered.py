@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from fleetwatch.exporters.sources import OPENAI_SERVER_KINDS
 from fleetwatch.gpu.discover import ExpositionFacts, gpu_instances, instance_groups
 from fleetwatch.gpu.facts import GPUFacts
 from fleetwatch.labels.placement import GPUPlacement, PlacedModel, Placement
@@ -48,7 +49,7 @@ def discovered_placement(targets: Iterable[TargetFacts], gpus: GPUFacts,
     for t in targets:
         if t.kind == "triton":
             _triton(t, gpus, place)
-        elif t.kind in ("vllm", "sglang") and pod is not None:
+        elif t.kind in OPENAI_SERVER_KINDS and pod is not None:
             mine = [u for u, pods in gpus.pods.items()
                     if any(p == pod[1] and (not pod[0] or ns == pod[0]) for ns, p, _ in pods)]
             for uuid in mine:

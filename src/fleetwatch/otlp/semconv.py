@@ -53,8 +53,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleetwatch.exporters.sources import sglang as sglang_source
-from fleetwatch.exporters.sources import triton, vllm
+from fleetwatch.exporters import sources
 from fleetwatch.labels.schema import LABELS_BY_NAME, METRICS, MetricDef
 from fleetwatch.traces.histograms import BOUNDS, FAMILIES
 
@@ -71,11 +70,8 @@ UNITS = {"seconds": "s", "bytes": "By", "ratio": "1", "joules": "J", "watts": "W
 #: Units a family name ends with (dropped from a derived name, as OpenTelemetry names do).
 BASE_UNITS = ("seconds", "bytes", "joules", "watts", "celsius")
 
-#: ``runtime`` label values of generative engines: their models are LLMs (vLLM and SGLang
-#: servers, and Triton's vLLM and TensorRT-LLM backends).
-LLM_RUNTIMES = frozenset({*vllm.SOURCE.runtimes, *sglang_source.SOURCE.runtimes,
-                          triton.RUNTIME_BY_CONFIG["vllm"],
-                          triton.RUNTIME_BY_CONFIG["tensorrtllm"]})
+#: ``runtime`` label values of generative engines (each source's ``llm_runtimes``).
+LLM_RUNTIMES = sources.LLM_RUNTIMES
 
 #: The recommended (advisory) explicit bucket boundaries of the GenAI server metrics, s.
 RECOMMENDED_BUCKETS: dict[str, tuple[float, ...]] = {

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
+from fleetwatch.exporters.sources import OPENAI_SERVER_KINDS
 from fleetwatch.governance import drift, lint
 from fleetwatch.governance.running import (
     RunningConfig,
@@ -243,7 +244,7 @@ class ConfigWatch:
                     facts.append(lint.ModelFacts(model, doc, self.registry.lookup(model),
                                                  hist))
         for st in self.states.values():  # engines without a model configuration
-            if st.up and st.normalized is not None and st.kind in ("vllm", "sglang"):
+            if st.up and st.normalized is not None and st.kind in OPENAI_SERVER_KINDS:
                 for model in sorted({m[0] for m in st.normalized.models})[:self.MAX_MODELS]:
                     facts.append(lint.ModelFacts(model, {}, self.registry.lookup(model),
                                                  runtime=st.kind))

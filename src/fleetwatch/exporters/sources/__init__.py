@@ -50,6 +50,13 @@ TABLES: Mapping[str, SourceTable] = MappingProxyType(
 #: What a target's ``kind:`` and ``--source`` accept: ``auto`` (detect) or a source kind.
 KINDS: tuple[str, ...] = ("auto", *(s.kind for s in SOURCES))
 
+#: ``runtime`` label values whose models are LLMs: each source's ``llm_runtimes``.
+LLM_RUNTIMES: frozenset[str] = frozenset(r for s in SOURCES for r in s.llm_runtimes)
+
+#: The kinds of OpenAI-compatible LLM servers (``Source.openai_server``): models read
+#: from ``/v1/models``, no model configuration, the pod's GPUs are the model's.
+OPENAI_SERVER_KINDS: frozenset[str] = frozenset(s.kind for s in SOURCES if s.openai_server)
+
 #: The per-upstream tables, for documentation (docs/metrics.md).
 COMPONENT_TABLES: tuple[SourceTable, ...] = tuple(t for s in SOURCES for t in s.tables)
 

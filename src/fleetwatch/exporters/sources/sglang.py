@@ -98,6 +98,8 @@ SOURCE = Source(
     detect_priority=20,
     readiness=HealthProbe("/health"),
     runtimes=("sglang",),
+    llm_runtimes=("sglang",),
+    openai_server=True,
     component_names=(("sglang", "SGLang"),),
     not_mapped=_NOT_MAPPED,
 )

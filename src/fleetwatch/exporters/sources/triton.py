@@ -267,6 +267,7 @@ SOURCE = Source(
     runtime_probe=RuntimeProbe("/v2/models/{model}/config", interpret_model_config),
     identity=IdentityProbe("/v2", server_metadata_identity),
     runtimes=(*sorted(set(RUNTIME_BY_CONFIG.values())), "unknown"),
+    llm_runtimes=(RUNTIME_BY_CONFIG["vllm"], RUNTIME_BY_CONFIG["tensorrtllm"]),
     components=(TABLE, triton_vllm.TABLE, triton_trtllm.TABLE),
     component_names=(("triton_core", "Triton core"),
                      ("triton_vllm_backend", "Triton vLLM backend"),

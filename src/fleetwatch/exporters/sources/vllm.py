@@ -272,6 +272,8 @@ SOURCE = Source(
     readiness=HealthProbe("/health"),
     identity=IdentityProbe("/version", version_identity, same_port=True),
     runtimes=("vllm",),
+    llm_runtimes=("vllm",),
+    openai_server=True,
     component_names=(("vllm", "vLLM"),),
     not_mapped=NOT_MAPPED,
 )
