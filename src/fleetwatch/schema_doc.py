@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from fleetwatch.exporters.sources import COMPONENT_TABLES, SOURCES
+from fleetwatch.exporters.sources import COMPONENT_TABLES, LLM_RUNTIMES, SOURCES
 from fleetwatch.exporters.table import Rule
 from fleetwatch.labels.dp_aggregation import dp_aggregation
 from fleetwatch.labels.schema import LABELS, METRICS, SELF_METRICS, LabelDef, series_labels
@@ -101,7 +101,7 @@ def _otlp_section() -> list[str]:
              "exported over OTLP/HTTP, named after the OpenTelemetry semantic conventions "
              f"v{semconv.SEMCONV_VERSION} where they define the metric — the GenAI names for "
              "LLM models only (runtime " + ", ".join(f"`{r}`" for r in
-                                                     sorted(semconv.LLM_RUNTIMES)) + "), "
+                                                     sorted(LLM_RUNTIMES)) + "), "
              "with `gen_ai.operation.name` = `" + semconv.OPERATION + "` — and in "
              "fleetwatch's `modelserver.*` namespace otherwise; labels become the attributes "
              "the Labels table names (OTel), else `modelserver.<label>`.", "",

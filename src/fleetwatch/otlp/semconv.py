@@ -53,7 +53,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleetwatch.exporters import sources
+from fleetwatch.exporters.sources import LLM_RUNTIMES
 from fleetwatch.labels.schema import LABELS_BY_NAME, METRICS, MetricDef
 from fleetwatch.traces.histograms import BOUNDS, FAMILIES
 
@@ -69,9 +69,6 @@ UNITS = {"seconds": "s", "bytes": "By", "ratio": "1", "joules": "J", "watts": "W
          "celsius": "Cel", "boolean": "1", "info": "1"}
 #: Units a family name ends with (dropped from a derived name, as OpenTelemetry names do).
 BASE_UNITS = ("seconds", "bytes", "joules", "watts", "celsius")
-
-#: ``runtime`` label values of generative engines (each source's ``llm_runtimes``).
-LLM_RUNTIMES = sources.LLM_RUNTIMES
 
 #: The recommended (advisory) explicit bucket boundaries of the GenAI server metrics, s.
 RECOMMENDED_BUCKETS: dict[str, tuple[float, ...]] = {
@@ -97,7 +94,8 @@ GENAI_NAMES = GENAI_METRICS | GENAI_ATTRIBUTES
 
 
 def is_llm(runtime: str) -> bool:
-    """Whether a series' ``runtime`` label names a generative engine."""
+    """Whether a series' ``runtime`` label names a generative engine (a source's
+    ``llm_runtimes``)."""
     return runtime in LLM_RUNTIMES
 
 
